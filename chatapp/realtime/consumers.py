@@ -1,0 +1,338 @@
+"""The chat WebSocket: validates frames, hands work to the inference worker, relays deltas.
+
+A consumer handles one message at a time, so generation never runs here: `receive()` stores
+the user's message, sends one request to the worker's channel and returns. The worker streams
+coalesced deltas to this consumer's channel; each one becomes a `chat.delta` frame. The answer
+is written to the database once, when it ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
+from pydantic import ValidationError
+
+from chatapp.conversations import selectors, services
+from chatapp.conversations.models import Message
+from chatapp.errors import ApplicationError
+from chatapp.realtime.schemas import (
+    CLIENT_FRAME_TYPES,
+    AcceptedFrame,
+    DeltaFrame,
+    DoneFrame,
+    ErrorCode,
+    ErrorFrame,
+    SendFrame,
+    StopFrame,
+    Timings,
+    Usage,
+    client_frame_adapter,
+    client_id_of,
+)
+from inference.protocol import (
+    REQUEST_CHANNEL,
+    Accepted,
+    CancelRequest,
+    ChatTurn,
+    Delta,
+    Done,
+    Error,
+    GenerateRequest,
+    SamplingOptions,
+)
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class _Answer:
+    """The answer streaming on this socket (at most one)."""
+
+    client_id: uuid.UUID
+    message_id: uuid.UUID
+    request_id: str
+    parts: list[str] = field(default_factory=list)
+    next_seq: int = 1
+    worker_channel: str | None = None
+    stop_requested: bool = False
+    accept_timer: asyncio.Task[None] | None = None
+
+    @property
+    def text(self) -> str:
+        return "".join(self.parts)
+
+
+class ChatConsumer(AsyncWebsocketConsumer):
+    answer: _Answer | None = None
+
+    async def connect(self) -> None:
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            await self.close(code=4401)
+            return
+        await self.accept()
+
+    async def disconnect(self, code: int) -> None:
+        answer = self.answer
+        if answer is None:
+            return
+        self.answer = None
+        # Nobody is reading any more: stop the engine and keep what was said so far.
+        await self._cancel_upstream(answer)
+        await self._finish(answer, services.AnswerOutcome(
+            status=Message.Status.STOPPED, finish_reason="abort",
+            error_code="client_disconnected",
+        ))
+
+    # ---- browser -> server -------------------------------------------------------------
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        if text_data is None:
+            await self._error("invalid", "Send JSON text frames, not binary.")
+            return
+        if len(text_data.encode()) > settings.CHAT_MAX_FRAME_BYTES:
+            await self._error(
+                "too_large", f"Frame is larger than {settings.CHAT_MAX_FRAME_BYTES} bytes."
+            )
+            return
+        try:
+            raw = json.loads(text_data)
+        except ValueError:
+            await self._error("bad_json", "Frame is not valid JSON.")
+            return
+        client_id = client_id_of(raw)
+        if not isinstance(raw, dict) or raw.get("type") not in CLIENT_FRAME_TYPES:
+            kind = raw.get("type") if isinstance(raw, dict) else None
+            await self._error("unknown_type", f"Unknown frame type {kind!r}.", client_id=client_id)
+            return
+        try:
+            frame = client_frame_adapter.validate_python(raw)
+        except ValidationError as exc:
+            await self._error("invalid", _describe(exc), client_id=client_id)
+            return
+        if isinstance(frame, SendFrame):
+            await self._on_send(frame)
+        else:
+            await self._on_stop(frame)
+
+    async def _on_send(self, frame: SendFrame) -> None:
+        if len(frame.text) > settings.CHAT_MAX_MESSAGE_CHARS:
+            await self._error("too_large", f"Messages are limited to "
+                              f"{settings.CHAT_MAX_MESSAGE_CHARS} characters.", client_id=frame.id)
+            return
+        if self.answer is not None:
+            await self._error("busy", "An answer is still streaming; stop it first.",
+                              client_id=frame.id)
+            return
+        try:
+            turn = await database_sync_to_async(services.turn_start)(
+                sender=self.scope["user"], conversation_id=frame.conversation_id,
+                client_message_id=frame.id, text=frame.text,
+            )
+        except ApplicationError as exc:
+            await self._error(exc.code, exc.message, client_id=frame.id)  # type: ignore[arg-type]
+            return
+        await self._send_frame(AcceptedFrame(
+            id=frame.id, conversation_id=turn.conversation.id,
+            user_message_id=turn.user_message.id,
+            assistant_message_id=turn.assistant_message.id,
+        ))
+        if not turn.created:
+            await self._replay_existing(frame.id, turn.assistant_message)
+            return
+        history = await database_sync_to_async(selectors.conversation_history)(
+            conversation=turn.conversation, up_to=turn.user_message,
+            max_turns=settings.CHAT_HISTORY_TURNS,
+        )
+        answer = _Answer(client_id=frame.id, message_id=turn.assistant_message.id,
+                         request_id=str(turn.assistant_message.id))
+        request = GenerateRequest(
+            request_id=answer.request_id,
+            reply_channel=self.channel_name,
+            messages=[ChatTurn(role="user" if t.role == "user" else "assistant",
+                               content=t.content) for t in history],
+            sampling=SamplingOptions(max_tokens=settings.CHAT_MAX_TOKENS),
+            submitted_at=time.time(),
+        )
+        self.answer = answer
+        answer.accept_timer = asyncio.create_task(self._accept_deadline(answer.request_id))
+        await self.channel_layer.send(REQUEST_CHANNEL, request.to_channel())
+
+    async def _replay_existing(self, client_id: uuid.UUID, message: Message) -> None:
+        """A retried send: report the stored answer instead of generating a second one."""
+        if message.status == Message.Status.STREAMING:
+            await self._error("busy", "This message is still being answered elsewhere.",
+                              client_id=client_id, message_id=message.id)
+            return
+        if message.status == Message.Status.FAILED:
+            await self._error("engine", "This message failed earlier; send it again as new.",
+                              client_id=client_id, message_id=message.id)
+            return
+        if message.content:
+            await self._send_frame(DeltaFrame(message_id=message.id, seq=1, text=message.content))
+        await self._send_frame(_done_frame(message))
+
+    async def _on_stop(self, frame: StopFrame) -> None:
+        answer = self.answer
+        if answer is None or (frame.message_id is not None
+                              and frame.message_id != answer.message_id):
+            await self._error("not_found", "Nothing is streaming here to stop.",
+                              client_id=frame.id, message_id=frame.message_id)
+            return
+        answer.stop_requested = True
+        await self._cancel_upstream(answer)  # the worker answers with a final `done` (abort)
+
+    # ---- worker -> server (channel layer handlers) ---------------------------------------
+
+    async def inference_accepted(self, event: dict[str, Any]) -> None:
+        accepted = Accepted.model_validate(event)
+        answer = self._current(accepted.request_id)
+        if answer is None:  # we gave up on it (timeout/disconnect): free the engine
+            await self.channel_layer.send(
+                accepted.worker_channel, CancelRequest(request_id=accepted.request_id).to_channel()
+            )
+            return
+        answer.worker_channel = accepted.worker_channel
+        if answer.accept_timer is not None:
+            answer.accept_timer.cancel()
+        if answer.stop_requested:
+            await self._cancel_upstream(answer)
+
+    async def inference_delta(self, event: dict[str, Any]) -> None:
+        delta = Delta.model_validate(event)
+        answer = self._current(delta.request_id)
+        if answer is None:
+            return
+        if delta.seq != answer.next_seq:
+            logger.warning("answer %s: expected seq %d, got %d", answer.request_id,
+                           answer.next_seq, delta.seq)
+        answer.next_seq = delta.seq + 1
+        answer.parts.append(delta.text)
+        await self._send_frame(DeltaFrame(message_id=answer.message_id, seq=delta.seq,
+                                          text=delta.text))
+
+    async def inference_done(self, event: dict[str, Any]) -> None:
+        done = Done.model_validate(event)
+        answer = self._current(done.request_id)
+        if answer is None:
+            return
+        self.answer = None
+        outcome = services.AnswerOutcome(
+            status=Message.Status.STOPPED if done.finish_reason == "abort"
+            else Message.Status.COMPLETE,
+            finish_reason=done.finish_reason,
+            prompt_tokens=done.prompt_tokens,
+            completion_tokens=done.completion_tokens,
+            cached_prompt_tokens=done.cached_prompt_tokens,
+            queue_wait_ms=done.queue_wait_ms,
+            ttft_ms=done.ttft_ms,
+            total_ms=done.total_ms,
+        )
+        await self._finish(answer, outcome)
+        await self._send_frame(DoneFrame(
+            message_id=answer.message_id,
+            status="stopped" if outcome.status == Message.Status.STOPPED else "complete",
+            finish_reason=done.finish_reason,
+            usage=Usage(prompt_tokens=done.prompt_tokens,
+                        completion_tokens=done.completion_tokens,
+                        cached_prompt_tokens=done.cached_prompt_tokens),
+            timings=Timings(queue_wait_ms=done.queue_wait_ms, ttft_ms=done.ttft_ms,
+                            total_ms=done.total_ms),
+        ))
+
+    async def inference_error(self, event: dict[str, Any]) -> None:
+        error = Error.model_validate(event)
+        answer = self._current(error.request_id)
+        if answer is None:
+            return
+        self.answer = None
+        await self._finish(answer, services.AnswerOutcome(
+            status=Message.Status.FAILED, error_code=error.code,
+        ))
+        await self._error("engine", error.message, client_id=answer.client_id,
+                          message_id=answer.message_id)
+
+    async def chat_accept_timeout(self, event: dict[str, Any]) -> None:
+        answer = self._current(str(event.get("request_id")))
+        if answer is None or answer.worker_channel is not None:
+            return
+        self.answer = None
+        await self._finish(answer, services.AnswerOutcome(
+            status=Message.Status.FAILED, error_code="no_worker",
+        ))
+        await self._error(
+            "no_worker",
+            "No inference worker is available right now. Please try again in a moment.",
+            client_id=answer.client_id, message_id=answer.message_id,
+        )
+
+    # ---- helpers -------------------------------------------------------------------------
+
+    def _current(self, request_id: str) -> _Answer | None:
+        answer = self.answer
+        return answer if answer is not None and answer.request_id == request_id else None
+
+    async def _accept_deadline(self, request_id: str) -> None:
+        # Runs beside the consumer; it reports back through the consumer's own channel so
+        # the timeout is handled in order with the worker's events.
+        await asyncio.sleep(settings.CHAT_ACCEPT_TIMEOUT_S)
+        await self.channel_layer.send(
+            self.channel_name, {"type": "chat.accept_timeout", "request_id": request_id}
+        )
+
+    async def _cancel_upstream(self, answer: _Answer) -> None:
+        if answer.worker_channel is not None:
+            await self.channel_layer.send(
+                answer.worker_channel, CancelRequest(request_id=answer.request_id).to_channel()
+            )
+
+    async def _finish(self, answer: _Answer, outcome: services.AnswerOutcome) -> None:
+        if answer.accept_timer is not None:
+            answer.accept_timer.cancel()
+        await database_sync_to_async(services.answer_finish)(
+            message_id=answer.message_id, content=answer.text, outcome=outcome
+        )
+
+    async def _send_frame(
+        self, frame: AcceptedFrame | DeltaFrame | DoneFrame | ErrorFrame
+    ) -> None:
+        await self.send(text_data=frame.to_json())
+
+    async def _error(
+        self,
+        code: ErrorCode,
+        message: str,
+        *,
+        client_id: uuid.UUID | None = None,
+        message_id: uuid.UUID | None = None,
+    ) -> None:
+        await self._send_frame(ErrorFrame(id=client_id, message_id=message_id, code=code,
+                                          message=message))
+
+
+def _done_frame(message: Message) -> DoneFrame:
+    return DoneFrame(
+        message_id=message.id,
+        status="stopped" if message.status == Message.Status.STOPPED else "complete",
+        finish_reason=message.finish_reason or "stop",
+        usage=Usage(prompt_tokens=message.prompt_tokens,
+                    completion_tokens=message.completion_tokens,
+                    cached_prompt_tokens=message.cached_prompt_tokens),
+        timings=Timings(queue_wait_ms=message.queue_wait_ms, ttft_ms=message.ttft_ms,
+                        total_ms=message.total_ms),
+    )
+
+
+def _describe(exc: ValidationError) -> str:
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first["loc"]) or "frame"
+    return f"Invalid {where}: {first['msg']}."

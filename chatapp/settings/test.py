@@ -1,0 +1,11 @@
+"""Test settings: fast hashing, throwaway key, in-memory channel layer unless told otherwise."""
+
+from __future__ import annotations
+
+from chatapp.settings.base import *  # noqa: F403
+
+SECRET_KEY = "test-only-not-secret"  # noqa: S105
+DEBUG = False
+ALLOWED_HOSTS = ["localhost", "127.0.0.1", "testserver"]
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+CHAT_ACCEPT_TIMEOUT_S = 5.0

@@ -1,0 +1,37 @@
+"""Thin page views: read through selectors, render templates."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from chatapp.conversations import selectors
+
+
+@login_required
+@require_GET
+def chat_page(request: HttpRequest, conversation_id: uuid.UUID | None = None) -> HttpResponse:
+    history: list[dict[str, str]] = []
+    if conversation_id is not None:
+        assert request.user.is_authenticated
+        conversation = selectors.conversation_get(owner=request.user,
+                                                  conversation_id=conversation_id)
+        if conversation is None:
+            raise Http404("No such conversation")
+        history = [
+            {"id": str(m.id), "role": m.role, "content": m.content, "status": m.status}
+            for m in selectors.conversation_messages(conversation=conversation)
+        ]
+    return render(request, "web/chat.html", {
+        "conversation_id": str(conversation_id) if conversation_id else "",
+        "history": history,
+    })
+
+
+@require_GET
+def healthz(request: HttpRequest) -> JsonResponse:
+    return JsonResponse({"status": "ok"})

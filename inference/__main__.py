@@ -1,0 +1,68 @@
+"""`python -m inference`: a standalone inference worker on the Redis channel layer."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import signal
+import sys
+
+from inference.engines.base import EngineError
+from inference.models import ModelNotReadyError
+from inference.runtime import build_engine, start_worker
+from inference.settings import WorkerSettings
+from inference.transport import redis_channel_layer
+
+
+async def _serve(settings: WorkerSettings) -> None:
+    engine = build_engine(worker_settings=settings)
+    try:
+        worker, task = start_worker(
+            engine=engine, layer=redis_channel_layer(redis_url=settings.redis_url),
+            settings=settings,
+        )
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, task.cancel)
+        await worker.ready.wait()
+        print(f"Inference worker ready: consuming {settings.request_channel!r} "
+              f"(up to {settings.max_active} at once).", flush=True)
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    finally:
+        engine.shutdown()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m inference",
+        description="Serve generate requests from the Redis channel layer with one engine. "
+        "Configuration comes from the environment (see README).",
+    )
+    parser.add_argument("--log-level", default="INFO")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        settings = WorkerSettings.from_env()
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if not settings.redis_url:
+        print("error: REDIS_URL is not set. A standalone worker talks to the web process "
+              "through Redis; without Redis, `make run` runs the worker inside the web "
+              "process.", file=sys.stderr)
+        return 2
+    try:
+        asyncio.run(_serve(settings))
+    except (ModelNotReadyError, EngineError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+# The guard matters: vLLM spawns its engine process, which re-imports __main__.
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Engines behind one narrow interface (`inference.engines.base.Engine`)."""

@@ -1,0 +1,65 @@
+"""The narrow engine interface every worker talks to.
+
+Modelled on vLLM's `EngineClient`: stream deltas for a request, abort it, report health and
+stats. Cancelling the task that iterates `stream()` is the abort path; `abort()` exists for
+callers that only hold the request id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Protocol
+
+from inference.prompt_format import PromptFormat
+from inference.protocol import FinishReason
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EngineRequest:
+    request_id: str
+    prompt: str
+    max_tokens: int
+    temperature: float
+    top_p: float
+    stop: tuple[str, ...]
+    priority: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EngineDelta:
+    """New text since the previous delta of the same request."""
+
+    text: str
+    tokens: int
+    finish_reason: FinishReason | None
+    prompt_tokens: int
+    cached_prompt_tokens: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EngineStats:
+    unfinished_requests: int
+    running_requests: int
+    waiting_requests: int
+    prefix_cache_queries: int
+    prefix_cache_hits: int
+
+
+class EngineError(Exception):
+    """The engine failed (not the request's fault)."""
+
+
+class Engine(Protocol):
+    @property
+    def prompt_format(self) -> PromptFormat: ...
+
+    def stream(self, request: EngineRequest) -> AsyncIterator[EngineDelta]: ...
+
+    async def abort(self, request_id: str) -> None: ...
+
+    async def check_health(self) -> None: ...
+
+    def stats(self) -> EngineStats: ...
+
+    def shutdown(self) -> None: ...

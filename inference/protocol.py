@@ -1,0 +1,95 @@
+"""Wire schemas between the web process and inference workers.
+
+This module is the whole contract: the web side builds `GenerateRequest` / `CancelRequest`,
+workers answer with `WorkerEvent`s. Messages travel through a Channels channel layer as plain
+dicts (msgpack-able), so every model dumps to JSON-compatible primitives. The `type` field
+doubles as the Channels handler name on the consumer side (`inference.delta` ->
+`inference_delta`).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+REQUEST_CHANNEL = "inference.requests"
+
+FinishReason = Literal["stop", "length", "abort"]
+ErrorCode = Literal["invalid_request", "engine", "overloaded", "internal"]
+
+
+class WireMessage(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    def to_channel(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+
+class ChatTurn(WireMessage):
+    role: Literal["user", "assistant"]
+    content: str
+
+
+class SamplingOptions(WireMessage):
+    max_tokens: int | None = Field(default=None, ge=1, le=8192)
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    top_p: float = Field(default=1.0, gt=0.0, le=1.0)
+
+
+class GenerateRequest(WireMessage):
+    type: Literal["inference.generate"] = "inference.generate"
+    request_id: str = Field(min_length=1, max_length=64)
+    reply_channel: str = Field(min_length=1, max_length=100)
+    messages: list[ChatTurn] = Field(min_length=1)
+    sampling: SamplingOptions = SamplingOptions()
+    priority: int = 0
+    submitted_at: float
+
+
+class CancelRequest(WireMessage):
+    type: Literal["inference.cancel"] = "inference.cancel"
+    request_id: str
+
+
+class Accepted(WireMessage):
+    type: Literal["inference.accepted"] = "inference.accepted"
+    request_id: str
+    worker_channel: str
+    queue_wait_ms: float
+
+
+class Delta(WireMessage):
+    type: Literal["inference.delta"] = "inference.delta"
+    request_id: str
+    seq: int = Field(ge=1)
+    text: str
+    tokens: int = Field(ge=0)
+
+
+class Done(WireMessage):
+    type: Literal["inference.done"] = "inference.done"
+    request_id: str
+    seq: int = Field(ge=1)
+    finish_reason: FinishReason
+    prompt_tokens: int
+    completion_tokens: int
+    cached_prompt_tokens: int
+    queue_wait_ms: float
+    ttft_ms: float | None
+    total_ms: float
+
+
+class Error(WireMessage):
+    type: Literal["inference.error"] = "inference.error"
+    request_id: str
+    seq: int = Field(ge=1)
+    code: ErrorCode
+    message: str
+
+
+WorkerEvent = Annotated[Accepted | Delta | Done | Error, Field(discriminator="type")]
+WorkerInbound = Annotated[GenerateRequest | CancelRequest, Field(discriminator="type")]
+
+worker_event_adapter: TypeAdapter[Accepted | Delta | Done | Error] = TypeAdapter(WorkerEvent)
+worker_inbound_adapter: TypeAdapter[GenerateRequest | CancelRequest] = TypeAdapter(WorkerInbound)

@@ -1,0 +1,55 @@
+"""Assemble and run a worker: pick the engine, wire the transport, handle shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+
+from inference.engines.base import Engine
+from inference.settings import EngineSettings, WorkerSettings
+from inference.transport import ChannelLayer, Transport
+from inference.worker import InferenceWorker
+
+logger = logging.getLogger(__name__)
+
+
+def build_engine(
+    *,
+    worker_settings: WorkerSettings,
+    engine_settings: EngineSettings | None = None,
+    progress: Callable[[str], None] = print,
+) -> Engine:
+    """Create the configured engine. vLLM loads the model here: tens of seconds on CPU.
+
+    Call it from inside the event loop that will use the engine (vLLM binds its output
+    handler to the loop it starts in).
+    """
+    if worker_settings.engine == "scripted":
+        from inference.engines.scripted import ScriptedEngine
+
+        progress("Using the scripted test engine (not a model).")
+        return ScriptedEngine(delay_s=0.02)
+    from inference.engines.vllm import VllmEngine
+
+    settings = engine_settings or EngineSettings.from_env()
+    progress(f"Loading {settings.model_dir.name} into vLLM (this takes a while on CPU)...")
+    started = time.monotonic()
+    engine = VllmEngine.create(settings=settings)
+    progress(f"Model loaded in {time.monotonic() - started:.1f} s.")
+    return engine
+
+
+def start_worker(
+    *, engine: Engine, layer: ChannelLayer, settings: WorkerSettings
+) -> tuple[InferenceWorker, asyncio.Task[None]]:
+    worker = InferenceWorker(engine=engine, transport=Transport(layer=layer), settings=settings)
+    task = asyncio.create_task(worker.run(), name="inference-worker")
+    task.add_done_callback(_log_exit)
+    return worker, task
+
+
+def _log_exit(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        logger.error("inference worker stopped", exc_info=task.exception())

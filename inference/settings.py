@@ -1,0 +1,104 @@
+"""Worker and engine settings, read from the environment (no Django here)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from inference.protocol import REQUEST_CHANNEL
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+EngineKind = Literal["vllm", "scripted"]
+
+
+def _env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError as exc:
+        raise ValueError(f"{name} must be an integer, got {raw!r}") from exc
+
+
+def _env_float(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return float(raw)
+    except ValueError as exc:
+        raise ValueError(f"{name} must be a number, got {raw!r}") from exc
+
+
+def _env_bool(name: str, default: bool) -> bool:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    if raw.lower() in {"1", "true", "yes", "on"}:
+        return True
+    if raw.lower() in {"0", "false", "no", "off"}:
+        return False
+    raise ValueError(f"{name} must be true or false, got {raw!r}")
+
+
+def data_dir_from_env() -> Path:
+    return Path(os.environ.get("CHAT_DATA_DIR") or REPO_ROOT / "data").resolve()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EngineSettings:
+    model_dir: Path
+    data_dir: Path
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    max_model_len: int
+    kv_cache_gib: float
+    enforce_eager: bool
+
+    @classmethod
+    def from_env(cls, *, default_model_dir: Path | None = None) -> EngineSettings:
+        data_dir = data_dir_from_env()
+        model = os.environ.get("MODEL")
+        if model:
+            model_dir = Path(model).expanduser().resolve()
+        elif default_model_dir is not None:
+            model_dir = default_model_dir
+        else:
+            model_dir = data_dir / "models" / "gemma-3-270m"
+        return cls(
+            model_dir=model_dir,
+            data_dir=data_dir,
+            max_num_seqs=_env_int("VLLM_MAX_NUM_SEQS", 16),
+            max_num_batched_tokens=_env_int("VLLM_MAX_NUM_BATCHED_TOKENS", 4096),
+            max_model_len=_env_int("VLLM_MAX_MODEL_LEN", 4096),
+            kv_cache_gib=_env_float("VLLM_CPU_KVCACHE_SPACE", 2.0),
+            enforce_eager=_env_bool("VLLM_ENFORCE_EAGER", True),
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkerSettings:
+    engine: EngineKind
+    request_channel: str
+    max_active: int
+    coalesce_ms: float
+    coalesce_tokens: int
+    redis_url: str
+
+    @classmethod
+    def from_env(cls) -> WorkerSettings:
+        engine = os.environ.get("INFERENCE_ENGINE", "vllm")
+        if engine not in ("vllm", "scripted"):
+            raise ValueError(f"INFERENCE_ENGINE must be 'vllm' or 'scripted', got {engine!r}")
+        return cls(
+            engine="vllm" if engine == "vllm" else "scripted",
+            request_channel=os.environ.get("INFERENCE_REQUEST_CHANNEL", REQUEST_CHANNEL),
+            max_active=_env_int("INFERENCE_MAX_ACTIVE", 16),
+            coalesce_ms=_env_float("INFERENCE_COALESCE_MS", 15.0),
+            coalesce_tokens=_env_int("INFERENCE_COALESCE_TOKENS", 8),
+            redis_url=os.environ.get("REDIS_URL", ""),
+        )

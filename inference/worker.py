@@ -1,0 +1,234 @@
+"""The inference worker: pulls generate requests, streams coalesced deltas to the requester.
+
+A worker pulls from the shared request channel only while it has a free slot, so several
+workers on one Redis share the load and a busy one leaves requests to idle ones. Each request
+runs in its own task; cancelling that task is the abort path (the engine stream is closed and
+vLLM aborts the request). Cancels arrive on the worker's own channel, which every requester
+learns from the `inference.accepted` event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from dataclasses import dataclass, field
+
+from pydantic import ValidationError
+
+from inference.engines.base import Engine, EngineRequest
+from inference.protocol import (
+    Accepted,
+    CancelRequest,
+    Delta,
+    Done,
+    Error,
+    FinishReason,
+    GenerateRequest,
+    worker_inbound_adapter,
+)
+from inference.settings import WorkerSettings
+from inference.streaming import coalesce
+from inference.transport import Transport
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class _Active:
+    request: GenerateRequest
+    task: asyncio.Task[None]
+    cancelled_by_client: bool = False
+
+
+@dataclass
+class _Progress:
+    seq: int = 0
+    completion_tokens: int = 0
+    prompt_tokens: int = 0
+    cached_prompt_tokens: int = 0
+    ttft_ms: float | None = None
+    finish_reason: FinishReason = "stop"
+    started: float = field(default_factory=time.monotonic)
+
+    def elapsed_ms(self) -> float:
+        return (time.monotonic() - self.started) * 1000.0
+
+
+class InferenceWorker:
+    def __init__(self, *, engine: Engine, transport: Transport, settings: WorkerSettings) -> None:
+        self._engine = engine
+        self._transport = transport
+        self._settings = settings
+        self._slots = asyncio.Semaphore(settings.max_active)
+        self._active: dict[str, _Active] = {}
+        self.channel: str | None = None
+        self.ready = asyncio.Event()
+
+    @property
+    def active_requests(self) -> int:
+        return len(self._active)
+
+    async def run(self) -> None:
+        """Serve until cancelled; on cancel, abort every running request."""
+        self.channel = await self._transport.new_channel()
+        self.ready.set()
+        logger.info("worker ready on %s (own channel %s)", self._settings.request_channel,
+                    self.channel)
+        try:
+            async with asyncio.TaskGroup() as group:
+                group.create_task(self._pull_requests())
+                group.create_task(self._pull_control(self.channel))
+        finally:
+            await self._abort_all()
+
+    async def _pull_requests(self) -> None:
+        while True:
+            await self._slots.acquire()
+            try:
+                raw = await self._transport.receive(self._settings.request_channel)
+            except BaseException:
+                self._slots.release()
+                raise
+            if not self._start(raw):
+                self._slots.release()
+
+    async def _pull_control(self, channel: str) -> None:
+        while True:
+            raw = await self._transport.receive(channel)
+            try:
+                message = worker_inbound_adapter.validate_python(raw)
+            except ValidationError:
+                logger.warning("dropping malformed control message %r", raw.get("type"))
+                continue
+            if isinstance(message, CancelRequest):
+                self.cancel(message.request_id)
+            else:  # a generate sent to this worker directly is served like any other
+                await self._slots.acquire()
+                if not self._start(raw):
+                    self._slots.release()
+
+    def cancel(self, request_id: str) -> bool:
+        active = self._active.get(request_id)
+        if active is None:
+            return False
+        active.cancelled_by_client = True
+        active.task.cancel()
+        return True
+
+    def _start(self, raw: dict[str, object]) -> bool:
+        try:
+            message = worker_inbound_adapter.validate_python(raw)
+        except ValidationError as exc:
+            self._reject_malformed(raw, exc)
+            return False
+        if isinstance(message, CancelRequest):
+            self.cancel(message.request_id)
+            return False
+        if message.request_id in self._active:
+            logger.warning("duplicate request id %s ignored", message.request_id)
+            return False
+        task = asyncio.create_task(self._serve(message), name=f"generate-{message.request_id}")
+        self._active[message.request_id] = _Active(request=message, task=task)
+        task.add_done_callback(lambda _t, rid=message.request_id: self._finished(rid))
+        return True
+
+    def _finished(self, request_id: str) -> None:
+        self._active.pop(request_id, None)
+        self._slots.release()
+
+    def _reject_malformed(self, raw: dict[str, object], exc: ValidationError) -> None:
+        reply, request_id = raw.get("reply_channel"), raw.get("request_id")
+        logger.warning("malformed generate request: %s", exc.errors()[:3])
+        if isinstance(reply, str) and isinstance(request_id, str) and request_id:
+            error = Error(request_id=request_id, seq=1, code="invalid_request",
+                          message=f"malformed request: {exc.error_count()} invalid field(s)")
+            asyncio.create_task(self._transport.send(reply, error))  # noqa: RUF006
+
+    async def _serve(self, request: GenerateRequest) -> None:
+        progress = _Progress()
+        reply = request.reply_channel
+        queue_wait_ms = max(0.0, (time.time() - request.submitted_at) * 1000.0)
+        assert self.channel is not None
+        if not await self._transport.send(reply, Accepted(
+            request_id=request.request_id, worker_channel=self.channel,
+            queue_wait_ms=queue_wait_ms,
+        )):
+            return
+        fmt = self._engine.prompt_format
+        engine_request = EngineRequest(
+            request_id=request.request_id,
+            prompt=fmt.render(request.messages),
+            max_tokens=request.sampling.max_tokens or fmt.default_max_tokens,
+            temperature=request.sampling.temperature,
+            top_p=request.sampling.top_p,
+            stop=tuple(fmt.stop),
+            priority=request.priority,
+        )
+        stream = coalesce(
+            self._engine.stream(engine_request),
+            interval_s=self._settings.coalesce_ms / 1000.0,
+            max_tokens=self._settings.coalesce_tokens,
+        )
+        try:
+            # aclosing: leaving the loop early closes the engine stream now, which aborts
+            async with contextlib.aclosing(stream):
+                async for delta in stream:
+                    progress.completion_tokens += delta.tokens
+                    progress.prompt_tokens = delta.prompt_tokens
+                    progress.cached_prompt_tokens = delta.cached_prompt_tokens
+                    if delta.finish_reason is not None:
+                        progress.finish_reason = delta.finish_reason
+                    if not delta.text:
+                        continue
+                    if progress.ttft_ms is None:
+                        progress.ttft_ms = progress.elapsed_ms()
+                    progress.seq += 1
+                    if not await self._transport.send(reply, Delta(
+                        request_id=request.request_id, seq=progress.seq, text=delta.text,
+                        tokens=delta.tokens,
+                    )):
+                        return  # requester gone: leaving the loop closes the stream -> abort
+        except asyncio.CancelledError:
+            active = self._active.get(request.request_id)
+            if active is None or not active.cancelled_by_client:
+                raise  # worker shutdown: _abort_all reports it
+            current = asyncio.current_task()
+            if current is not None:
+                current.uncancel()
+            progress.finish_reason = "abort"
+        except Exception as exc:
+            logger.exception("engine failed on %s", request.request_id)
+            await self._transport.send(reply, Error(
+                request_id=request.request_id, seq=progress.seq + 1, code="engine",
+                message=f"the model failed while answering: {type(exc).__name__}",
+            ))
+            return
+        await self._transport.send(reply, Done(
+            request_id=request.request_id,
+            seq=progress.seq + 1,
+            finish_reason=progress.finish_reason,
+            prompt_tokens=progress.prompt_tokens,
+            completion_tokens=progress.completion_tokens,
+            cached_prompt_tokens=progress.cached_prompt_tokens,
+            queue_wait_ms=queue_wait_ms,
+            ttft_ms=progress.ttft_ms,
+            total_ms=progress.elapsed_ms(),
+        ))
+
+    async def _abort_all(self) -> None:
+        active = list(self._active.values())
+        for entry in active:
+            entry.task.cancel()
+        for entry in active:
+            try:
+                await entry.task
+            except asyncio.CancelledError:
+                pass
+            except Exception:
+                logger.exception("request task failed during shutdown")
+            await self._transport.send(entry.request.reply_channel, Error(
+                request_id=entry.request.request_id, seq=1, code="internal",
+                message="the inference worker shut down while answering",
+            ))

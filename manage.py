@@ -1,0 +1,17 @@
+#!/usr/bin/env python
+"""Django's command-line utility."""
+
+import os
+import sys
+
+
+def main() -> None:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "chatapp.settings.local")
+    from django.core.management import execute_from_command_line
+
+    execute_from_command_line(sys.argv)
+
+
+# The guard matters: vLLM spawns engine processes that re-import __main__.
+if __name__ == "__main__":
+    main()

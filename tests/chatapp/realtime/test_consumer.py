@@ -1,0 +1,273 @@
+"""The chat socket through the full ASGI app, with a worker on the in-memory channel layer.
+
+The worker runs the scripted engine (echoes the question word by word) so these tests are
+fast and exact; the real vLLM path is covered in tests/integration.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from typing import Any
+
+import pytest
+from asgiref.sync import sync_to_async
+from channels.testing import WebsocketCommunicator
+from django.contrib.auth.models import User
+
+from chatapp.conversations.models import Conversation, Message
+from tests.conftest import Connect, RunningWorker
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+async def alice() -> User:
+    return await sync_to_async(User.objects.create_user)("alice", password="pw-alice-123")
+
+
+@pytest.fixture
+async def bob() -> User:
+    return await sync_to_async(User.objects.create_user)("bob", password="pw-bob-123")
+
+
+async def open_socket(connect: Connect, user: User | None) -> WebsocketCommunicator:
+    communicator = await connect(user)
+    connected, _ = await communicator.connect()
+    assert connected
+    return communicator
+
+
+def send_frame(text: str, *, conversation_id: str | None = None, frame_id: str | None = None
+               ) -> dict[str, Any]:
+    return {"type": "chat.send", "id": frame_id or str(uuid.uuid4()),
+            "conversation_id": conversation_id, "text": text}
+
+
+async def receive_until(ws: WebsocketCommunicator, kind: str, timeout: float = 5
+                        ) -> list[dict[str, Any]]:
+    frames: list[dict[str, Any]] = []
+    while True:
+        frame = await ws.receive_json_from(timeout=timeout)
+        frames.append(frame)
+        if frame["type"] == kind:
+            return frames
+        if frame["type"] == "chat.error" and kind != "chat.error":
+            raise AssertionError(f"unexpected error frame {frame}")
+
+
+def answer_text(frames: list[dict[str, Any]]) -> str:
+    return "".join(f["text"] for f in frames if f["type"] == "chat.delta")
+
+
+async def test_answer_streams_and_is_stored_once(
+    connect: Connect, alice: User, scripted_worker: RunningWorker
+) -> None:
+    ws = await open_socket(connect, alice)
+    question = "how do I reset my password please tell me now"
+    await ws.send_json_to(send_frame(question))
+    frames = await receive_until(ws, "chat.done")
+
+    accepted = frames[0]
+    assert accepted["type"] == "chat.accepted"
+    deltas = [f for f in frames if f["type"] == "chat.delta"]
+    assert answer_text(frames) == f"You said: {question}"
+    assert [d["seq"] for d in deltas] == list(range(1, len(deltas) + 1))
+    # coalesced: fewer frames than words
+    assert len(deltas) < len(answer_text(frames).split())
+    done = frames[-1]
+    assert done["status"] == "complete"
+    assert done["usage"]["completion_tokens"] == len(answer_text(frames).split())
+    assert done["timings"]["ttft_ms"] is not None
+
+    stored = await sync_to_async(list)(
+        Message.objects.filter(conversation_id=accepted["conversation_id"]).order_by("created_at")
+    )
+    assert [(m.role, m.status) for m in stored] == [("user", "complete"), ("assistant", "complete")]
+    assert stored[0].content == question
+    assert stored[1].content == answer_text(frames)
+    assert str(stored[1].id) == accepted["assistant_message_id"]
+
+
+async def test_follow_up_sends_the_conversation_history(
+    connect: Connect, alice: User, scripted_worker: RunningWorker
+) -> None:
+    ws = await open_socket(connect, alice)
+    await ws.send_json_to(send_frame("first question"))
+    first = await receive_until(ws, "chat.done")
+    conversation_id = first[0]["conversation_id"]
+
+    await ws.send_json_to(send_frame("second question", conversation_id=conversation_id))
+    second = await receive_until(ws, "chat.done")
+
+    assert second[0]["conversation_id"] == conversation_id
+    prompt = scripted_worker.engine.prompts[-1]
+    assert prompt.index("first question") < prompt.index("You said: first question") \
+        < prompt.index("second question")
+    assert answer_text(second) == "You said: second question"
+    count = await sync_to_async(Message.objects.filter(conversation_id=conversation_id).count)()
+    assert count == 4
+
+
+async def test_stop_aborts_generation_and_keeps_partial_answer(
+    connect: Connect, alice: User, scripted_worker: RunningWorker
+) -> None:
+    ws = await open_socket(connect, alice)
+    words = " ".join(f"w{i}" for i in range(60))
+    await ws.send_json_to(send_frame(f"[[slow]] {words}"))
+    accepted = await ws.receive_json_from(timeout=5)
+    first_delta = await ws.receive_json_from(timeout=5)
+    assert first_delta["type"] == "chat.delta"
+
+    await ws.send_json_to({"type": "chat.stop", "id": str(uuid.uuid4())})
+    frames = [first_delta, *await receive_until(ws, "chat.done")]
+
+    assert frames[-1]["status"] == "stopped"
+    assert frames[-1]["finish_reason"] == "abort"
+    partial = answer_text(frames)
+    assert 0 < len(partial.split()) < 60
+    assert scripted_worker.engine.stats().running_requests == 0
+    assert scripted_worker.worker.active_requests == 0
+    message = await sync_to_async(Message.objects.get)(id=accepted["assistant_message_id"])
+    assert (message.status, message.content) == ("stopped", partial)
+
+
+async def test_disconnect_mid_stream_aborts_the_engine_request(
+    connect: Connect, alice: User, scripted_worker: RunningWorker
+) -> None:
+    ws = await open_socket(connect, alice)
+    await ws.send_json_to(send_frame("[[slow]] " + " ".join(["word"] * 80)))
+    accepted = await ws.receive_json_from(timeout=5)
+    assert (await ws.receive_json_from(timeout=5))["type"] == "chat.delta"
+    await ws.disconnect()
+
+    for _ in range(100):
+        if scripted_worker.worker.active_requests == 0:
+            break
+        await asyncio.sleep(0.02)
+    assert scripted_worker.worker.active_requests == 0
+    assert scripted_worker.engine.stats().running_requests == 0
+    message = await sync_to_async(Message.objects.get)(id=accepted["assistant_message_id"])
+    assert message.status == "stopped"
+    assert message.error_code == "client_disconnected"
+
+
+@pytest.mark.parametrize(
+    ("payload", "code"),
+    [
+        ("{not json", "bad_json"),
+        (json.dumps({"type": "chat.dance", "id": str(uuid.uuid4())}), "unknown_type"),
+        (json.dumps([1, 2, 3]), "unknown_type"),
+        (json.dumps({"type": "chat.send", "id": "not-a-uuid", "text": "hi"}), "invalid"),
+        (json.dumps({"type": "chat.send", "id": str(uuid.uuid4()), "text": ""}), "invalid"),
+        (json.dumps({"type": "chat.send", "id": str(uuid.uuid4()), "text": "x" * 70_000}),
+         "too_large"),
+        (json.dumps({"type": "chat.send", "id": str(uuid.uuid4()), "text": "x" * 9_000}),
+         "too_large"),
+    ],
+)
+async def test_bad_frames_get_a_typed_error_and_the_socket_stays_usable(
+    connect: Connect, alice: User, scripted_worker: RunningWorker, payload: str, code: str
+) -> None:
+    ws = await open_socket(connect, alice)
+    await ws.send_to(text_data=payload)
+    error = await ws.receive_json_from(timeout=5)
+    assert error["type"] == "chat.error"
+    assert error["code"] == code
+    assert error["message"]
+
+    await ws.send_json_to(send_frame("still there?"))
+    frames = await receive_until(ws, "chat.done")
+    assert answer_text(frames) == "You said: still there?"
+
+
+async def test_binary_frames_are_refused_with_a_typed_error(
+    connect: Connect, alice: User, scripted_worker: RunningWorker
+) -> None:
+    ws = await open_socket(connect, alice)
+    await ws.send_to(bytes_data=b"\x00\x01")
+    error = await ws.receive_json_from(timeout=5)
+    assert (error["type"], error["code"]) == ("chat.error", "invalid")
+
+
+async def test_retried_send_never_starts_a_second_generation(
+    connect: Connect, alice: User, scripted_worker: RunningWorker
+) -> None:
+    ws = await open_socket(connect, alice)
+    frame = send_frame("only once")
+    await ws.send_json_to(frame)
+    first = await receive_until(ws, "chat.done")
+    await ws.send_json_to(frame)
+    again = await receive_until(ws, "chat.done")
+
+    assert len(scripted_worker.engine.prompts) == 1
+    assert again[0]["assistant_message_id"] == first[0]["assistant_message_id"]
+    assert answer_text(again) == answer_text(first)
+    assert await sync_to_async(Message.objects.count)() == 2
+
+
+async def test_second_send_while_streaming_is_refused_as_busy(
+    connect: Connect, alice: User, scripted_worker: RunningWorker
+) -> None:
+    ws = await open_socket(connect, alice)
+    await ws.send_json_to(send_frame("[[slow]] one two three four five six seven"))
+    await ws.receive_json_from(timeout=5)  # accepted
+    other = send_frame("impatient")
+    await ws.send_json_to(other)
+    frames = await receive_until(ws, "chat.error")
+    assert frames[-1]["code"] == "busy"
+    assert frames[-1]["id"] == other["id"]
+    await receive_until(ws, "chat.done")
+
+
+async def test_someone_elses_conversation_is_not_found(
+    connect: Connect, alice: User, bob: User, scripted_worker: RunningWorker
+) -> None:
+    conversation = await sync_to_async(Conversation.objects.create)(owner=bob, title="bob's")
+    ws = await open_socket(connect, alice)
+    await ws.send_json_to(send_frame("let me in", conversation_id=str(conversation.id)))
+    error = await ws.receive_json_from(timeout=5)
+    assert (error["type"], error["code"]) == ("chat.error", "not_found")
+    assert await sync_to_async(Message.objects.count)() == 0
+
+
+async def test_engine_failure_mid_answer_is_reported_and_stored_as_failed(
+    connect: Connect, alice: User, scripted_worker: RunningWorker
+) -> None:
+    ws = await open_socket(connect, alice)
+    await ws.send_json_to(send_frame("[[fail]] please break"))
+    frames = await receive_until(ws, "chat.error")
+    assert frames[-1]["code"] == "engine"
+    message = await sync_to_async(Message.objects.get)(id=frames[0]["assistant_message_id"])
+    assert message.status == "failed"
+
+
+async def test_no_worker_gives_a_clear_error_instead_of_spinning(
+    connect: Connect, alice: User, settings: Any
+) -> None:
+    settings.CHAT_ACCEPT_TIMEOUT_S = 0.3
+    ws = await open_socket(connect, alice)
+    await ws.send_json_to(send_frame("anyone home?"))
+    frames = await receive_until(ws, "chat.error")
+    assert frames[-1]["code"] == "no_worker"
+    message = await sync_to_async(Message.objects.get)(id=frames[0]["assistant_message_id"])
+    assert message.status == "failed"
+    # drain the request nobody took so it can't leak into the next test
+    from channels.layers import get_channel_layer
+
+    from inference.protocol import REQUEST_CHANNEL
+    await get_channel_layer().receive(REQUEST_CHANNEL)
+
+
+async def test_anonymous_users_are_refused(connect: Connect) -> None:
+    ws = await connect(None)
+    connected, code = await ws.connect()
+    assert not connected
+    assert code == 4401
+
+
+async def test_foreign_origins_are_refused(connect: Connect, alice: User) -> None:
+    ws = await connect(alice, origin=b"http://evil.example")
+    connected, _ = await ws.connect()
+    assert not connected

@@ -1,0 +1,80 @@
+"""Shared fixtures: a scripted-engine worker on the in-memory channel layer, logged-in sockets."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable, Coroutine
+from typing import Any
+
+import pytest
+from asgiref.sync import sync_to_async
+from channels.layers import get_channel_layer
+from channels.testing import WebsocketCommunicator
+from django.contrib.auth.models import User
+from django.test import Client
+
+from chatapp.asgi import application
+from inference.engines.scripted import ScriptedEngine
+from inference.protocol import REQUEST_CHANNEL
+from inference.settings import WorkerSettings
+from inference.transport import Transport
+from inference.worker import InferenceWorker
+
+def worker_settings(**overrides: Any) -> WorkerSettings:
+    values: dict[str, Any] = {
+        "engine": "scripted", "request_channel": REQUEST_CHANNEL, "max_active": 4,
+        "coalesce_ms": 15.0, "coalesce_tokens": 8, "redis_url": "",
+    }
+    values.update(overrides)
+    return WorkerSettings(**values)
+
+
+class RunningWorker:
+    def __init__(self, worker: InferenceWorker, engine: ScriptedEngine) -> None:
+        self.worker = worker
+        self.engine = engine
+
+
+@pytest.fixture
+async def scripted_worker() -> AsyncIterator[RunningWorker]:
+    engine = ScriptedEngine()
+    worker = InferenceWorker(engine=engine, transport=Transport(layer=get_channel_layer()),
+                             settings=worker_settings())
+    task = asyncio.create_task(worker.run())
+    await asyncio.wait_for(worker.ready.wait(), 5)
+    yield RunningWorker(worker, engine)
+    task.cancel()
+    try:
+        await task
+    except asyncio.CancelledError:
+        pass
+
+
+def _session_cookie(user: User) -> str:
+    client = Client()
+    client.force_login(user)
+    return client.cookies["sessionid"].value
+
+
+Connect = Callable[..., Coroutine[Any, Any, WebsocketCommunicator]]
+
+
+@pytest.fixture
+async def connect() -> AsyncIterator[Connect]:
+    """Open sockets through the full ASGI app (origin check, session auth, routing)."""
+    opened: list[WebsocketCommunicator] = []
+
+    async def _connect(user: User | None, *, origin: bytes = b"http://localhost") -> Any:
+        headers = [(b"origin", origin)]
+        if user is not None:
+            cookie = await sync_to_async(_session_cookie)(user)
+            headers.append((b"cookie", f"sessionid={cookie}".encode()))
+        communicator = WebsocketCommunicator(application, "/ws/chat/", headers=headers)
+        opened.append(communicator)
+        return communicator
+
+    yield _connect
+    for communicator in opened:
+        with contextlib.suppress(Exception):
+            await communicator.disconnect()

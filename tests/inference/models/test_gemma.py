@@ -1,0 +1,52 @@
+"""The converted Gemma folder, when this machine has prepared it (conversion takes ~45 s)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from inference.models import (
+    GEMMA_PROMPT_FORMAT,
+    default_data_dir,
+    ensure_model_ready,
+    gemma_model_dir,
+    prepare_gemma,
+)
+from inference.prompt_format import load_prompt_format
+from inference.protocol import ChatTurn
+
+GEMMA_DIR = gemma_model_dir(data_dir=default_data_dir())
+
+pytestmark = pytest.mark.skipif(
+    not (GEMMA_DIR / "prepared.json").exists(),
+    reason="run `python -m inference.models prepare` to convert Gemma first",
+)
+
+
+def test_prepared_gemma_is_ready_and_prepare_is_a_no_op() -> None:
+    ensure_model_ready(model_dir=GEMMA_DIR)
+    lines: list[str] = []
+    assert prepare_gemma(data_dir=default_data_dir(), progress=lines.append) == GEMMA_DIR
+    assert lines == [f"[gemma] already prepared at {GEMMA_DIR}"]
+    assert load_prompt_format(model_dir=GEMMA_DIR) == GEMMA_PROMPT_FORMAT
+
+
+def test_gemma_tokenizer_has_bos_back() -> None:
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(GEMMA_DIR), local_files_only=True)
+    prompt = GEMMA_PROMPT_FORMAT.render([ChatTurn(role="user", content="hi")])
+    ids = tokenizer(prompt).input_ids
+    assert ids[0] == tokenizer.bos_token_id == 2
+    assert ids.count(tokenizer.bos_token_id) == 1
+
+
+def test_gemma_weights_are_plain_bf16(tmp_path: Path) -> None:
+    from safetensors import safe_open
+
+    with safe_open(str(GEMMA_DIR / "model.safetensors"), framework="pt") as handle:
+        keys = list(handle.keys())
+        dtypes = {str(handle.get_slice(key).get_dtype()) for key in keys}
+    assert dtypes == {"BF16"}
+    assert any(key.endswith("embed_tokens.weight") for key in keys)

@@ -1,0 +1,122 @@
+"""The worker over a real in-memory channel layer with the scripted engine."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from channels.layers import InMemoryChannelLayer
+
+from inference.engines.scripted import ScriptedEngine
+from inference.protocol import (
+    REQUEST_CHANNEL,
+    CancelRequest,
+    ChatTurn,
+    GenerateRequest,
+    worker_event_adapter,
+)
+from inference.transport import Transport
+from inference.worker import InferenceWorker
+from tests.conftest import worker_settings
+
+
+@pytest.fixture
+async def layer() -> InMemoryChannelLayer:
+    return InMemoryChannelLayer()
+
+
+@pytest.fixture
+async def engine() -> ScriptedEngine:
+    return ScriptedEngine()
+
+
+@pytest.fixture
+async def worker(layer: InMemoryChannelLayer, engine: ScriptedEngine
+                 ) -> AsyncIterator[InferenceWorker]:
+    worker = InferenceWorker(engine=engine, transport=Transport(layer=layer),
+                             settings=worker_settings(max_active=2))
+    task = asyncio.create_task(worker.run())
+    await worker.ready.wait()
+    yield worker
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+
+
+def generate(reply: str, text: str, request_id: str = "r1") -> dict[str, Any]:
+    return GenerateRequest(request_id=request_id, reply_channel=reply,
+                           messages=[ChatTurn(role="user", content=text)],
+                           submitted_at=time.time()).to_channel()
+
+
+async def collect(layer: InMemoryChannelLayer, channel: str) -> list[Any]:
+    events = []
+    while True:
+        event = worker_event_adapter.validate_python(
+            await asyncio.wait_for(layer.receive(channel), 5))
+        events.append(event)
+        if event.type in ("inference.done", "inference.error"):
+            return events
+
+
+async def test_a_request_streams_accepted_deltas_and_done(
+    layer: InMemoryChannelLayer, worker: InferenceWorker
+) -> None:
+    reply = await layer.new_channel()
+    await layer.send(REQUEST_CHANNEL, generate(reply, "one two three"))
+    events = await collect(layer, reply)
+
+    assert events[0].type == "inference.accepted"
+    assert events[0].worker_channel == worker.channel
+    deltas = [e for e in events if e.type == "inference.delta"]
+    assert "".join(d.text for d in deltas) == "You said: one two three"
+    done = events[-1]
+    assert done.type == "inference.done"
+    assert done.seq == deltas[-1].seq + 1
+    assert done.completion_tokens == 5
+    assert done.finish_reason == "stop"
+    assert done.ttft_ms is not None and done.ttft_ms <= done.total_ms
+
+
+async def test_cancel_on_the_worker_channel_aborts(
+    layer: InMemoryChannelLayer, worker: InferenceWorker, engine: ScriptedEngine
+) -> None:
+    reply = await layer.new_channel()
+    await layer.send(REQUEST_CHANNEL, generate(reply, "[[slow]] " + "w " * 100))
+    accepted = worker_event_adapter.validate_python(await layer.receive(reply))
+    assert accepted.type == "inference.accepted"
+    await layer.send(accepted.worker_channel, CancelRequest(request_id="r1").to_channel())
+    events = await collect(layer, reply)
+    assert events[-1].type == "inference.done"
+    assert events[-1].finish_reason == "abort"
+    assert engine.stats().running_requests == 0
+    assert worker.active_requests == 0
+
+
+async def test_a_malformed_request_gets_a_typed_error(
+    layer: InMemoryChannelLayer, worker: InferenceWorker
+) -> None:
+    reply = await layer.new_channel()
+    await layer.send(REQUEST_CHANNEL, {"type": "inference.generate", "request_id": "bad",
+                                       "reply_channel": reply, "messages": []})
+    event = worker_event_adapter.validate_python(await asyncio.wait_for(layer.receive(reply), 5))
+    assert event.type == "inference.error"
+    assert event.code == "invalid_request"
+    # the worker keeps serving
+    await layer.send(REQUEST_CHANNEL, generate(reply, "ok", request_id="good"))
+    assert (await collect(layer, reply))[-1].type == "inference.done"
+
+
+async def test_a_worker_takes_no_more_than_its_slots(
+    layer: InMemoryChannelLayer, worker: InferenceWorker
+) -> None:
+    replies = [await layer.new_channel() for _ in range(3)]
+    for index, reply in enumerate(replies):
+        await layer.send(REQUEST_CHANNEL, generate(reply, "[[slow]] a b c d e f",
+                                                   request_id=f"r{index}"))
+    await asyncio.sleep(0.2)
+    assert worker.active_requests == 2  # the third waits in the channel for a free slot
+    results = await asyncio.gather(*(collect(layer, reply) for reply in replies))
+    assert all(events[-1].type == "inference.done" for events in results)
