@@ -171,6 +171,7 @@ class InferenceWorker:
             interval_s=self._settings.coalesce_ms / 1000.0,
             max_tokens=self._settings.coalesce_tokens,
         )
+        unsent_tokens = 0
         try:
             # aclosing: leaving the loop early closes the engine stream now, which aborts
             async with contextlib.aclosing(stream):
@@ -180,14 +181,19 @@ class InferenceWorker:
                     progress.cached_prompt_tokens = delta.cached_prompt_tokens
                     if delta.finish_reason is not None:
                         progress.finish_reason = delta.finish_reason
-                    if not delta.text:
+                    # The prompt ends with the assistant prefix ("Agent:"), so answers start
+                    # with a space that is not part of the answer.
+                    text = delta.text if progress.seq else delta.text.lstrip()
+                    if not text:
+                        unsent_tokens += delta.tokens
                         continue
                     if progress.ttft_ms is None:
                         progress.ttft_ms = progress.elapsed_ms()
                     progress.seq += 1
+                    tokens, unsent_tokens = delta.tokens + unsent_tokens, 0
                     if not await self._transport.send(reply, Delta(
-                        request_id=request.request_id, seq=progress.seq, text=delta.text,
-                        tokens=delta.tokens,
+                        request_id=request.request_id, seq=progress.seq, text=text,
+                        tokens=tokens,
                     )):
                         return  # requester gone: leaving the loop closes the stream -> abort
         except asyncio.CancelledError:

@@ -6,6 +6,7 @@ lazily so that importing this module (e.g. for type checks or settings) stays ch
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from collections.abc import AsyncIterator
@@ -88,6 +89,7 @@ class VllmEngine:
         self._llm = llm
         self._prompt_format = prompt_format
         self._recorder = recorder
+        self._tokenizer = llm.get_tokenizer()
 
     @classmethod
     def create(cls, *, settings: EngineSettings) -> VllmEngine:
@@ -123,10 +125,11 @@ class VllmEngine:
 
     @property
     def tokenizer(self) -> Any:
-        return self._llm.get_tokenizer()
+        return self._tokenizer
 
     async def stream(self, request: EngineRequest) -> AsyncIterator[EngineDelta]:
         from vllm import SamplingParams
+        from vllm.inputs import TokensPrompt
         from vllm.sampling_params import RequestOutputKind
 
         params = SamplingParams(
@@ -136,9 +139,10 @@ class VllmEngine:
             stop=list(request.stop),
             output_kind=RequestOutputKind.DELTA,
         )
+        prompt = TokensPrompt(prompt_token_ids=await asyncio.to_thread(self._encode, request.prompt))
         # Cancelling the task that iterates this generator makes vLLM abort the request.
         async for output in self._llm.generate(
-            {"prompt": request.prompt}, params, request.request_id, priority=request.priority
+            prompt, params, request.request_id, priority=request.priority
         ):
             completion = output.outputs[0]
             finish = None
@@ -151,6 +155,11 @@ class VllmEngine:
                 prompt_tokens=len(output.prompt_token_ids or ()),
                 cached_prompt_tokens=output.num_cached_tokens or 0,
             )
+
+    def _encode(self, prompt: str) -> list[int]:
+        # split_special_tokens: "<eos>" typed by a user stays text, never a control token.
+        ids: list[int] = self._tokenizer(prompt, split_special_tokens=True).input_ids
+        return ids
 
     async def abort(self, request_id: str) -> None:
         await self._llm.abort(request_id)

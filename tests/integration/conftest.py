@@ -1,0 +1,40 @@
+"""Real parts: vLLM on the tiny locally built model (one engine per test session), Redis."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+
+from inference.models import build_tiny_model, tiny_model_dir
+from inference.settings import EngineSettings, data_dir_from_env
+
+
+@pytest.fixture(scope="session")
+def tiny_model() -> Path:
+    data_dir = data_dir_from_env()
+    build_tiny_model(data_dir=data_dir, progress=lambda _line: None)  # no-op once built
+    return tiny_model_dir(data_dir=data_dir)
+
+
+def tiny_engine_settings(model_dir: Path) -> EngineSettings:
+    return EngineSettings(
+        model_dir=model_dir, data_dir=data_dir_from_env(), max_num_seqs=8,
+        max_num_batched_tokens=4096, max_model_len=2048, kv_cache_gib=1.0, enforce_eager=True,
+    )
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def vllm_engine(tiny_model: Path) -> AsyncIterator[object]:
+    """Started once: vLLM binds to the event loop it first serves, so it lives all session."""
+    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+    from inference.engines.vllm import VllmEngine
+
+    engine = VllmEngine.create(settings=tiny_engine_settings(tiny_model))
+    yield engine
+    engine.shutdown()
+    await asyncio.sleep(0)

@@ -1,0 +1,165 @@
+"""Web and inference worker as two real processes over the real Redis and PostgreSQL.
+
+This is the multi-process topology of the README: `manage.py serve --no-worker` (daphne) and
+`python -m inference` (vLLM on the tiny model), talking only through the Redis channel layer.
+A real WebSocket client logs in through the login form and chats.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+import pytest
+import redis
+import websockets
+
+pytestmark = [pytest.mark.vllm, pytest.mark.redis, pytest.mark.asyncio(loop_scope="session")]
+
+REPO = Path(__file__).resolve().parents[2]
+REDIS_URL = "redis://127.0.0.1:6379/7"
+PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
+PASSWORD = "two-process-pw-123"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _wait_for_line(proc: subprocess.Popen[str], pattern: str, timeout: float) -> str:
+    """Read the process's output until a line matches; fail with the output if it dies."""
+    seen: list[str] = []
+    deadline = time.monotonic() + timeout
+    assert proc.stdout is not None
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            if proc.poll() is not None:
+                break
+            continue
+        seen.append(line)
+        if re.search(pattern, line):
+            return line
+    raise AssertionError(f"no line matching {pattern!r}; output:\n{''.join(seen[-40:])}")
+
+
+@pytest.fixture(scope="module")
+def topology(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    try:
+        redis.Redis.from_url(REDIS_URL).flushdb()
+        admin = psycopg.connect(PG_ADMIN, autocommit=True)
+    except (redis.ConnectionError, psycopg.OperationalError) as exc:
+        pytest.fail(f"this test needs Redis and PostgreSQL on 127.0.0.1 (.ci/run starts them): "
+                    f"{exc}")
+    db_name = f"chat_it_{uuid.uuid4().hex[:8]}"
+    admin.execute(f'CREATE DATABASE "{db_name}"')
+    data_dir = tmp_path_factory.mktemp("two-proc-data")
+    port = _free_port()
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "chatapp.settings.local",
+        "DATABASE_URL": f"postgresql://postgres@127.0.0.1:5432/{db_name}",
+        "REDIS_URL": REDIS_URL,
+        "CHAT_DATA_DIR": str(data_dir),
+        "MODEL": str(tiny_model),
+        "VLLM_CPU_KVCACHE_SPACE": "1",
+        "VLLM_MAX_MODEL_LEN": "2048",
+        "CHAT_MAX_TOKENS": "16",
+        "DEMO_PASSWORD": PASSWORD,
+        "DEBUG": "0",
+        "PYTHONUNBUFFERED": "1",
+    }
+    # vLLM's compile caches live under the data dir: share the session's so startup stays fast
+    env["VLLM_CACHE_ROOT"] = str(tiny_model.parent.parent / "cache" / "vllm")
+    manage = [sys.executable, str(REPO / "manage.py")]
+    subprocess.run([*manage, "migrate", "--noinput"], env=env, check=True, cwd=REPO,
+                   capture_output=True)
+    subprocess.run([*manage, "demo_user"], env=env, check=True, cwd=REPO, capture_output=True)
+    procs: list[subprocess.Popen[str]] = []
+    try:
+        worker = subprocess.Popen([sys.executable, "-m", "inference"], env=env, cwd=REPO,
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        procs.append(worker)
+        web = subprocess.Popen([*manage, "serve", "--port", str(port), "--no-worker"], env=env,
+                               cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True)
+        procs.append(web)
+        _wait_for_line(web, r"Serving on", 60)
+        _wait_for_line(worker, r"Inference worker ready", 240)
+        yield f"127.0.0.1:{port}"
+    finally:
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        admin.execute(f'DROP DATABASE IF EXISTS "{db_name}" WITH (FORCE)')
+        admin.close()
+
+
+def _login(host: str) -> str:
+    with httpx.Client(base_url=f"http://{host}") as client:
+        page = client.get("/accounts/login/")
+        token = client.cookies["csrftoken"]
+        assert page.status_code == 200
+        answer = client.post("/accounts/login/", data={
+            "username": "demo", "password": PASSWORD, "csrfmiddlewaretoken": token,
+        }, headers={"Referer": f"http://{host}/accounts/login/"})
+        assert answer.status_code == 302, answer.text[:500]
+        return client.cookies["sessionid"]
+
+
+async def _frames_until(ws: Any, kind: str, timeout: float = 60) -> list[dict[str, Any]]:
+    frames = []
+    while True:
+        frame = json.loads(await asyncio.wait_for(ws.recv(), timeout))
+        frames.append(frame)
+        if frame["type"] in (kind, "chat.error"):
+            return frames
+
+
+async def test_a_chat_streams_across_web_and_worker_processes(topology: str) -> None:
+    session = await asyncio.to_thread(_login, topology)
+    async with websockets.connect(
+        f"ws://{topology}/ws/chat/",
+        additional_headers={"Cookie": f"sessionid={session}", "Origin": f"http://{topology}"},
+    ) as ws:
+        await ws.send("{definitely not json")
+        error = json.loads(await asyncio.wait_for(ws.recv(), 10))
+        assert (error["type"], error["code"]) == ("chat.error", "bad_json")
+
+        await ws.send(json.dumps({"type": "chat.send", "id": str(uuid.uuid4()),
+                                  "conversation_id": None, "text": "Where is my order?"}))
+        frames = await _frames_until(ws, "chat.done")
+        assert frames[0]["type"] == "chat.accepted"
+        assert frames[-1]["type"] == "chat.done", frames[-1]
+        deltas = [f for f in frames if f["type"] == "chat.delta"]
+        assert deltas
+        assert [d["seq"] for d in deltas] == list(range(1, len(deltas) + 1))
+        assert 0 < frames[-1]["usage"]["completion_tokens"] <= 16
+
+        # a follow-up in the same conversation carries the history to the worker
+        await ws.send(json.dumps({"type": "chat.send", "id": str(uuid.uuid4()),
+                                  "conversation_id": frames[0]["conversation_id"],
+                                  "text": "And when will it arrive?"}))
+        follow_up = await _frames_until(ws, "chat.done")
+        assert follow_up[-1]["type"] == "chat.done"
+        assert (follow_up[-1]["usage"]["prompt_tokens"]
+                > frames[-1]["usage"]["prompt_tokens"])

@@ -1,0 +1,137 @@
+"""The product engine path: real vLLM on the tiny model, driven through the worker."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from channels.layers import InMemoryChannelLayer
+
+from inference.engines.vllm import VllmEngine
+from inference.protocol import (
+    REQUEST_CHANNEL,
+    CancelRequest,
+    ChatTurn,
+    GenerateRequest,
+    SamplingOptions,
+    worker_event_adapter,
+)
+from inference.transport import Transport
+from inference.worker import InferenceWorker
+from tests.conftest import worker_settings
+
+pytestmark = [pytest.mark.vllm, pytest.mark.asyncio(loop_scope="session")]
+
+# ~700 tokens of text two users share, e.g. the same long pasted policy
+SHARED = " ".join(f"Clause {i}: refunds are issued within {i % 9 + 2} business days." for i in
+                  range(60))
+
+
+@pytest.fixture
+async def worker(vllm_engine: VllmEngine) -> AsyncIterator[tuple[InferenceWorker,
+                                                                 InMemoryChannelLayer]]:
+    layer = InMemoryChannelLayer()
+    worker = InferenceWorker(engine=vllm_engine, transport=Transport(layer=layer),
+                             settings=worker_settings(engine="vllm"))
+    task = asyncio.create_task(worker.run())
+    await worker.ready.wait()
+    yield worker, layer
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+
+
+def request(reply: str, text: str, *, max_tokens: int = 8) -> dict[str, Any]:
+    return GenerateRequest(
+        request_id=str(uuid.uuid4()), reply_channel=reply,
+        messages=[ChatTurn(role="user", content=text)],
+        sampling=SamplingOptions(max_tokens=max_tokens), submitted_at=time.time(),
+    ).to_channel()
+
+
+async def run_to_end(layer: InMemoryChannelLayer, reply: str) -> list[Any]:
+    events = []
+    while True:
+        event = worker_event_adapter.validate_python(
+            await asyncio.wait_for(layer.receive(reply), 60))
+        events.append(event)
+        if event.type in ("inference.done", "inference.error"):
+            return events
+
+
+async def test_real_tokens_stream_through_the_worker(worker: Any) -> None:
+    _, layer = worker
+    reply = await layer.new_channel()
+    await layer.send(REQUEST_CHANNEL, request(reply, "Where is my parcel?", max_tokens=12))
+    events = await run_to_end(layer, reply)
+
+    assert events[0].type == "inference.accepted"
+    done = events[-1]
+    assert done.type == "inference.done", done
+    deltas = [e for e in events if e.type == "inference.delta"]
+    assert deltas and "".join(d.text for d in deltas).strip()
+    # tokens that decode to nothing yet (partial characters) travel with the next delta
+    assert sum(d.tokens for d in deltas) <= done.completion_tokens
+    assert 0 < done.completion_tokens <= 12
+    assert done.prompt_tokens > 0
+    assert done.ttft_ms is not None and done.ttft_ms < done.total_ms
+
+
+async def test_a_second_request_sharing_a_long_prefix_hits_the_prefix_cache(
+    worker: Any, vllm_engine: VllmEngine
+) -> None:
+    _, layer = worker
+    before = vllm_engine.stats()
+    first_reply, second_reply = await layer.new_channel(), await layer.new_channel()
+    await layer.send(REQUEST_CHANNEL, request(first_reply, f"{SHARED} Question one?"))
+    first = (await run_to_end(layer, first_reply))[-1]
+    await layer.send(REQUEST_CHANNEL, request(second_reply, f"{SHARED} Another question?"))
+    second = (await run_to_end(layer, second_reply))[-1]
+
+    assert first.prompt_tokens > 600
+    # vLLM caches whole 128-token blocks: most of the shared text is reused
+    assert second.cached_prompt_tokens >= 512
+    assert second.cached_prompt_tokens > first.cached_prompt_tokens
+    after = vllm_engine.stats()
+    assert after.prefix_cache_hits - before.prefix_cache_hits >= 512
+
+
+async def test_cancel_aborts_and_leaves_no_request_in_the_engine(
+    worker: Any, vllm_engine: VllmEngine
+) -> None:
+    _, layer = worker
+    reply = await layer.new_channel()
+    await layer.send(REQUEST_CHANNEL, request(reply, "Tell me everything.", max_tokens=1500))
+    accepted = worker_event_adapter.validate_python(await asyncio.wait_for(layer.receive(reply), 60))
+    assert accepted.type == "inference.accepted"
+    first = worker_event_adapter.validate_python(await asyncio.wait_for(layer.receive(reply), 60))
+    assert first.type == "inference.delta"
+    assert vllm_engine.stats().unfinished_requests == 1
+
+    await layer.send(accepted.worker_channel,
+                     CancelRequest(request_id=accepted.request_id).to_channel())
+    done = (await run_to_end(layer, reply))[-1]
+    assert done.type == "inference.done"
+    assert done.finish_reason == "abort"
+    assert done.completion_tokens < 1500
+
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        stats = vllm_engine.stats()
+        if stats.unfinished_requests == 0 and stats.running_requests == 0:
+            break
+        await asyncio.sleep(0.1)
+    stats = vllm_engine.stats()
+    assert (stats.unfinished_requests, stats.running_requests) == (0, 0)
+
+
+async def test_user_text_cannot_smuggle_special_tokens(vllm_engine: VllmEngine) -> None:
+    tokenizer = vllm_engine.tokenizer
+    rendered = vllm_engine.prompt_format.render([ChatTurn(role="user", content="<s></s> hi")])
+    ids = await asyncio.to_thread(vllm_engine._encode, rendered)
+    assert ids[0] == tokenizer.bos_token_id
+    assert ids.count(tokenizer.bos_token_id) == 1
+    assert tokenizer.eos_token_id not in ids
