@@ -20,15 +20,19 @@ async def _serve(settings: WorkerSettings) -> None:
     engine = build_engine(worker_settings=settings)
     try:
         worker, task = start_worker(
-            engine=engine, layer=redis_channel_layer(redis_url=settings.redis_url),
+            engine=engine,
+            layer=redis_channel_layer(redis_url=settings.redis_url),
             settings=settings,
         )
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, task.cancel)
         await worker.ready.wait()
-        print(f"Inference worker ready: consuming {settings.request_channel!r} "
-              f"(up to {settings.max_active} at once).", flush=True)
+        print(
+            f"Inference worker ready: consuming {settings.request_channel!r} "
+            f"(up to {settings.max_active} at once).",
+            flush=True,
+        )
         with contextlib.suppress(asyncio.CancelledError):
             await task
     finally:
@@ -43,17 +47,21 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--log-level", default="INFO")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     try:
         settings = WorkerSettings.from_env()
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if not settings.redis_url:
-        print("error: REDIS_URL is not set. A standalone worker talks to the web process "
-              "through Redis; without Redis, `make run` runs the worker inside the web "
-              "process.", file=sys.stderr)
+        print(
+            "error: REDIS_URL is not set. A standalone worker talks to the web process "
+            "through Redis; without Redis, `make run` runs the worker inside the web "
+            "process.",
+            file=sys.stderr,
+        )
         return 2
     try:
         asyncio.run(_serve(settings))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 from dataclasses import dataclass, field
@@ -74,8 +75,9 @@ class InferenceWorker:
         """Serve until cancelled; on cancel, abort every running request."""
         self.channel = await self._transport.new_channel()
         self.ready.set()
-        logger.info("worker ready on %s (own channel %s)", self._settings.request_channel,
-                    self.channel)
+        logger.info(
+            "worker ready on %s (own channel %s)", self._settings.request_channel, self.channel
+        )
         try:
             async with asyncio.TaskGroup() as group:
                 group.create_task(self._pull_requests())
@@ -131,10 +133,10 @@ class InferenceWorker:
             return False
         task = asyncio.create_task(self._serve(message), name=f"generate-{message.request_id}")
         self._active[message.request_id] = _Active(request=message, task=task)
-        task.add_done_callback(lambda _t, rid=message.request_id: self._finished(rid))
+        task.add_done_callback(functools.partial(self._finished, message.request_id))
         return True
 
-    def _finished(self, request_id: str) -> None:
+    def _finished(self, request_id: str, _task: asyncio.Task[None]) -> None:
         self._active.pop(request_id, None)
         self._slots.release()
 
@@ -142,8 +144,12 @@ class InferenceWorker:
         reply, request_id = raw.get("reply_channel"), raw.get("request_id")
         logger.warning("malformed generate request: %s", exc.errors()[:3])
         if isinstance(reply, str) and isinstance(request_id, str) and request_id:
-            error = Error(request_id=request_id, seq=1, code="invalid_request",
-                          message=f"malformed request: {exc.error_count()} invalid field(s)")
+            error = Error(
+                request_id=request_id,
+                seq=1,
+                code="invalid_request",
+                message=f"malformed request: {exc.error_count()} invalid field(s)",
+            )
             asyncio.create_task(self._transport.send(reply, error))  # noqa: RUF006
 
     async def _serve(self, request: GenerateRequest) -> None:
@@ -151,10 +157,14 @@ class InferenceWorker:
         reply = request.reply_channel
         queue_wait_ms = max(0.0, (time.time() - request.submitted_at) * 1000.0)
         assert self.channel is not None
-        if not await self._transport.send(reply, Accepted(
-            request_id=request.request_id, worker_channel=self.channel,
-            queue_wait_ms=queue_wait_ms,
-        )):
+        if not await self._transport.send(
+            reply,
+            Accepted(
+                request_id=request.request_id,
+                worker_channel=self.channel,
+                queue_wait_ms=queue_wait_ms,
+            ),
+        ):
             return
         fmt = self._engine.prompt_format
         engine_request = EngineRequest(
@@ -191,10 +201,15 @@ class InferenceWorker:
                         progress.ttft_ms = progress.elapsed_ms()
                     progress.seq += 1
                     tokens, unsent_tokens = delta.tokens + unsent_tokens, 0
-                    if not await self._transport.send(reply, Delta(
-                        request_id=request.request_id, seq=progress.seq, text=text,
-                        tokens=tokens,
-                    )):
+                    if not await self._transport.send(
+                        reply,
+                        Delta(
+                            request_id=request.request_id,
+                            seq=progress.seq,
+                            text=text,
+                            tokens=tokens,
+                        ),
+                    ):
                         return  # requester gone: leaving the loop closes the stream -> abort
         except asyncio.CancelledError:
             active = self._active.get(request.request_id)
@@ -206,22 +221,30 @@ class InferenceWorker:
             progress.finish_reason = "abort"
         except Exception as exc:
             logger.exception("engine failed on %s", request.request_id)
-            await self._transport.send(reply, Error(
-                request_id=request.request_id, seq=progress.seq + 1, code="engine",
-                message=f"the model failed while answering: {type(exc).__name__}",
-            ))
+            await self._transport.send(
+                reply,
+                Error(
+                    request_id=request.request_id,
+                    seq=progress.seq + 1,
+                    code="engine",
+                    message=f"the model failed while answering: {type(exc).__name__}",
+                ),
+            )
             return
-        await self._transport.send(reply, Done(
-            request_id=request.request_id,
-            seq=progress.seq + 1,
-            finish_reason=progress.finish_reason,
-            prompt_tokens=progress.prompt_tokens,
-            completion_tokens=progress.completion_tokens,
-            cached_prompt_tokens=progress.cached_prompt_tokens,
-            queue_wait_ms=queue_wait_ms,
-            ttft_ms=progress.ttft_ms,
-            total_ms=progress.elapsed_ms(),
-        ))
+        await self._transport.send(
+            reply,
+            Done(
+                request_id=request.request_id,
+                seq=progress.seq + 1,
+                finish_reason=progress.finish_reason,
+                prompt_tokens=progress.prompt_tokens,
+                completion_tokens=progress.completion_tokens,
+                cached_prompt_tokens=progress.cached_prompt_tokens,
+                queue_wait_ms=queue_wait_ms,
+                ttft_ms=progress.ttft_ms,
+                total_ms=progress.elapsed_ms(),
+            ),
+        )
 
     async def _abort_all(self) -> None:
         active = list(self._active.values())
@@ -234,7 +257,12 @@ class InferenceWorker:
                 pass
             except Exception:
                 logger.exception("request task failed during shutdown")
-            await self._transport.send(entry.request.reply_channel, Error(
-                request_id=entry.request.request_id, seq=1, code="internal",
-                message="the inference worker shut down while answering",
-            ))
+            await self._transport.send(
+                entry.request.reply_channel,
+                Error(
+                    request_id=entry.request.request_id,
+                    seq=1,
+                    code="internal",
+                    message="the inference worker shut down while answering",
+                ),
+            )

@@ -21,10 +21,15 @@ from inference.settings import WorkerSettings
 from inference.transport import Transport
 from inference.worker import InferenceWorker
 
+
 def worker_settings(**overrides: Any) -> WorkerSettings:
     values: dict[str, Any] = {
-        "engine": "scripted", "request_channel": REQUEST_CHANNEL, "max_active": 4,
-        "coalesce_ms": 15.0, "coalesce_tokens": 8, "redis_url": "",
+        "engine": "scripted",
+        "request_channel": REQUEST_CHANNEL,
+        "max_active": 4,
+        "coalesce_ms": 15.0,
+        "coalesce_tokens": 8,
+        "redis_url": "",
     }
     values.update(overrides)
     return WorkerSettings(**values)
@@ -39,16 +44,15 @@ class RunningWorker:
 @pytest.fixture
 async def scripted_worker() -> AsyncIterator[RunningWorker]:
     engine = ScriptedEngine()
-    worker = InferenceWorker(engine=engine, transport=Transport(layer=get_channel_layer()),
-                             settings=worker_settings())
+    worker = InferenceWorker(
+        engine=engine, transport=Transport(layer=get_channel_layer()), settings=worker_settings()
+    )
     task = asyncio.create_task(worker.run())
     await asyncio.wait_for(worker.ready.wait(), 5)
     yield RunningWorker(worker, engine)
     task.cancel()
-    try:
+    with contextlib.suppress(asyncio.CancelledError):
         await task
-    except asyncio.CancelledError:
-        pass
 
 
 def _session_cookie(user: User) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db.models import QuerySet
 
 from chatapp.conversations.models import Conversation, Message
@@ -17,11 +17,11 @@ class Turn:
     content: str
 
 
-def conversation_get(*, owner: AbstractBaseUser, conversation_id: uuid.UUID) -> Conversation | None:
+def conversation_get(*, owner: User, conversation_id: uuid.UUID) -> Conversation | None:
     return Conversation.objects.filter(owner=owner, id=conversation_id).first()
 
 
-def conversation_list(*, owner: AbstractBaseUser, limit: int = 50) -> QuerySet[Conversation]:
+def conversation_list(*, owner: User, limit: int = 50) -> QuerySet[Conversation]:
     return Conversation.objects.filter(owner=owner)[:limit]
 
 
@@ -41,10 +41,10 @@ def conversation_history(
         .exclude(status__in=(Message.Status.FAILED, Message.Status.STREAMING))
         .exclude(content="")
         .order_by("-created_at")
-        .values_list("role", "content")[: max_turns]
+        .values_list("role", "content")[:max_turns]
     )
     return [Turn(role=role, content=content) for role, content in reversed(rows)]
 
 
-def message_get_for_owner(*, owner: AbstractBaseUser, message_id: uuid.UUID) -> Message | None:
+def message_get_for_owner(*, owner: User, message_id: uuid.UUID) -> Message | None:
     return Message.objects.filter(id=message_id, conversation__owner=owner).first()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -36,7 +36,7 @@ class AnswerOutcome:
     total_ms: float | None = None
 
 
-def _existing_turn(*, sender: AbstractBaseUser, client_message_id: uuid.UUID) -> TurnStart | None:
+def _existing_turn(*, sender: User, client_message_id: uuid.UUID) -> TurnStart | None:
     user_message = (
         Message.objects.select_related("conversation")
         .filter(sender=sender, client_message_id=client_message_id)
@@ -45,13 +45,17 @@ def _existing_turn(*, sender: AbstractBaseUser, client_message_id: uuid.UUID) ->
     if user_message is None:
         return None
     assistant = Message.objects.get(reply_to=user_message)
-    return TurnStart(conversation=user_message.conversation, user_message=user_message,
-                     assistant_message=assistant, created=False)
+    return TurnStart(
+        conversation=user_message.conversation,
+        user_message=user_message,
+        assistant_message=assistant,
+        created=False,
+    )
 
 
 def turn_start(
     *,
-    sender: AbstractBaseUser,
+    sender: User,
     conversation_id: uuid.UUID | None,
     client_message_id: uuid.UUID,
     text: str,
@@ -66,9 +70,7 @@ def turn_start(
     try:
         with transaction.atomic():
             if conversation_id is None:
-                conversation = Conversation.objects.create(
-                    owner=sender, title=_title_from(text)
-                )
+                conversation = Conversation.objects.create(owner=sender, title=_title_from(text))
             else:
                 found = (
                     Conversation.objects.select_for_update()
@@ -80,12 +82,17 @@ def turn_start(
                 conversation = found
                 conversation.save(update_fields=["updated_at"])
             user_message = Message.objects.create(
-                conversation=conversation, role=Message.Role.USER, content=text,
-                sender=sender, client_message_id=client_message_id,
+                conversation=conversation,
+                role=Message.Role.USER,
+                content=text,
+                sender=sender,
+                client_message_id=client_message_id,
             )
             assistant = Message.objects.create(
-                conversation=conversation, role=Message.Role.ASSISTANT,
-                status=Message.Status.STREAMING, reply_to=user_message,
+                conversation=conversation,
+                role=Message.Role.ASSISTANT,
+                status=Message.Status.STREAMING,
+                reply_to=user_message,
             )
     except IntegrityError:
         # A concurrent retry with the same client id won the race: return its turn.
@@ -93,15 +100,17 @@ def turn_start(
         if raced is None:
             raise
         return raced
-    return TurnStart(conversation=conversation, user_message=user_message,
-                     assistant_message=assistant, created=True)
+    return TurnStart(
+        conversation=conversation,
+        user_message=user_message,
+        assistant_message=assistant,
+        created=True,
+    )
 
 
 def answer_finish(*, message_id: uuid.UUID, content: str, outcome: AnswerOutcome) -> bool:
     """Write the finished answer once. False if it was already finished (nothing written)."""
-    updated = Message.objects.filter(
-        id=message_id, status=Message.Status.STREAMING
-    ).update(
+    updated = Message.objects.filter(id=message_id, status=Message.Status.STREAMING).update(
         content=content,
         status=outcome.status,
         finish_reason=outcome.finish_reason,

@@ -71,7 +71,7 @@ class _Answer:
         return "".join(self.parts)
 
 
-class ChatConsumer(AsyncWebsocketConsumer):
+class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is untyped
     answer: _Answer | None = None
 
     async def connect(self) -> None:
@@ -88,10 +88,14 @@ class ChatConsumer(AsyncWebsocketConsumer):
         self.answer = None
         # Nobody is reading any more: stop the engine and keep what was said so far.
         await self._cancel_upstream(answer)
-        await self._finish(answer, services.AnswerOutcome(
-            status=Message.Status.STOPPED, finish_reason="abort",
-            error_code="client_disconnected",
-        ))
+        await self._finish(
+            answer,
+            services.AnswerOutcome(
+                status=Message.Status.STOPPED,
+                finish_reason="abort",
+                error_code="client_disconnected",
+            ),
+        )
 
     # ---- browser -> server -------------------------------------------------------------
 
@@ -126,40 +130,55 @@ class ChatConsumer(AsyncWebsocketConsumer):
 
     async def _on_send(self, frame: SendFrame) -> None:
         if len(frame.text) > settings.CHAT_MAX_MESSAGE_CHARS:
-            await self._error("too_large", f"Messages are limited to "
-                              f"{settings.CHAT_MAX_MESSAGE_CHARS} characters.", client_id=frame.id)
+            await self._error(
+                "too_large",
+                f"Messages are limited to {settings.CHAT_MAX_MESSAGE_CHARS} characters.",
+                client_id=frame.id,
+            )
             return
         if self.answer is not None:
-            await self._error("busy", "An answer is still streaming; stop it first.",
-                              client_id=frame.id)
+            await self._error(
+                "busy", "An answer is still streaming; stop it first.", client_id=frame.id
+            )
             return
         try:
             turn = await database_sync_to_async(services.turn_start)(
-                sender=self.scope["user"], conversation_id=frame.conversation_id,
-                client_message_id=frame.id, text=frame.text,
+                sender=self.scope["user"],
+                conversation_id=frame.conversation_id,
+                client_message_id=frame.id,
+                text=frame.text,
             )
         except ApplicationError as exc:
             await self._error(exc.code, exc.message, client_id=frame.id)  # type: ignore[arg-type]
             return
-        await self._send_frame(AcceptedFrame(
-            id=frame.id, conversation_id=turn.conversation.id,
-            user_message_id=turn.user_message.id,
-            assistant_message_id=turn.assistant_message.id,
-        ))
+        await self._send_frame(
+            AcceptedFrame(
+                id=frame.id,
+                conversation_id=turn.conversation.id,
+                user_message_id=turn.user_message.id,
+                assistant_message_id=turn.assistant_message.id,
+            )
+        )
         if not turn.created:
             await self._replay_existing(frame.id, turn.assistant_message)
             return
         history = await database_sync_to_async(selectors.conversation_history)(
-            conversation=turn.conversation, up_to=turn.user_message,
+            conversation=turn.conversation,
+            up_to=turn.user_message,
             max_turns=settings.CHAT_HISTORY_TURNS,
         )
-        answer = _Answer(client_id=frame.id, message_id=turn.assistant_message.id,
-                         request_id=str(turn.assistant_message.id))
+        answer = _Answer(
+            client_id=frame.id,
+            message_id=turn.assistant_message.id,
+            request_id=str(turn.assistant_message.id),
+        )
         request = GenerateRequest(
             request_id=answer.request_id,
             reply_channel=self.channel_name,
-            messages=[ChatTurn(role="user" if t.role == "user" else "assistant",
-                               content=t.content) for t in history],
+            messages=[
+                ChatTurn(role="user" if t.role == "user" else "assistant", content=t.content)
+                for t in history
+            ],
             sampling=SamplingOptions(max_tokens=settings.CHAT_MAX_TOKENS),
             submitted_at=time.time(),
         )
@@ -170,12 +189,20 @@ class ChatConsumer(AsyncWebsocketConsumer):
     async def _replay_existing(self, client_id: uuid.UUID, message: Message) -> None:
         """A retried send: report the stored answer instead of generating a second one."""
         if message.status == Message.Status.STREAMING:
-            await self._error("busy", "This message is still being answered elsewhere.",
-                              client_id=client_id, message_id=message.id)
+            await self._error(
+                "busy",
+                "This message is still being answered elsewhere.",
+                client_id=client_id,
+                message_id=message.id,
+            )
             return
         if message.status == Message.Status.FAILED:
-            await self._error("engine", "This message failed earlier; send it again as new.",
-                              client_id=client_id, message_id=message.id)
+            await self._error(
+                "engine",
+                "This message failed earlier; send it again as new.",
+                client_id=client_id,
+                message_id=message.id,
+            )
             return
         if message.content:
             await self._send_frame(DeltaFrame(message_id=message.id, seq=1, text=message.content))
@@ -183,10 +210,15 @@ class ChatConsumer(AsyncWebsocketConsumer):
 
     async def _on_stop(self, frame: StopFrame) -> None:
         answer = self.answer
-        if answer is None or (frame.message_id is not None
-                              and frame.message_id != answer.message_id):
-            await self._error("not_found", "Nothing is streaming here to stop.",
-                              client_id=frame.id, message_id=frame.message_id)
+        if answer is None or (
+            frame.message_id is not None and frame.message_id != answer.message_id
+        ):
+            await self._error(
+                "not_found",
+                "Nothing is streaming here to stop.",
+                client_id=frame.id,
+                message_id=frame.message_id,
+            )
             return
         answer.stop_requested = True
         await self._cancel_upstream(answer)  # the worker answers with a final `done` (abort)
@@ -213,12 +245,14 @@ class ChatConsumer(AsyncWebsocketConsumer):
         if answer is None:
             return
         if delta.seq != answer.next_seq:
-            logger.warning("answer %s: expected seq %d, got %d", answer.request_id,
-                           answer.next_seq, delta.seq)
+            logger.warning(
+                "answer %s: expected seq %d, got %d", answer.request_id, answer.next_seq, delta.seq
+            )
         answer.next_seq = delta.seq + 1
         answer.parts.append(delta.text)
-        await self._send_frame(DeltaFrame(message_id=answer.message_id, seq=delta.seq,
-                                          text=delta.text))
+        await self._send_frame(
+            DeltaFrame(message_id=answer.message_id, seq=delta.seq, text=delta.text)
+        )
 
     async def inference_done(self, event: dict[str, Any]) -> None:
         done = Done.model_validate(event)
@@ -227,7 +261,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
             return
         self.answer = None
         outcome = services.AnswerOutcome(
-            status=Message.Status.STOPPED if done.finish_reason == "abort"
+            status=Message.Status.STOPPED
+            if done.finish_reason == "abort"
             else Message.Status.COMPLETE,
             finish_reason=done.finish_reason,
             prompt_tokens=done.prompt_tokens,
@@ -238,16 +273,21 @@ class ChatConsumer(AsyncWebsocketConsumer):
             total_ms=done.total_ms,
         )
         await self._finish(answer, outcome)
-        await self._send_frame(DoneFrame(
-            message_id=answer.message_id,
-            status="stopped" if outcome.status == Message.Status.STOPPED else "complete",
-            finish_reason=done.finish_reason,
-            usage=Usage(prompt_tokens=done.prompt_tokens,
-                        completion_tokens=done.completion_tokens,
-                        cached_prompt_tokens=done.cached_prompt_tokens),
-            timings=Timings(queue_wait_ms=done.queue_wait_ms, ttft_ms=done.ttft_ms,
-                            total_ms=done.total_ms),
-        ))
+        await self._send_frame(
+            DoneFrame(
+                message_id=answer.message_id,
+                status="stopped" if outcome.status == Message.Status.STOPPED else "complete",
+                finish_reason=done.finish_reason,
+                usage=Usage(
+                    prompt_tokens=done.prompt_tokens,
+                    completion_tokens=done.completion_tokens,
+                    cached_prompt_tokens=done.cached_prompt_tokens,
+                ),
+                timings=Timings(
+                    queue_wait_ms=done.queue_wait_ms, ttft_ms=done.ttft_ms, total_ms=done.total_ms
+                ),
+            )
+        )
 
     async def inference_error(self, event: dict[str, Any]) -> None:
         error = Error.model_validate(event)
@@ -255,24 +295,34 @@ class ChatConsumer(AsyncWebsocketConsumer):
         if answer is None:
             return
         self.answer = None
-        await self._finish(answer, services.AnswerOutcome(
-            status=Message.Status.FAILED, error_code=error.code,
-        ))
-        await self._error("engine", error.message, client_id=answer.client_id,
-                          message_id=answer.message_id)
+        await self._finish(
+            answer,
+            services.AnswerOutcome(
+                status=Message.Status.FAILED,
+                error_code=error.code,
+            ),
+        )
+        await self._error(
+            "engine", error.message, client_id=answer.client_id, message_id=answer.message_id
+        )
 
     async def chat_accept_timeout(self, event: dict[str, Any]) -> None:
         answer = self._current(str(event.get("request_id")))
         if answer is None or answer.worker_channel is not None:
             return
         self.answer = None
-        await self._finish(answer, services.AnswerOutcome(
-            status=Message.Status.FAILED, error_code="no_worker",
-        ))
+        await self._finish(
+            answer,
+            services.AnswerOutcome(
+                status=Message.Status.FAILED,
+                error_code="no_worker",
+            ),
+        )
         await self._error(
             "no_worker",
             "No inference worker is available right now. Please try again in a moment.",
-            client_id=answer.client_id, message_id=answer.message_id,
+            client_id=answer.client_id,
+            message_id=answer.message_id,
         )
 
     # ---- helpers -------------------------------------------------------------------------
@@ -302,9 +352,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
             message_id=answer.message_id, content=answer.text, outcome=outcome
         )
 
-    async def _send_frame(
-        self, frame: AcceptedFrame | DeltaFrame | DoneFrame | ErrorFrame
-    ) -> None:
+    async def _send_frame(self, frame: AcceptedFrame | DeltaFrame | DoneFrame | ErrorFrame) -> None:
         await self.send(text_data=frame.to_json())
 
     async def _error(
@@ -315,8 +363,9 @@ class ChatConsumer(AsyncWebsocketConsumer):
         client_id: uuid.UUID | None = None,
         message_id: uuid.UUID | None = None,
     ) -> None:
-        await self._send_frame(ErrorFrame(id=client_id, message_id=message_id, code=code,
-                                          message=message))
+        await self._send_frame(
+            ErrorFrame(id=client_id, message_id=message_id, code=code, message=message)
+        )
 
 
 def _done_frame(message: Message) -> DoneFrame:
@@ -324,11 +373,14 @@ def _done_frame(message: Message) -> DoneFrame:
         message_id=message.id,
         status="stopped" if message.status == Message.Status.STOPPED else "complete",
         finish_reason=message.finish_reason or "stop",
-        usage=Usage(prompt_tokens=message.prompt_tokens,
-                    completion_tokens=message.completion_tokens,
-                    cached_prompt_tokens=message.cached_prompt_tokens),
-        timings=Timings(queue_wait_ms=message.queue_wait_ms, ttft_ms=message.ttft_ms,
-                        total_ms=message.total_ms),
+        usage=Usage(
+            prompt_tokens=message.prompt_tokens,
+            completion_tokens=message.completion_tokens,
+            cached_prompt_tokens=message.cached_prompt_tokens,
+        ),
+        timings=Timings(
+            queue_wait_ms=message.queue_wait_ms, ttft_ms=message.ttft_ms, total_ms=message.total_ms
+        ),
     )
 
 

@@ -11,8 +11,15 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 ErrorCode = Literal[
-    "bad_json", "too_large", "unknown_type", "invalid", "not_found", "busy", "no_worker",
-    "engine", "internal",
+    "bad_json",
+    "too_large",
+    "unknown_type",
+    "invalid",
+    "not_found",
+    "busy",
+    "no_worker",
+    "engine",
+    "internal",
 ]
 
 

@@ -18,18 +18,23 @@ def chat_page(request: HttpRequest, conversation_id: uuid.UUID | None = None) ->
     history: list[dict[str, str]] = []
     if conversation_id is not None:
         assert request.user.is_authenticated
-        conversation = selectors.conversation_get(owner=request.user,
-                                                  conversation_id=conversation_id)
+        conversation = selectors.conversation_get(
+            owner=request.user, conversation_id=conversation_id
+        )
         if conversation is None:
             raise Http404("No such conversation")
         history = [
             {"id": str(m.id), "role": m.role, "content": m.content, "status": m.status}
             for m in selectors.conversation_messages(conversation=conversation)
         ]
-    return render(request, "web/chat.html", {
-        "conversation_id": str(conversation_id) if conversation_id else "",
-        "history": history,
-    })
+    return render(
+        request,
+        "web/chat.html",
+        {
+            "conversation_id": str(conversation_id) if conversation_id else "",
+            "history": history,
+        },
+    )
 
 
 @require_GET

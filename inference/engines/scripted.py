@@ -57,7 +57,8 @@ class ScriptedEngine:
                     text=word if index == 0 else f" {word}",
                     tokens=1,
                     finish_reason=("stop" if index == len(words) - 1 else "length")
-                    if last else None,
+                    if last
+                    else None,
                     prompt_tokens=prompt_tokens,
                     cached_prompt_tokens=0,
                 )
@@ -72,8 +73,13 @@ class ScriptedEngine:
 
     def stats(self) -> EngineStats:
         running = len(self._running)
-        return EngineStats(unfinished_requests=running, running_requests=running,
-                           waiting_requests=0, prefix_cache_queries=0, prefix_cache_hits=0)
+        return EngineStats(
+            unfinished_requests=running,
+            running_requests=running,
+            waiting_requests=0,
+            prefix_cache_queries=0,
+            prefix_cache_hits=0,
+        )
 
     def shutdown(self) -> None:
         return None

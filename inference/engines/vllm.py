@@ -67,8 +67,13 @@ class _StatsRecorder:
             def __init__(self, vllm_config: Any, engine_index: int = 0) -> None:
                 pass
 
-            def record(self, scheduler_stats: Any, iteration_stats: Any,
-                       mm_cache_stats: Any = None, engine_idx: int = 0) -> None:
+            def record(
+                self,
+                scheduler_stats: Any,
+                iteration_stats: Any,
+                mm_cache_stats: Any = None,
+                engine_idx: int = 0,
+            ) -> None:
                 if scheduler_stats is None:
                     return
                 recorder.running = scheduler_stats.num_running_reqs
@@ -139,7 +144,9 @@ class VllmEngine:
             stop=list(request.stop),
             output_kind=RequestOutputKind.DELTA,
         )
-        prompt = TokensPrompt(prompt_token_ids=await asyncio.to_thread(self._encode, request.prompt))
+        prompt = TokensPrompt(
+            prompt_token_ids=await asyncio.to_thread(self._encode, request.prompt)
+        )
         # Cancelling the task that iterates this generator makes vLLM abort the request.
         async for output in self._llm.generate(
             prompt, params, request.request_id, priority=request.priority

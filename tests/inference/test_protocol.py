@@ -13,8 +13,14 @@ def test_events_round_trip_through_channel_dicts() -> None:
 
 def test_generate_requests_need_messages_and_a_reply_channel() -> None:
     with pytest.raises(ValidationError):
-        GenerateRequest.model_validate({"type": "inference.generate", "request_id": "r",
-                                        "reply_channel": "x", "messages": [],
-                                        "submitted_at": 0})
+        GenerateRequest.model_validate(
+            {
+                "type": "inference.generate",
+                "request_id": "r",
+                "reply_channel": "x",
+                "messages": [],
+                "submitted_at": 0,
+            }
+        )
     with pytest.raises(ValidationError):
         ChatTurn.model_validate({"role": "system", "content": "sneaky"})

@@ -13,8 +13,13 @@ from inference.streaming import coalesce
 
 
 def delta(text: str, finish: str | None = None) -> EngineDelta:
-    return EngineDelta(text=text, tokens=1, finish_reason=finish,  # type: ignore[arg-type]
-                       prompt_tokens=5, cached_prompt_tokens=0)
+    return EngineDelta(
+        text=text,
+        tokens=1,
+        finish_reason=finish,  # type: ignore[arg-type]
+        prompt_tokens=5,
+        cached_prompt_tokens=0,
+    )
 
 
 async def paced(texts: list[str], gap_s: float) -> AsyncIterator[EngineDelta]:

@@ -34,10 +34,12 @@ async def engine() -> ScriptedEngine:
 
 
 @pytest.fixture
-async def worker(layer: InMemoryChannelLayer, engine: ScriptedEngine
-                 ) -> AsyncIterator[InferenceWorker]:
-    worker = InferenceWorker(engine=engine, transport=Transport(layer=layer),
-                             settings=worker_settings(max_active=2))
+async def worker(
+    layer: InMemoryChannelLayer, engine: ScriptedEngine
+) -> AsyncIterator[InferenceWorker]:
+    worker = InferenceWorker(
+        engine=engine, transport=Transport(layer=layer), settings=worker_settings(max_active=2)
+    )
     task = asyncio.create_task(worker.run())
     await worker.ready.wait()
     yield worker
@@ -46,16 +48,20 @@ async def worker(layer: InMemoryChannelLayer, engine: ScriptedEngine
 
 
 def generate(reply: str, text: str, request_id: str = "r1") -> dict[str, Any]:
-    return GenerateRequest(request_id=request_id, reply_channel=reply,
-                           messages=[ChatTurn(role="user", content=text)],
-                           submitted_at=time.time()).to_channel()
+    return GenerateRequest(
+        request_id=request_id,
+        reply_channel=reply,
+        messages=[ChatTurn(role="user", content=text)],
+        submitted_at=time.time(),
+    ).to_channel()
 
 
 async def collect(layer: InMemoryChannelLayer, channel: str) -> list[Any]:
     events = []
     while True:
         event = worker_event_adapter.validate_python(
-            await asyncio.wait_for(layer.receive(channel), 5))
+            await asyncio.wait_for(layer.receive(channel), 5)
+        )
         events.append(event)
         if event.type in ("inference.done", "inference.error"):
             return events
@@ -77,7 +83,8 @@ async def test_a_request_streams_accepted_deltas_and_done(
     assert done.seq == deltas[-1].seq + 1
     assert done.completion_tokens == 5
     assert done.finish_reason == "stop"
-    assert done.ttft_ms is not None and done.ttft_ms <= done.total_ms
+    assert done.ttft_ms is not None
+    assert done.ttft_ms <= done.total_ms
 
 
 async def test_cancel_on_the_worker_channel_aborts(
@@ -99,8 +106,10 @@ async def test_a_malformed_request_gets_a_typed_error(
     layer: InMemoryChannelLayer, worker: InferenceWorker
 ) -> None:
     reply = await layer.new_channel()
-    await layer.send(REQUEST_CHANNEL, {"type": "inference.generate", "request_id": "bad",
-                                       "reply_channel": reply, "messages": []})
+    await layer.send(
+        REQUEST_CHANNEL,
+        {"type": "inference.generate", "request_id": "bad", "reply_channel": reply, "messages": []},
+    )
     event = worker_event_adapter.validate_python(await asyncio.wait_for(layer.receive(reply), 5))
     assert event.type == "inference.error"
     assert event.code == "invalid_request"
@@ -114,8 +123,9 @@ async def test_a_worker_takes_no_more_than_its_slots(
 ) -> None:
     replies = [await layer.new_channel() for _ in range(3)]
     for index, reply in enumerate(replies):
-        await layer.send(REQUEST_CHANNEL, generate(reply, "[[slow]] a b c d e f",
-                                                   request_id=f"r{index}"))
+        await layer.send(
+            REQUEST_CHANNEL, generate(reply, "[[slow]] a b c d e f", request_id=f"r{index}")
+        )
     await asyncio.sleep(0.2)
     assert worker.active_requests == 2  # the third waits in the channel for a free slot
     results = await asyncio.gather(*(collect(layer, reply) for reply in replies))

@@ -23,8 +23,13 @@ def tiny_model() -> Path:
 
 def tiny_engine_settings(model_dir: Path) -> EngineSettings:
     return EngineSettings(
-        model_dir=model_dir, data_dir=data_dir_from_env(), max_num_seqs=8,
-        max_num_batched_tokens=4096, max_model_len=2048, kv_cache_gib=1.0, enforce_eager=True,
+        model_dir=model_dir,
+        data_dir=data_dir_from_env(),
+        max_num_seqs=8,
+        max_num_batched_tokens=4096,
+        max_model_len=2048,
+        kv_cache_gib=1.0,
+        enforce_eager=True,
     )
 
 

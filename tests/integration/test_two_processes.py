@@ -64,8 +64,9 @@ def topology(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Iter
         redis.Redis.from_url(REDIS_URL).flushdb()
         admin = psycopg.connect(PG_ADMIN, autocommit=True)
     except (redis.ConnectionError, psycopg.OperationalError) as exc:
-        pytest.fail(f"this test needs Redis and PostgreSQL on 127.0.0.1 (.ci/run starts them): "
-                    f"{exc}")
+        pytest.fail(
+            f"this test needs Redis and PostgreSQL on 127.0.0.1 (.ci/run starts them): {exc}"
+        )
     db_name = f"chat_it_{uuid.uuid4().hex[:8]}"
     admin.execute(f'CREATE DATABASE "{db_name}"')
     data_dir = tmp_path_factory.mktemp("two-proc-data")
@@ -87,17 +88,29 @@ def topology(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Iter
     # vLLM's compile caches live under the data dir: share the session's so startup stays fast
     env["VLLM_CACHE_ROOT"] = str(tiny_model.parent.parent / "cache" / "vllm")
     manage = [sys.executable, str(REPO / "manage.py")]
-    subprocess.run([*manage, "migrate", "--noinput"], env=env, check=True, cwd=REPO,
-                   capture_output=True)
+    subprocess.run(
+        [*manage, "migrate", "--noinput"], env=env, check=True, cwd=REPO, capture_output=True
+    )
     subprocess.run([*manage, "demo_user"], env=env, check=True, cwd=REPO, capture_output=True)
     procs: list[subprocess.Popen[str]] = []
     try:
-        worker = subprocess.Popen([sys.executable, "-m", "inference"], env=env, cwd=REPO,
-                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "inference"],
+            env=env,
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         procs.append(worker)
-        web = subprocess.Popen([*manage, "serve", "--port", str(port), "--no-worker"], env=env,
-                               cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               text=True)
+        web = subprocess.Popen(
+            [*manage, "serve", "--port", str(port), "--no-worker"],
+            env=env,
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         procs.append(web)
         _wait_for_line(web, r"Serving on", 60)
         _wait_for_line(worker, r"Inference worker ready", 240)
@@ -119,9 +132,15 @@ def _login(host: str) -> str:
         page = client.get("/accounts/login/")
         token = client.cookies["csrftoken"]
         assert page.status_code == 200
-        answer = client.post("/accounts/login/", data={
-            "username": "demo", "password": PASSWORD, "csrfmiddlewaretoken": token,
-        }, headers={"Referer": f"http://{host}/accounts/login/"})
+        answer = client.post(
+            "/accounts/login/",
+            data={
+                "username": "demo",
+                "password": PASSWORD,
+                "csrfmiddlewaretoken": token,
+            },
+            headers={"Referer": f"http://{host}/accounts/login/"},
+        )
         assert answer.status_code == 302, answer.text[:500]
         return client.cookies["sessionid"]
 
@@ -145,8 +164,16 @@ async def test_a_chat_streams_across_web_and_worker_processes(topology: str) -> 
         error = json.loads(await asyncio.wait_for(ws.recv(), 10))
         assert (error["type"], error["code"]) == ("chat.error", "bad_json")
 
-        await ws.send(json.dumps({"type": "chat.send", "id": str(uuid.uuid4()),
-                                  "conversation_id": None, "text": "Where is my order?"}))
+        await ws.send(
+            json.dumps(
+                {
+                    "type": "chat.send",
+                    "id": str(uuid.uuid4()),
+                    "conversation_id": None,
+                    "text": "Where is my order?",
+                }
+            )
+        )
         frames = await _frames_until(ws, "chat.done")
         assert frames[0]["type"] == "chat.accepted"
         assert frames[-1]["type"] == "chat.done", frames[-1]
@@ -156,10 +183,16 @@ async def test_a_chat_streams_across_web_and_worker_processes(topology: str) -> 
         assert 0 < frames[-1]["usage"]["completion_tokens"] <= 16
 
         # a follow-up in the same conversation carries the history to the worker
-        await ws.send(json.dumps({"type": "chat.send", "id": str(uuid.uuid4()),
-                                  "conversation_id": frames[0]["conversation_id"],
-                                  "text": "And when will it arrive?"}))
+        await ws.send(
+            json.dumps(
+                {
+                    "type": "chat.send",
+                    "id": str(uuid.uuid4()),
+                    "conversation_id": frames[0]["conversation_id"],
+                    "text": "And when will it arrive?",
+                }
+            )
+        )
         follow_up = await _frames_until(ws, "chat.done")
         assert follow_up[-1]["type"] == "chat.done"
-        assert (follow_up[-1]["usage"]["prompt_tokens"]
-                > frames[-1]["usage"]["prompt_tokens"])
+        assert follow_up[-1]["usage"]["prompt_tokens"] > frames[-1]["usage"]["prompt_tokens"]

@@ -27,16 +27,21 @@ from tests.conftest import worker_settings
 pytestmark = [pytest.mark.vllm, pytest.mark.asyncio(loop_scope="session")]
 
 # ~700 tokens of text two users share, e.g. the same long pasted policy
-SHARED = " ".join(f"Clause {i}: refunds are issued within {i % 9 + 2} business days." for i in
-                  range(60))
+SHARED = " ".join(
+    f"Clause {i}: refunds are issued within {i % 9 + 2} business days." for i in range(60)
+)
 
 
 @pytest.fixture
-async def worker(vllm_engine: VllmEngine) -> AsyncIterator[tuple[InferenceWorker,
-                                                                 InMemoryChannelLayer]]:
+async def worker(
+    vllm_engine: VllmEngine,
+) -> AsyncIterator[tuple[InferenceWorker, InMemoryChannelLayer]]:
     layer = InMemoryChannelLayer()
-    worker = InferenceWorker(engine=vllm_engine, transport=Transport(layer=layer),
-                             settings=worker_settings(engine="vllm"))
+    worker = InferenceWorker(
+        engine=vllm_engine,
+        transport=Transport(layer=layer),
+        settings=worker_settings(engine="vllm"),
+    )
     task = asyncio.create_task(worker.run())
     await worker.ready.wait()
     yield worker, layer
@@ -46,9 +51,11 @@ async def worker(vllm_engine: VllmEngine) -> AsyncIterator[tuple[InferenceWorker
 
 def request(reply: str, text: str, *, max_tokens: int = 8) -> dict[str, Any]:
     return GenerateRequest(
-        request_id=str(uuid.uuid4()), reply_channel=reply,
+        request_id=str(uuid.uuid4()),
+        reply_channel=reply,
         messages=[ChatTurn(role="user", content=text)],
-        sampling=SamplingOptions(max_tokens=max_tokens), submitted_at=time.time(),
+        sampling=SamplingOptions(max_tokens=max_tokens),
+        submitted_at=time.time(),
     ).to_channel()
 
 
@@ -56,7 +63,8 @@ async def run_to_end(layer: InMemoryChannelLayer, reply: str) -> list[Any]:
     events = []
     while True:
         event = worker_event_adapter.validate_python(
-            await asyncio.wait_for(layer.receive(reply), 60))
+            await asyncio.wait_for(layer.receive(reply), 60)
+        )
         events.append(event)
         if event.type in ("inference.done", "inference.error"):
             return events
@@ -72,12 +80,14 @@ async def test_real_tokens_stream_through_the_worker(worker: Any) -> None:
     done = events[-1]
     assert done.type == "inference.done", done
     deltas = [e for e in events if e.type == "inference.delta"]
-    assert deltas and "".join(d.text for d in deltas).strip()
+    assert deltas
+    assert "".join(d.text for d in deltas).strip()
     # tokens that decode to nothing yet (partial characters) travel with the next delta
     assert sum(d.tokens for d in deltas) <= done.completion_tokens
     assert 0 < done.completion_tokens <= 12
     assert done.prompt_tokens > 0
-    assert done.ttft_ms is not None and done.ttft_ms < done.total_ms
+    assert done.ttft_ms is not None
+    assert done.ttft_ms < done.total_ms
 
 
 async def test_a_second_request_sharing_a_long_prefix_hits_the_prefix_cache(
@@ -105,14 +115,17 @@ async def test_cancel_aborts_and_leaves_no_request_in_the_engine(
     _, layer = worker
     reply = await layer.new_channel()
     await layer.send(REQUEST_CHANNEL, request(reply, "Tell me everything.", max_tokens=1500))
-    accepted = worker_event_adapter.validate_python(await asyncio.wait_for(layer.receive(reply), 60))
+    accepted = worker_event_adapter.validate_python(
+        await asyncio.wait_for(layer.receive(reply), 60)
+    )
     assert accepted.type == "inference.accepted"
     first = worker_event_adapter.validate_python(await asyncio.wait_for(layer.receive(reply), 60))
     assert first.type == "inference.delta"
     assert vllm_engine.stats().unfinished_requests == 1
 
-    await layer.send(accepted.worker_channel,
-                     CancelRequest(request_id=accepted.request_id).to_channel())
+    await layer.send(
+        accepted.worker_channel, CancelRequest(request_id=accepted.request_id).to_channel()
+    )
     done = (await run_to_end(layer, reply))[-1]
     assert done.type == "inference.done"
     assert done.finish_reason == "abort"

@@ -32,5 +32,6 @@ class Command(BaseCommand):
         settings.DATA_DIR.mkdir(parents=True, exist_ok=True)
         password_file.write_text(password)
         password_file.chmod(0o600)
-        self.stdout.write(f"Log in as '{username}' with password '{password}' "
-                          f"(stored in {password_file}).")
+        self.stdout.write(
+            f"Log in as '{username}' with password '{password}' (stored in {password_file})."
+        )

@@ -22,7 +22,8 @@ class Command(BaseCommand):
         parser.add_argument("--host", default="127.0.0.1")
         parser.add_argument("--port", type=int, default=8000)
         parser.add_argument(
-            "--no-worker", action="store_true",
+            "--no-worker",
+            action="store_true",
             help="do not run the embedded inference worker (workers run elsewhere on Redis)",
         )
 
@@ -55,8 +56,9 @@ class Command(BaseCommand):
                 self.stderr.write(f"error: {exc}")
                 asyncio.get_running_loop().call_soon(_stop_reactor)
                 return
-            keep.append(start_worker(engine=engine, layer=get_channel_layer(),
-                                     settings=worker_settings))
+            keep.append(
+                start_worker(engine=engine, layer=get_channel_layer(), settings=worker_settings)
+            )
             say(f"Ready: open {url} in your browser.")
 
         endpoints = build_endpoint_description_strings(host=host, port=port)

@@ -39,14 +39,20 @@ async def open_socket(connect: Connect, user: User | None) -> WebsocketCommunica
     return communicator
 
 
-def send_frame(text: str, *, conversation_id: str | None = None, frame_id: str | None = None
-               ) -> dict[str, Any]:
-    return {"type": "chat.send", "id": frame_id or str(uuid.uuid4()),
-            "conversation_id": conversation_id, "text": text}
+def send_frame(
+    text: str, *, conversation_id: str | None = None, frame_id: str | None = None
+) -> dict[str, Any]:
+    return {
+        "type": "chat.send",
+        "id": frame_id or str(uuid.uuid4()),
+        "conversation_id": conversation_id,
+        "text": text,
+    }
 
 
-async def receive_until(ws: WebsocketCommunicator, kind: str, timeout: float = 5
-                        ) -> list[dict[str, Any]]:
+async def receive_until(
+    ws: WebsocketCommunicator, kind: str, timeout: float = 5
+) -> list[dict[str, Any]]:
     frames: list[dict[str, Any]] = []
     while True:
         frame = await ws.receive_json_from(timeout=timeout)
@@ -81,9 +87,13 @@ async def test_answer_streams_and_is_stored_once(
     assert done["usage"]["completion_tokens"] == len(answer_text(frames).split())
     assert done["timings"]["ttft_ms"] is not None
 
-    stored = await sync_to_async(list)(
-        Message.objects.filter(conversation_id=accepted["conversation_id"]).order_by("created_at")
-    )
+    stored: list[Message] = await sync_to_async(
+        lambda: list(
+            Message.objects.filter(conversation_id=accepted["conversation_id"]).order_by(
+                "created_at"
+            )
+        )
+    )()
     assert [(m.role, m.status) for m in stored] == [("user", "complete"), ("assistant", "complete")]
     assert stored[0].content == question
     assert stored[1].content == answer_text(frames)
@@ -103,8 +113,11 @@ async def test_follow_up_sends_the_conversation_history(
 
     assert second[0]["conversation_id"] == conversation_id
     prompt = scripted_worker.engine.prompts[-1]
-    assert prompt.index("first question") < prompt.index("You said: first question") \
+    assert (
+        prompt.index("first question")
+        < prompt.index("You said: first question")
         < prompt.index("second question")
+    )
     assert answer_text(second) == "You said: second question"
     count = await sync_to_async(Message.objects.filter(conversation_id=conversation_id).count)()
     assert count == 4
@@ -161,10 +174,14 @@ async def test_disconnect_mid_stream_aborts_the_engine_request(
         (json.dumps([1, 2, 3]), "unknown_type"),
         (json.dumps({"type": "chat.send", "id": "not-a-uuid", "text": "hi"}), "invalid"),
         (json.dumps({"type": "chat.send", "id": str(uuid.uuid4()), "text": ""}), "invalid"),
-        (json.dumps({"type": "chat.send", "id": str(uuid.uuid4()), "text": "x" * 70_000}),
-         "too_large"),
-        (json.dumps({"type": "chat.send", "id": str(uuid.uuid4()), "text": "x" * 9_000}),
-         "too_large"),
+        (
+            json.dumps({"type": "chat.send", "id": str(uuid.uuid4()), "text": "x" * 70_000}),
+            "too_large",
+        ),
+        (
+            json.dumps({"type": "chat.send", "id": str(uuid.uuid4()), "text": "x" * 9_000}),
+            "too_large",
+        ),
     ],
 )
 async def test_bad_frames_get_a_typed_error_and_the_socket_stays_usable(
@@ -257,6 +274,7 @@ async def test_no_worker_gives_a_clear_error_instead_of_spinning(
     from channels.layers import get_channel_layer
 
     from inference.protocol import REQUEST_CHANNEL
+
     await get_channel_layer().receive(REQUEST_CHANNEL)
 
 
