@@ -62,7 +62,12 @@ pytest: install-dev
 	$(PY) -m inference.models prepare --model tiny
 	$(VENV)/bin/pytest
 
-test: lint typecheck importlint pytest
+frontend-check:
+	@if command -v npm >/dev/null; then \
+		cd frontend && npm ci --no-audit --no-fund --loglevel=error && npm run check; \
+	else echo "npm not found: skipping the front-end check"; fi
+
+test: lint typecheck importlint frontend-check pytest
 
 clean-venv:
 	rm -rf $(VENV)
