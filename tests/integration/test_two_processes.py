@@ -10,21 +10,24 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
-import socket
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-import httpx
 import psycopg
 import pytest
 import redis
 import websockets
+
+from tests.integration.processes import (
+    frames_until,
+    free_port,
+    keep_draining,
+    login,
+    wait_for_line,
+)
 
 pytestmark = [pytest.mark.vllm, pytest.mark.redis, pytest.mark.asyncio(loop_scope="session")]
 
@@ -32,30 +35,6 @@ REPO = Path(__file__).resolve().parents[2]
 REDIS_URL = "redis://127.0.0.1:6379/7"
 PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
 PASSWORD = "two-process-pw-123"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def _wait_for_line(proc: subprocess.Popen[str], pattern: str, timeout: float) -> str:
-    """Read the process's output until a line matches; fail with the output if it dies."""
-    seen: list[str] = []
-    deadline = time.monotonic() + timeout
-    assert proc.stdout is not None
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if not line:
-            if proc.poll() is not None:
-                break
-            continue
-        seen.append(line)
-        if re.search(pattern, line):
-            return line
-    raise AssertionError(f"no line matching {pattern!r}; output:\n{''.join(seen[-40:])}")
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +49,7 @@ def topology(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Iter
     db_name = f"chat_it_{uuid.uuid4().hex[:8]}"
     admin.execute(f'CREATE DATABASE "{db_name}"')
     data_dir = tmp_path_factory.mktemp("two-proc-data")
-    port = _free_port()
+    port = free_port()
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "chatapp.settings.local",
@@ -112,8 +91,10 @@ def topology(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Iter
             text=True,
         )
         procs.append(web)
-        _wait_for_line(web, r"Serving on", 60)
-        _wait_for_line(worker, r"Inference worker ready", 240)
+        wait_for_line(web, r"Serving on", 60)
+        wait_for_line(worker, r"Inference worker ready", 240)
+        keep_draining(web)
+        keep_draining(worker)
         yield f"127.0.0.1:{port}"
     finally:
         for proc in procs:
@@ -127,35 +108,8 @@ def topology(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Iter
         admin.close()
 
 
-def _login(host: str) -> str:
-    with httpx.Client(base_url=f"http://{host}") as client:
-        page = client.get("/accounts/login/")
-        token = client.cookies["csrftoken"]
-        assert page.status_code == 200
-        answer = client.post(
-            "/accounts/login/",
-            data={
-                "username": "demo",
-                "password": PASSWORD,
-                "csrfmiddlewaretoken": token,
-            },
-            headers={"Referer": f"http://{host}/accounts/login/"},
-        )
-        assert answer.status_code == 302, answer.text[:500]
-        return client.cookies["sessionid"]
-
-
-async def _frames_until(ws: Any, kind: str, timeout: float = 60) -> list[dict[str, Any]]:
-    frames = []
-    while True:
-        frame = json.loads(await asyncio.wait_for(ws.recv(), timeout))
-        frames.append(frame)
-        if frame["type"] in (kind, "chat.error"):
-            return frames
-
-
 async def test_a_chat_streams_across_web_and_worker_processes(topology: str) -> None:
-    session = await asyncio.to_thread(_login, topology)
+    session = await asyncio.to_thread(login, topology)
     async with websockets.connect(
         f"ws://{topology}/ws/chat/",
         additional_headers={"Cookie": f"sessionid={session}", "Origin": f"http://{topology}"},
@@ -174,7 +128,7 @@ async def test_a_chat_streams_across_web_and_worker_processes(topology: str) -> 
                 }
             )
         )
-        frames = await _frames_until(ws, "chat.done")
+        frames = await frames_until(ws, "chat.done")
         assert frames[0]["type"] == "chat.accepted"
         assert frames[-1]["type"] == "chat.done", frames[-1]
         deltas = [f for f in frames if f["type"] == "chat.delta"]
@@ -193,6 +147,6 @@ async def test_a_chat_streams_across_web_and_worker_processes(topology: str) -> 
                 }
             )
         )
-        follow_up = await _frames_until(ws, "chat.done")
+        follow_up = await frames_until(ws, "chat.done")
         assert follow_up[-1]["type"] == "chat.done"
         assert follow_up[-1]["usage"]["prompt_tokens"] > frames[-1]["usage"]["prompt_tokens"]

@@ -46,6 +46,13 @@ class Command(BaseCommand):
             self.stdout.flush()
 
         def on_ready() -> None:
+            # daphne calls this before the reactor's asyncio loop runs; the worker must be
+            # created inside the running loop, so schedule it as the loop's first callback.
+            from daphne.server import twisted_loop
+
+            twisted_loop.call_soon(start_embedded_worker)
+
+        def start_embedded_worker() -> None:
             if not embedded:
                 say(f"Serving on {url} (workers consume the Redis channel layer).")
                 return

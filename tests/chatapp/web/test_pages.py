@@ -32,8 +32,10 @@ def test_the_login_form_logs_in() -> None:
     client = Client(enforce_csrf_checks=True)
     client.get("/accounts/login/")
     token = client.cookies["csrftoken"].value
-    response = client.post("/accounts/login/", {"username": "carol", "password": "pw-carol-123",
-                                                "csrfmiddlewaretoken": token})
+    response = client.post(
+        "/accounts/login/",
+        {"username": "carol", "password": "pw-carol-123", "csrfmiddlewaretoken": token},
+    )
     assert response.status_code == 302
     assert client.get("/").status_code == 200
 
@@ -51,12 +53,14 @@ def test_the_page_has_the_labelled_controls_and_a_log(alice_client: Client) -> N
 def test_history_is_rendered_as_data_not_html(alice_client: Client) -> None:
     alice = User.objects.get(username="alice")
     conversation = Conversation.objects.create(owner=alice, title="t")
-    Message.objects.create(conversation=conversation, role="user",
-                           content="<script>alert(1)</script>")
+    Message.objects.create(
+        conversation=conversation, role="user", content="<script>alert(1)</script>"
+    )
     html = alice_client.get(f"/c/{conversation.id}/").content.decode()
     assert "<script>alert(1)</script>" not in html
-    data = re.search(r'<script id="chat-history" type="application/json">(.*?)</script>', html,
-                     re.S)
+    data = re.search(
+        r'<script id="chat-history" type="application/json">(.*?)</script>', html, re.S
+    )
     assert data is not None
     assert json.loads(data.group(1))[0]["content"] == "<script>alert(1)</script>"
 

@@ -1,0 +1,97 @@
+"""`manage.py serve` in the embedded default: one process, in-memory layer, worker inside.
+
+Uses the scripted engine so it runs in seconds; the point here is the process wiring (the
+worker starts inside daphne's running event loop, static files are served, the socket works).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+import websockets
+
+from tests.integration.processes import (
+    frames_until,
+    free_port,
+    keep_draining,
+    login,
+    wait_for_line,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+PASSWORD = "embedded-pw-123"
+
+
+@pytest.fixture(scope="module")
+def embedded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    data_dir = tmp_path_factory.mktemp("embedded-data")
+    env = {
+        **{k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL")},
+        "DJANGO_SETTINGS_MODULE": "chatapp.settings.local",
+        "CHAT_DATA_DIR": str(data_dir),
+        "INFERENCE_ENGINE": "scripted",
+        "DEMO_PASSWORD": PASSWORD,
+        "DEBUG": "0",
+        "PYTHONUNBUFFERED": "1",
+    }
+    manage = [sys.executable, str(REPO / "manage.py")]
+    subprocess.run(
+        [*manage, "migrate", "--noinput"], env=env, check=True, cwd=REPO, capture_output=True
+    )
+    subprocess.run([*manage, "demo_user"], env=env, check=True, cwd=REPO, capture_output=True)
+    port = free_port()
+    proc = subprocess.Popen(
+        [*manage, "serve", "--port", str(port)],
+        env=env,
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        wait_for_line(proc, rf"Ready: open http://127.0.0.1:{port}/", 60)
+        keep_draining(proc)
+        yield f"127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def test_static_assets_are_served(embedded: str) -> None:
+    for asset in ("/static/chat.js", "/static/chat.css"):
+        response = httpx.get(f"http://{embedded}{asset}")
+        assert response.status_code == 200, asset
+        assert len(response.content) > 100
+
+
+async def test_a_chat_answers_in_the_single_process_default(embedded: str) -> None:
+    session = await asyncio.to_thread(login, embedded, PASSWORD)
+    async with websockets.connect(
+        f"ws://{embedded}/ws/chat/",
+        additional_headers={"Cookie": f"sessionid={session}", "Origin": f"http://{embedded}"},
+    ) as ws:
+        await ws.send(
+            json.dumps(
+                {
+                    "type": "chat.send",
+                    "id": str(uuid.uuid4()),
+                    "conversation_id": None,
+                    "text": "ping pong",
+                }
+            )
+        )
+        frames = await frames_until(ws, "chat.done", timeout=20)
+    assert frames[-1]["type"] == "chat.done"
+    assert "".join(f["text"] for f in frames if f["type"] == "chat.delta") == "You said: ping pong"
