@@ -109,7 +109,7 @@ def topology(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Iter
 
 
 async def test_a_chat_streams_across_web_and_worker_processes(topology: str) -> None:
-    session = await asyncio.to_thread(login, topology)
+    session = await asyncio.to_thread(login, topology, PASSWORD)
     async with websockets.connect(
         f"ws://{topology}/ws/chat/",
         additional_headers={"Cookie": f"sessionid={session}", "Origin": f"http://{topology}"},
