@@ -99,7 +99,12 @@ class VllmEngine:
     @classmethod
     def create(cls, *, settings: EngineSettings) -> VllmEngine:
         """Load the model (tens of seconds on CPU). Blocks; call before serving."""
-        ensure_model_ready(model_dir=settings.model_dir)
+        if settings.model_dir.parent == settings.data_dir / "models":
+            ensure_model_ready(model_dir=settings.model_dir)  # ours: marker, sizes, config
+        elif not (settings.model_dir / "config.json").is_file():
+            raise EngineError(
+                f"MODEL={settings.model_dir} is not a Hugging Face model folder (no config.json)"
+            )
         prompt_format = load_prompt_format(model_dir=settings.model_dir)
         configure_vllm_environment(settings=settings)
         from vllm.engine.arg_utils import AsyncEngineArgs
