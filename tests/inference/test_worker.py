@@ -130,3 +130,31 @@ async def test_a_worker_takes_no_more_than_its_slots(
     assert worker.active_requests == 2  # the third waits in the channel for a free slot
     results = await asyncio.gather(*(collect(layer, reply) for reply in replies))
     assert all(events[-1].type == "inference.done" for events in results)
+
+
+async def test_several_workers_share_one_request_channel(layer: InMemoryChannelLayer) -> None:
+    workers = [
+        InferenceWorker(
+            engine=ScriptedEngine(),
+            transport=Transport(layer=layer),
+            settings=worker_settings(max_active=1),
+        )
+        for _ in range(2)
+    ]
+    tasks = [asyncio.create_task(w.run()) for w in workers]
+    try:
+        for w in workers:
+            await w.ready.wait()
+        replies = [await layer.new_channel() for _ in range(4)]
+        for index, reply in enumerate(replies):
+            await layer.send(
+                REQUEST_CHANNEL, generate(reply, "[[slow]] a b c", request_id=f"s{index}")
+            )
+        results = await asyncio.gather(*(collect(layer, reply) for reply in replies))
+        assert all(events[-1].type == "inference.done" for events in results)
+        served_by = {events[0].worker_channel for events in results}
+        assert served_by == {w.channel for w in workers}  # both took work
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
