@@ -14,6 +14,10 @@ What happens:
 3. Both paths are warmed up, then for every question the bench sends one request straight to
    the engine and then the same question over the WebSocket (a new conversation each time, so
    both prompts are byte-identical). Interleaving puts both paths under the same conditions.
+   Every request waits `--gap` seconds (1.5) first: vLLM's CPU worker busy-polls for 1 s after
+   each step and both engines' workers are pinned to the same core, so back-to-back requests
+   would be slowed by the other engine's spinning (seen: 6x on TTFT, on whichever path ran
+   second).
 4. Per request it records TTFT, total time, completion tokens and decode tokens/s; for the
    WebSocket path also the worker's own `timings` from `chat.done`.
 5. It prints a markdown table (median, p90, WS/direct ratio of medians) and writes it with
@@ -30,6 +34,7 @@ import argparse
 import asyncio
 import contextlib
 import datetime as dt
+import gc
 import json
 import os
 import platform
@@ -313,11 +318,18 @@ def build_extras(pairs: Sequence[tuple[Sample, Sample]]) -> str:
 # ---- memory -------------------------------------------------------------------------------
 
 
-def tree_memory(root_pid: int) -> list[dict[str, Any]]:
-    """RSS/USS/PSS (MiB) of a process and all its descendants."""
+def tree_memory(root_pid: int, *, exclude: int | None = None) -> list[dict[str, Any]]:
+    """RSS/USS/PSS (MiB) of a process and all its descendants (minus the `exclude` subtree)."""
     root = psutil.Process(root_pid)
+    skip: set[int] = set()
+    if exclude is not None:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            excluded = psutil.Process(exclude)
+            skip = {int(p.pid) for p in [excluded, *excluded.children(recursive=True)]}
     rows: list[dict[str, Any]] = []
     for proc in [root, *root.children(recursive=True)]:
+        if int(proc.pid) in skip:
+            continue
         try:
             with proc.oneshot():
                 name = proc.name()
@@ -467,6 +479,13 @@ def _env(**values: str) -> Iterator[None]:
                 os.environ[key] = value
 
 
+def command_line() -> str:
+    python = Path(sys.executable)
+    with contextlib.suppress(ValueError):
+        python = python.relative_to(REPO_ROOT)
+    return " ".join([str(python), "-m", "bench.ws_vs_engine", *sys.argv[1:]])
+
+
 def cpu_name() -> str:
     with contextlib.suppress(OSError):
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -489,6 +508,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--model-dir", type=Path, default=None, help="default <data-dir>/models/gemma-3-270m"
     )
     parser.add_argument("--warmup", type=int, default=2, help="warm-up requests per path")
+    parser.add_argument(
+        "--gap",
+        type=float,
+        default=1.5,
+        help="idle seconds before every request (default 1.5): vLLM's CPU worker busy-polls "
+        "for 1 s after each step, pinned to the same core in both engines, so without a gap "
+        "the engine that ran last slows the other one down",
+    )
     parser.add_argument("--ready-timeout", type=float, default=600.0)
     args = parser.parse_args(argv)
     if not 1 <= args.requests <= len(QUESTIONS):
@@ -546,11 +573,15 @@ async def run(args: argparse.Namespace) -> int:
         uri = f"ws://127.0.0.1:{args.port}/ws/chat/"
         async with websockets.connect(uri, additional_headers=headers) as ws:
             for question in WARMUP_QUESTIONS[: args.warmup]:
+                await asyncio.sleep(args.gap)
                 await measure_direct(engine, question)
+                await asyncio.sleep(args.gap)
                 await measure_ws(ws, question)
             pairs: list[tuple[Sample, Sample]] = []
             for i, question in enumerate(QUESTIONS[: args.requests], start=1):
+                await asyncio.sleep(args.gap)
                 direct = await measure_direct(engine, question)
+                await asyncio.sleep(args.gap)
                 ws_sample = await measure_ws(ws, question)
                 pairs.append((direct, ws_sample))
                 print(
@@ -563,16 +594,15 @@ async def run(args: argparse.Namespace) -> int:
 
         assert app.proc is not None
         server_mem = tree_memory(app.proc.pid)
-        bench_mem = tree_memory(os.getpid())
+        bench_mem = tree_memory(os.getpid(), exclude=app.proc.pid)
         table = build_table(pairs)
         extras = build_extras(pairs)
         header = (
             f"ws_vs_engine {stamp}: {args.requests} interleaved pairs after {args.warmup} "
-            f"warm-up requests per path\n\n"
+            f"warm-up requests per path, {args.gap:g} s idle before each request\n\n"
             f"- CPU: {cpu_name()} ({os.cpu_count()} logical cores), Python "
             f"{platform.python_version()}\n- model: {model_dir}\n"
-            f"- command: `{' '.join([Path(sys.executable).name, '-m', 'bench.ws_vs_engine'])}"
-            f" --requests {args.requests} --port {args.port}`"
+            f"- command: `{command_line()}`"
         )
         markdown = "\n\n".join(
             [
@@ -591,6 +621,8 @@ async def run(args: argparse.Namespace) -> int:
             "model_dir": str(model_dir),
             "requests": args.requests,
             "warmup": args.warmup,
+            "gap_s": args.gap,
+            "command": command_line(),
             "bench_engine_load_s": load_s,
             "pairs": [{"direct": d.to_json(), "ws": w.to_json()} for d, w in pairs],
             "memory": {"server_tree": server_mem, "bench_tree": bench_mem},
@@ -599,6 +631,9 @@ async def run(args: argparse.Namespace) -> int:
     finally:
         if engine is not None:
             engine.shutdown()
+            # drop it now: AsyncLLM.__del__ at interpreter exit would shut down again, noisily
+            del engine
+            gc.collect()
         killed = app.stop()
         if killed:
             print(f"warning: had to SIGKILL leftover server processes {killed}", flush=True)

@@ -95,3 +95,25 @@ async def test_a_chat_answers_in_the_single_process_default(embedded: str) -> No
         frames = await frames_until(ws, "chat.done", timeout=20)
     assert frames[-1]["type"] == "chat.done"
     assert "".join(f["text"] for f in frames if f["type"] == "chat.delta") == "You said: ping pong"
+
+
+def test_a_missing_model_is_a_clear_error_and_the_server_exits(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    env = {
+        **{k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL")},
+        "DJANGO_SETTINGS_MODULE": "chatapp.settings.local",
+        "CHAT_DATA_DIR": str(data_dir),
+        "INFERENCE_ENGINE": "vllm",
+        "MODEL": str(data_dir / "models" / "gemma-3-270m"),
+    }
+    result = subprocess.run(
+        [sys.executable, str(REPO / "manage.py"), "serve", "--port", str(free_port())],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 1
+    assert "error:" in result.stderr
+    assert "python -m inference.models prepare" in result.stderr

@@ -14,6 +14,8 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
+from inference.engines.base import Engine
+
 
 class Command(BaseCommand):
     help = "Serve HTTP and WebSockets with daphne (and the embedded inference worker)."
@@ -39,11 +41,19 @@ class Command(BaseCommand):
         host, port = options["host"], options["port"]
         url = f"http://{host}:{port}/"
         embedded = settings.CHAT_EMBEDDED_WORKER and not options["no_worker"]
-        keep: list[object] = []  # holds the worker task so it is not garbage collected
+        engines: list[Engine] = []
+        workers: list[asyncio.Task[None]] = []  # keeps the task referenced while it runs
+        failures: list[str] = []
 
         def say(text: str) -> None:
             self.stdout.write(text)
             self.stdout.flush()
+
+        def fail(message: str) -> None:
+            # A server that cannot answer must not sit on the port looking healthy.
+            failures.append(message)
+            self.stderr.write(f"error: {message}")
+            _stop_reactor()
 
         def on_ready() -> None:
             # daphne calls this before the reactor's asyncio loop runs; the worker must be
@@ -56,17 +66,23 @@ class Command(BaseCommand):
             if not embedded:
                 say(f"Serving on {url} (workers consume the Redis channel layer).")
                 return
-            worker_settings = WorkerSettings.from_env()
             try:
+                worker_settings = WorkerSettings.from_env()
                 engine = build_engine(worker_settings=worker_settings, progress=say)
+                engines.append(engine)
+                _, task = start_worker(
+                    engine=engine, layer=get_channel_layer(), settings=worker_settings
+                )
             except Exception as exc:
-                self.stderr.write(f"error: {exc}")
-                asyncio.get_running_loop().call_soon(_stop_reactor)
+                fail(str(exc))
                 return
-            keep.append(
-                start_worker(engine=engine, layer=get_channel_layer(), settings=worker_settings)
-            )
+            workers.append(task)
+            task.add_done_callback(on_worker_exit)
             say(f"Ready: open {url} in your browser.")
+
+        def on_worker_exit(task: asyncio.Task[None]) -> None:
+            if not task.cancelled():
+                fail(f"the inference worker stopped: {task.exception()!r}")
 
         endpoints = build_endpoint_description_strings(host=host, port=port)
         say(f"Starting daphne on {url} ...")
@@ -77,12 +93,17 @@ class Command(BaseCommand):
             application_close_timeout=10,
             verbosity=0,
         )
-        server.run()
-        if not keep and embedded:
+        try:
+            server.run()
+        finally:
+            for engine in engines:
+                engine.shutdown()
+        if failures:
             sys.exit(1)
 
 
 def _stop_reactor() -> None:
     from twisted.internet import reactor
 
-    reactor.stop()
+    if reactor.running:
+        reactor.stop()
