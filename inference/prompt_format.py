@@ -46,16 +46,19 @@ class PromptFormat(BaseModel):
             raise ValueError("stop strings must not be empty")
         return value
 
-    @property
-    def shared_prefix(self) -> str:
-        """System text and examples: identical bytes at the start of every prompt."""
-        parts = [self.system, self.turn_separator]
+    def shared_prefix(self, system: str | None = None) -> str:
+        """System text and examples: identical bytes at the start of every prompt.
+
+        `system` replaces the model's default system text (a template's system prompt); the
+        examples stay, since base models need them to answer in the right shape.
+        """
+        parts = [self.system if system is None else system.strip(), self.turn_separator]
         for user, assistant in self.examples:
             parts.append(self._turn(self.user_prefix, user))
             parts.append(self._turn(self.assistant_prefix, assistant))
         return "".join(parts)
 
-    def render(self, messages: Sequence[ChatTurn]) -> str:
+    def render(self, messages: Sequence[ChatTurn], *, system: str | None = None) -> str:
         """Shared prefix, then the conversation, then the assistant prefix to be continued.
 
         The final assistant prefix loses its trailing whitespace: SentencePiece/BPE tokenizers
@@ -63,7 +66,7 @@ class PromptFormat(BaseModel):
         derails the model (measured on Gemma 3 270M: numbered lists, HTML, loops). The
         generated answer therefore usually starts with a space that callers may strip.
         """
-        parts = [self.shared_prefix]
+        parts = [self.shared_prefix(system)]
         for message in messages:
             prefix = self.user_prefix if message.role == "user" else self.assistant_prefix
             parts.append(self._turn(prefix, message.content))

@@ -41,7 +41,10 @@ class GenerateRequest(WireMessage):
     type: Literal["inference.generate"] = "inference.generate"
     request_id: str = Field(min_length=1, max_length=64)
     reply_channel: str = Field(min_length=1, max_length=100)
-    messages: list[ChatTurn] = Field(min_length=1)
+    # The conversation's fixed system prompt (a template's); None: the model's default.
+    system: str | None = Field(default=None, max_length=100_000)
+    # Empty only for a prefix-cache warm-up: the prompt is then the shared prefix alone.
+    messages: list[ChatTurn] = Field(default_factory=list, max_length=1000)
     sampling: SamplingOptions = SamplingOptions()
     priority: int = 0
     submitted_at: float

@@ -169,7 +169,7 @@ class InferenceWorker:
         fmt = self._engine.prompt_format
         engine_request = EngineRequest(
             request_id=request.request_id,
-            prompt=fmt.render(request.messages),
+            prompt=fmt.render(request.messages, system=request.system),
             max_tokens=request.sampling.max_tokens or fmt.default_max_tokens,
             temperature=request.sampling.temperature,
             top_p=request.sampling.top_p,

@@ -14,6 +14,15 @@ class Conversation(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="conversations"
     )
     title = models.CharField(max_length=200, blank=True)
+    # The published template the conversation started from: its system prompt is the fixed
+    # prefix of every turn (None: the model's default prompt).
+    template_version = models.ForeignKey(
+        "prompts.PromptTemplateVersion",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="conversations",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

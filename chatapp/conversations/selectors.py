@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from typing import Any
 
 from django.contrib.auth.models import User
 from django.db.models import QuerySet
@@ -44,6 +45,26 @@ def conversation_history(
         .values_list("role", "content")[:max_turns]
     )
     return [Turn(role=role, content=content) for role, content in reversed(rows)]
+
+
+@dataclass(frozen=True, slots=True)
+class GenerationContext:
+    turns: list[Turn]
+    system_prompt: str | None
+    sampling: dict[str, Any]
+
+
+def generation_context(
+    *, conversation_id: uuid.UUID, up_to: Message, max_turns: int
+) -> GenerationContext:
+    """Everything the worker needs for the next answer: history, system prompt, sampling."""
+    conversation = Conversation.objects.select_related("template_version").get(id=conversation_id)
+    version = conversation.template_version
+    return GenerationContext(
+        turns=conversation_history(conversation=conversation, up_to=up_to, max_turns=max_turns),
+        system_prompt=version.system_prompt if version else None,
+        sampling=dict(version.sampling) if version else {},
+    )
 
 
 def message_get_for_owner(*, owner: User, message_id: uuid.UUID) -> Message | None:

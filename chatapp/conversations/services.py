@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from chatapp.conversations.models import Conversation, Message
 from chatapp.errors import NotFoundError
+from chatapp.prompts.models import PromptTemplateVersion
 
 TITLE_CHARS = 60
 
@@ -59,6 +60,7 @@ def turn_start(
     conversation_id: uuid.UUID | None,
     client_message_id: uuid.UUID,
     text: str,
+    template_version: PromptTemplateVersion | None = None,
 ) -> TurnStart:
     """Store the user's message and an empty assistant message that the answer will fill.
 
@@ -70,7 +72,9 @@ def turn_start(
     try:
         with transaction.atomic():
             if conversation_id is None:
-                conversation = Conversation.objects.create(owner=sender, title=_title_from(text))
+                conversation = Conversation.objects.create(
+                    owner=sender, title=_title_from(text), template_version=template_version
+                )
             else:
                 found = (
                     Conversation.objects.select_for_update()

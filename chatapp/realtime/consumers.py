@@ -24,15 +24,20 @@ from pydantic import ValidationError
 from chatapp.conversations import selectors, services
 from chatapp.conversations.models import Message
 from chatapp.errors import ApplicationError
+from chatapp.prompts.events import TEMPLATES_GROUP
+from chatapp.prompts.resolution import ResendFull, templated_message_resolve
 from chatapp.realtime.schemas import (
     CLIENT_FRAME_TYPES,
     AcceptedFrame,
+    AnyServerFrame,
     DeltaFrame,
     DoneFrame,
     ErrorCode,
     ErrorFrame,
+    ResendFullFrame,
     SendFrame,
     StopFrame,
+    TemplatesChangedFrame,
     Timings,
     Usage,
     client_frame_adapter,
@@ -79,9 +84,11 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
         if user is None or not user.is_authenticated:
             await self.close(code=4401)
             return
+        await self.channel_layer.group_add(TEMPLATES_GROUP, self.channel_name)
         await self.accept()
 
     async def disconnect(self, code: int) -> None:
+        await self.channel_layer.group_discard(TEMPLATES_GROUP, self.channel_name)
         answer = self.answer
         if answer is None:
             return
@@ -129,16 +136,42 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
             await self._on_stop(frame)
 
     async def _on_send(self, frame: SendFrame) -> None:
-        if len(frame.text) > settings.CHAT_MAX_MESSAGE_CHARS:
+        if self.answer is not None:
+            await self._error(
+                "busy", "An answer is still streaming; stop it first.", client_id=frame.id
+            )
+            return
+        template_version = None
+        text = frame.text
+        if frame.template is not None:
+            if frame.conversation_id is not None:
+                await self._error(
+                    "invalid", "A template can only start a new conversation.", client_id=frame.id
+                )
+                return
+            try:
+                resolved = await database_sync_to_async(templated_message_resolve)(
+                    template_id=frame.template.id,
+                    version=frame.template.version,
+                    sha256=frame.template.sha256,
+                    variables=frame.variables,
+                    patch=frame.patch,
+                    result_sha256=frame.result_sha256,
+                    text=frame.text,
+                )
+            except ResendFull as resend:
+                await self._send_frame(ResendFullFrame(id=frame.id, reason=resend.reason))
+                return
+            except ApplicationError as exc:
+                await self._error(exc.code, exc.message, client_id=frame.id)  # type: ignore[arg-type]
+                return
+            text, template_version = resolved.text, resolved.version
+        assert text is not None  # the frame schema requires text without a template
+        if len(text) > settings.CHAT_MAX_MESSAGE_CHARS:
             await self._error(
                 "too_large",
                 f"Messages are limited to {settings.CHAT_MAX_MESSAGE_CHARS} characters.",
                 client_id=frame.id,
-            )
-            return
-        if self.answer is not None:
-            await self._error(
-                "busy", "An answer is still streaming; stop it first.", client_id=frame.id
             )
             return
         try:
@@ -146,7 +179,8 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
                 sender=self.scope["user"],
                 conversation_id=frame.conversation_id,
                 client_message_id=frame.id,
-                text=frame.text,
+                text=text,
+                template_version=template_version,
             )
         except ApplicationError as exc:
             await self._error(exc.code, exc.message, client_id=frame.id)  # type: ignore[arg-type]
@@ -162,8 +196,8 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
         if not turn.created:
             await self._replay_existing(frame.id, turn.assistant_message)
             return
-        history = await database_sync_to_async(selectors.conversation_history)(
-            conversation=turn.conversation,
+        context = await database_sync_to_async(selectors.generation_context)(
+            conversation_id=turn.conversation.id,
             up_to=turn.user_message,
             max_turns=settings.CHAT_HISTORY_TURNS,
         )
@@ -175,11 +209,17 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
         request = GenerateRequest(
             request_id=answer.request_id,
             reply_channel=self.channel_name,
+            system=context.system_prompt,
             messages=[
                 ChatTurn(role="user" if t.role == "user" else "assistant", content=t.content)
-                for t in history
+                for t in context.turns
             ],
-            sampling=SamplingOptions(max_tokens=settings.CHAT_MAX_TOKENS),
+            sampling=SamplingOptions.model_validate(
+                {
+                    **context.sampling,
+                    "max_tokens": settings.CHAT_MAX_TOKENS or context.sampling.get("max_tokens"),
+                }
+            ),
             submitted_at=time.time(),
         )
         self.answer = answer
@@ -306,6 +346,9 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
             "engine", error.message, client_id=answer.client_id, message_id=answer.message_id
         )
 
+    async def templates_changed(self, event: dict[str, Any]) -> None:
+        await self._send_frame(TemplatesChangedFrame(etag=str(event.get("etag", ""))))
+
     async def chat_accept_timeout(self, event: dict[str, Any]) -> None:
         answer = self._current(str(event.get("request_id")))
         if answer is None or answer.worker_channel is not None:
@@ -352,7 +395,7 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
             message_id=answer.message_id, content=answer.text, outcome=outcome
         )
 
-    async def _send_frame(self, frame: AcceptedFrame | DeltaFrame | DoneFrame | ErrorFrame) -> None:
+    async def _send_frame(self, frame: AnyServerFrame) -> None:
         await self.send(text_data=frame.to_json())
 
     async def _error(

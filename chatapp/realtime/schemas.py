@@ -8,7 +8,15 @@ from __future__ import annotations
 import uuid
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictInt,
+    StrictStr,
+    TypeAdapter,
+    model_validator,
+)
 
 ErrorCode = Literal[
     "bad_json",
@@ -20,7 +28,10 @@ ErrorCode = Literal[
     "no_worker",
     "engine",
     "internal",
+    "template_unknown",
 ]
+
+HEX64 = r"^[0-9a-f]{64}$"
 
 
 class _Frame(BaseModel):
@@ -30,11 +41,34 @@ class _Frame(BaseModel):
         return self.model_dump_json()
 
 
+class TemplateRef(_Frame):
+    id: int = Field(ge=1)
+    version: int = Field(ge=1)
+    sha256: str = Field(pattern=HEX64)
+
+
 class SendFrame(_Frame):
     type: Literal["chat.send"]
     id: uuid.UUID
     conversation_id: uuid.UUID | None = None
-    text: str = Field(min_length=1)
+    text: str | None = Field(default=None, min_length=1)
+    template: TemplateRef | None = None
+    variables: dict[str, StrictStr | StrictInt] | None = None
+    patch: str | None = None
+    result_sha256: str | None = Field(default=None, pattern=HEX64)
+
+    @model_validator(mode="after")
+    def _text_or_template(self) -> SendFrame:
+        if self.template is None:
+            if self.text is None:
+                raise ValueError("text is required without a template")
+            if self.variables is not None or self.patch is not None:
+                raise ValueError("variables and patch need a template")
+        if self.patch is not None and self.result_sha256 is None:
+            raise ValueError("a patch needs result_sha256")
+        if self.patch is not None and self.text is not None:
+            raise ValueError("send either a patch or the full text, not both")
+        return self
 
 
 class StopFrame(_Frame):
@@ -84,6 +118,17 @@ class DoneFrame(_Frame):
     timings: Timings
 
 
+class ResendFullFrame(_Frame):
+    type: Literal["chat.resend_full"] = "chat.resend_full"
+    id: uuid.UUID
+    reason: Literal["base_mismatch", "patch_failed", "hash_mismatch"]
+
+
+class TemplatesChangedFrame(_Frame):
+    type: Literal["templates.changed"] = "templates.changed"
+    etag: str
+
+
 class ErrorFrame(_Frame):
     type: Literal["chat.error"] = "chat.error"
     id: uuid.UUID | None = None
@@ -92,12 +137,11 @@ class ErrorFrame(_Frame):
     message: str
 
 
-ServerFrame = Annotated[
-    AcceptedFrame | DeltaFrame | DoneFrame | ErrorFrame, Field(discriminator="type")
-]
-server_frame_adapter: TypeAdapter[AcceptedFrame | DeltaFrame | DoneFrame | ErrorFrame] = (
-    TypeAdapter(ServerFrame)
+AnyServerFrame = (
+    AcceptedFrame | DeltaFrame | DoneFrame | ErrorFrame | ResendFullFrame | TemplatesChangedFrame
 )
+ServerFrame = Annotated[AnyServerFrame, Field(discriminator="type")]
+server_frame_adapter: TypeAdapter[AnyServerFrame] = TypeAdapter(ServerFrame)
 
 
 def client_id_of(raw: Any) -> uuid.UUID | None:

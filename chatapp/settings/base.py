@@ -33,6 +33,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "channels",
     "chatapp",
+    "chatapp.prompts",
     "chatapp.conversations",
     "chatapp.web",
 ]
@@ -103,9 +104,15 @@ USE_TZ = True
 
 STATIC_URL = "/static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = DATA_DIR / "staticfiles"
 # Serve straight from STATICFILES_DIRS: no collectstatic step for the built, committed assets.
 WHITENOISE_USE_FINDERS = True
+
+# Celery: eager (in the web process) in the embedded default, Redis-backed otherwise.
+CELERY_BROKER_URL = REDIS_URL or "memory://"
+CELERY_TASK_ALWAYS_EAGER = not REDIS_URL
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CHAT_WARMUP_TIMEOUT_S = float(os.environ.get("CHAT_WARMUP_TIMEOUT_S", "60"))
 
 # Chat limits (see docs/protocol.md)
 CHAT_MAX_FRAME_BYTES = int(os.environ.get("CHAT_MAX_FRAME_BYTES", "65536"))

@@ -9,3 +9,4 @@ DEBUG = False
 ALLOWED_HOSTS = ["localhost", "127.0.0.1", "testserver"]
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 CHAT_ACCEPT_TIMEOUT_S = 5.0
+CHAT_WARMUP_TIMEOUT_S = 5.0

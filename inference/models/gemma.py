@@ -170,7 +170,7 @@ def _check_reload(folder: Path) -> None:
     ids = tokenizer("hi").input_ids
     if bos is None or ids[0] != bos or ids.count(bos) != 1:
         raise RuntimeError(f"tokenizer must add exactly one BOS ({bos}), got {ids}")
-    prompt = GEMMA_PROMPT_FORMAT.shared_prefix
+    prompt = GEMMA_PROMPT_FORMAT.shared_prefix()
     ids = tokenizer(prompt).input_ids
     if ids.count(bos) != 1 or tokenizer.decode(ids, skip_special_tokens=True) != prompt:
         raise RuntimeError("the chat format does not round-trip through the tokenizer")

@@ -1,0 +1,7 @@
+from django.urls import path
+
+from chatapp.api import views
+
+urlpatterns = [
+    path("templates/", views.templates_list, name="api-templates"),
+]

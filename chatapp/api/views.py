@@ -1,0 +1,31 @@
+"""JSON API for the browser: the template preload list, revalidated with ETags."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse, HttpResponseNotModified, JsonResponse
+from django.utils.cache import patch_cache_control
+from django.views.decorators.http import require_GET
+
+from chatapp.prompts import selectors
+
+
+@require_GET
+def templates_list(request: HttpRequest) -> HttpResponse:
+    if not request.user.is_authenticated:
+        return JsonResponse(
+            {"error": {"code": "unauthenticated", "message": "Log in to see templates."}},
+            status=401,
+        )
+    etag = f'"{selectors.preload_etag()}"'
+    if etag in _etags(request.headers.get("If-None-Match", "")):
+        response: HttpResponse = HttpResponseNotModified()
+    else:
+        response = JsonResponse(selectors.preload_payload())
+    response["ETag"] = etag
+    # The browser keeps its own copy and revalidates on every load.
+    patch_cache_control(response, private=True, no_cache=True)
+    return response
+
+
+def _etags(header: str) -> set[str]:
+    return {tag.strip().removeprefix("W/") for tag in header.split(",") if tag.strip()}

@@ -1,0 +1,64 @@
+"""Reads for templates: what browsers may preload, and resolving a reference."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from django.db.models import Max
+
+from chatapp.prompts.models import PromptTemplate, PromptTemplateVersion
+
+
+def published_versions() -> list[PromptTemplateVersion]:
+    """The latest published version of every enabled template, by name."""
+    latest = (
+        PromptTemplate.objects.filter(enabled=True)
+        .annotate(latest=Max("versions__version"))
+        .exclude(latest=None)
+        .values_list("id", "latest")
+    )
+    wanted = dict(latest)
+    rows = PromptTemplateVersion.objects.select_related("template").filter(template_id__in=wanted)
+    return sorted(
+        (v for v in rows if wanted.get(v.template_id) == v.version),
+        key=lambda v: v.template.name,
+    )
+
+
+def preload_payload() -> dict[str, Any]:
+    """What the browser caches: never the system prompt."""
+    return {
+        "templates": [
+            {
+                "id": v.template_id,
+                "name": v.template.name,
+                "description": v.template.description,
+                "version": v.version,
+                "sha256": v.sha256,
+                "body": v.body,
+                "variables": v.variables,
+            }
+            for v in published_versions()
+        ]
+    }
+
+
+def preload_etag() -> str:
+    """Changes whenever the preload payload changes (publish, enable/disable, rename)."""
+    payload = json.dumps(preload_payload(), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(payload.encode()).hexdigest()[:32]
+
+
+def version_get(*, template_id: int, version: int) -> PromptTemplateVersion | None:
+    """A published version of an enabled template (older versions stay valid: immutable)."""
+    return (
+        PromptTemplateVersion.objects.select_related("template")
+        .filter(template_id=template_id, version=version, template__enabled=True)
+        .first()
+    )
+
+
+def latest_version(*, template: PromptTemplate) -> PromptTemplateVersion | None:
+    return template.versions.order_by("-version").first()
