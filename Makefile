@@ -7,7 +7,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 export CHAT_DATA_DIR ?= $(CURDIR)/data
 
-.PHONY: run test install install-dev prepare-model lint typecheck importlint pytest frontend-check worker web clean-venv
+.PHONY: run test install install-dev prepare-model lint typecheck importlint pytest frontend-check worker web celery clean-venv
 
 # --- setup ---------------------------------------------------------------------------------
 $(VENV)/.installed-cpu: pyproject.toml
@@ -46,6 +46,9 @@ web: install
 
 worker: prepare-model
 	$(PY) -m inference
+
+celery: install
+	$(VENV)/bin/celery -A chatapp worker --loglevel=INFO
 
 # --- test ----------------------------------------------------------------------------------
 lint: install-dev
