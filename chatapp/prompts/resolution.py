@@ -61,26 +61,28 @@ def templated_message_resolve(
             f"Template {template_id} version {version} is not published (or was disabled). "
             "Reload the page to get the current templates."
         )
-    if found.sha256 != sha256:
+    if found.sha256 != sha256 and text is None:
         # The browser's copy is not the published text: derive nothing from it.
         raise ResendFull("base_mismatch")
     if text is not None:
-        return ResolvedMessage(text=text, version=found)
-    declarations = parse_variables(found.variables)
-    values = clean_values(declarations, variables)
-    base = render_body(found.body, values, declared={v.name for v in declarations})
-    final = base
-    if patch is not None:
-        if len(patch) > MAX_PATCH_CHARS:
-            raise PatchTooLarge(
-                f"The edit is larger than {MAX_PATCH_CHARS} characters; send the text instead."
-            )
-        try:
-            final = apply_patch(base=base, patch=patch)
-        except PatchError as exc:
-            raise ResendFull("patch_failed") from exc
-        if sha256_hex(final) != result_sha256:
-            raise ResendFull("hash_mismatch")
+        final = text
+    else:
+        declarations = parse_variables(found.variables)
+        values = clean_values(declarations, variables)
+        final = render_body(found.body, values, declared={v.name for v in declarations})
+        if patch is not None:
+            if len(patch) > MAX_PATCH_CHARS:
+                raise PatchTooLarge(
+                    f"The edit is larger than {MAX_PATCH_CHARS} characters; send the text instead."
+                )
+            try:
+                final = apply_patch(base=final, patch=patch)
+            except PatchError as exc:
+                raise ResendFull("patch_failed") from exc
+    # Checked whenever the browser sends it, not only with a patch: a render that differs
+    # from the browser's must never silently change what the user meant to send.
+    if result_sha256 is not None and sha256_hex(final) != result_sha256:
+        raise ResendFull("hash_mismatch")
     if not final.strip():
         raise TemplateError("The message is empty.")
     return ResolvedMessage(text=final, version=found)

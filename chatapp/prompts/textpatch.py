@@ -41,9 +41,13 @@ Applying patches
 ----------------
 ``apply_patch`` does not use dmp's fuzzy ``patch_apply``. Each hunk must match the text
 exactly at its stated position ``s2``, counted in the text as patched so far (dmp's "rolling
-context"). For a patch made from the same base this is what dmp's ``patch_apply`` does too. A
-patch for any other base raises :class:`PatchError` and never returns a partial or relocated
-result. The JS ``applyPatch`` follows the same rules.
+context"). For a patch made from the same base this is what dmp's ``patch_apply`` does too. Any
+hunk that does not match raises :class:`PatchError`, so a partial or relocated result is never
+returned (dmp's ``patch_apply`` would move the hunk to a nearby match and report success).
+A patch only pins the text its hunks cover, including up to 4 units of context on each side.
+A base that differs elsewhere, or any base for a patch made against ``""``, can still apply.
+Callers verify :func:`sha256_hex` of the result, as the server does. The JS ``applyPatch``
+follows the same rules.
 """
 
 from __future__ import annotations

@@ -5,14 +5,43 @@ import {
   parseServerFrame,
   sendFrame,
   stopFrame,
+  templatedSendFrame,
+  withFullText,
   type AcceptedFrame,
   type DeltaFrame,
   type DoneFrame,
   type ErrorFrame,
+  type ResendFullFrame,
   type SendFrame,
 } from "./protocol.ts";
 import { chatSocketUrl, ReconnectingSocket, type ConnectionState } from "./socket.ts";
-import { MessageView, parseHistory, readJsonScript, setMessageStatus } from "./view.ts";
+import {
+  browserStorage,
+  buildTemplatedSend,
+  renderBody,
+  TemplateDraft,
+  TemplateStore,
+  validateVariables,
+  type PromptTemplate,
+} from "./templates.ts";
+import {
+  markVariableErrors,
+  MessageView,
+  parseHistory,
+  readJsonScript,
+  readVariableFields,
+  renderTemplateOptions,
+  renderVariableFields,
+  selectedTemplateId,
+  setMessageStatus,
+} from "./view.ts";
+
+/** The template picker (`#template-picker` with `#template-select` and `#template-variables`). */
+export interface TemplateElements {
+  picker: HTMLElement;
+  select: HTMLSelectElement;
+  variables: HTMLElement;
+}
 
 export interface ChatElements {
   log: HTMLElement;
@@ -22,6 +51,8 @@ export interface ChatElements {
   stop: HTMLButtonElement;
   alert: HTMLElement;
   status: HTMLElement;
+  /** null: the page has no template picker. */
+  templates: TemplateElements | null;
 }
 
 /** The transport the controller needs; ReconnectingSocket implements it. */
@@ -35,6 +66,10 @@ interface PendingSend {
   user: MessageView;
   transmitted: boolean;
   sentAt: number;
+  /** The full text the user sends (for a templated frame, `frame.text` may be absent). */
+  fullText: string;
+  /** A templated frame was already resent with its full text after chat.resend_full. */
+  resent: boolean;
 }
 
 /** The answer streaming now. */
@@ -70,6 +105,10 @@ export class ChatController {
   private transport: Transport | null = null;
   private pending: PendingSend | null = null;
   private active: ActiveAnswer | null = null;
+  /** A templated send is being prepared (patch + hash are computed asynchronously). */
+  private preparing = false;
+  private store: TemplateStore | null = null;
+  private readonly draft = new TemplateDraft();
   private readonly doc: Document;
 
   constructor(
@@ -94,6 +133,23 @@ export class ChatController {
     });
     stop.addEventListener("click", () => this.requestStop());
     this.updateControls();
+  }
+
+  /** Offer the templates of `store` when starting a new conversation. */
+  attachTemplates(store: TemplateStore): void {
+    this.store = store;
+    const t = this.el.templates;
+    if (t === null) return;
+    store.subscribe(() => this.onTemplateList());
+    t.select.addEventListener("change", () => this.onTemplateSelected());
+    const onValues = () => this.onVariablesInput();
+    t.variables.addEventListener("input", onValues);
+    t.variables.addEventListener("change", onValues);
+    // Enter in a variable field would submit the form half-filled; only the textbox sends.
+    t.variables.addEventListener("keydown", (ev) => {
+      if (ev.key === "Enter" && ev.target instanceof HTMLInputElement) ev.preventDefault();
+    });
+    this.onTemplateList();
   }
 
   renderHistory(data: unknown): void {
@@ -144,24 +200,74 @@ export class ChatController {
         return this.onDone(frame);
       case "chat.error":
         return this.onError(frame);
+      case "chat.resend_full":
+        return this.onResendFull(frame);
+      case "templates.changed":
+        void this.store?.changed(frame.etag);
+        return;
     }
   }
 
   // ---- user actions ----
 
   get busy(): boolean {
-    return this.pending !== null || this.active !== null;
+    return this.preparing || this.pending !== null || this.active !== null;
   }
 
   submit(): void {
     if (this.busy) return;
+    const template = this.conversationId === null ? this.draft.template : null;
+    if (template !== null && this.el.templates !== null) {
+      void this.submitTemplated(template, this.el.templates);
+      return;
+    }
     const text = this.el.input.value;
     if (text.trim() === "") return;
     this.clearAlert();
-    const frame = sendFrame(newId(), this.conversationId, text);
-    const user = new MessageView(this.doc, "user", "pending", null, text);
+    this.startSend(sendFrame(newId(), this.conversationId, text), text);
+  }
+
+  /** The first message of a new conversation, from the selected template. */
+  private async submitTemplated(template: PromptTemplate, t: TemplateElements): Promise<void> {
+    const { variables, errors } = validateVariables(template, readVariableFields(t.variables));
+    const firstInvalid = markVariableErrors(
+      t.variables,
+      errors.map((e) => e.name),
+    );
+    if (errors.length > 0) {
+      this.showAlert(errors.map((e) => e.message).join(" "));
+      firstInvalid?.focus();
+      return;
+    }
+    // While the textbox still shows the preview (placeholders of fields left empty), show
+    // exactly what is sent: the render with the validated values.
+    if (this.draft.untouched(this.el.input.value)) {
+      const base = renderBody(template.body, variables);
+      this.el.input.value = base;
+      this.draft.base = base;
+    }
+    const edited = this.el.input.value;
+    if (edited.trim() === "") return;
+    this.clearAlert();
+    const id = newId();
+    this.preparing = true;
+    this.updateControls();
+    let frame: SendFrame;
+    try {
+      frame = await buildTemplatedSend(id, template, variables, edited);
+    } catch (err) {
+      console.warn("chat: templated send falls back to the full text", err);
+      frame = templatedSendFrame(id, template, variables, { kind: "text", text: edited });
+    } finally {
+      this.preparing = false;
+    }
+    this.startSend(frame, edited);
+  }
+
+  private startSend(frame: SendFrame, fullText: string): void {
+    const user = new MessageView(this.doc, "user", "pending", null, fullText);
     this.appendToLog(user.element, true);
-    this.pending = { frame, user, transmitted: false, sentAt: this.now() };
+    this.pending = { frame, user, transmitted: false, sentAt: this.now(), fullText, resent: false };
     this.transmit(this.pending);
     this.updateControls();
   }
@@ -186,7 +292,8 @@ export class ChatController {
     this.pending = null;
     this.conversationId = f.conversation_id;
     this.updateUrl(f.conversation_id);
-    if (this.el.input.value === p.frame.text) this.el.input.value = "";
+    if (this.el.input.value === p.fullText) this.el.input.value = "";
+    this.closeTemplates();
     p.user.messageId = f.user_message_id;
     p.user.setStatus("complete");
     const view = new MessageView(this.doc, "assistant", "streaming", f.assistant_message_id);
@@ -268,6 +375,7 @@ export class ChatController {
       p.user.remove();
       this.updateControls();
       this.el.input.focus();
+      if (f.code === "template_unknown" && p.frame.template !== undefined) void this.afterTemplateUnknown(p.frame.template.id);
       return;
     }
     const a = this.active;
@@ -284,6 +392,126 @@ export class ChatController {
       return;
     }
     if (f.message_id !== null && f.code === "engine") this.setStatusById(f.message_id, "failed");
+  }
+
+  /**
+   * The server could not rebuild the templated text exactly: resend the same frame (same
+   * id, template and variables) with the full text, once. A second request means the
+   * server cannot take it; the text stays in the textbox.
+   */
+  private onResendFull(f: ResendFullFrame): void {
+    const p = this.pending;
+    if (p === null || p.frame.id !== f.id) return;
+    if (p.resent) {
+      this.pending = null;
+      p.user.remove();
+      this.showAlert("The message could not be sent from the template. Your text is kept: send it again, or choose “No template”.");
+      this.updateControls();
+      this.el.input.focus();
+      return;
+    }
+    p.resent = true;
+    p.frame = withFullText(p.frame, p.fullText);
+    p.transmitted = false;
+    this.transmit(p); // if the socket is down, onOpen sends it
+  }
+
+  // ---- templates ----
+
+  private get offerTemplates(): boolean {
+    return this.conversationId === null && this.el.templates !== null && this.store !== null;
+  }
+
+  /** The store's list changed (cache loaded, revalidated, or pushed). */
+  private onTemplateList(): void {
+    const t = this.el.templates;
+    const store = this.store;
+    if (t === null || store === null) return;
+    if (this.offerTemplates) this.followNewVersion(t, store);
+    renderTemplateOptions(t.select, store.templates, this.draft.template?.id ?? null, this.draft.template);
+    this.updatePicker();
+  }
+
+  /**
+   * The selected template was republished (or withdrawn). Choice, kept simple: only while
+   * the textbox still holds the untouched render (the user has not typed in it) do we move
+   * to the new version and re-render it (the variable values are kept by name). Once the
+   * user has typed, their edits are relative to the old body, so the old reference stays:
+   * the server takes it if that version is still published, answers `chat.resend_full`
+   * (then the full text is resent) or `template_unknown` (then see afterTemplateUnknown).
+   * Nothing changes while a send is in flight: its frame carries its own reference.
+   */
+  private followNewVersion(t: TemplateElements, store: TemplateStore): void {
+    const cur = this.draft.template;
+    if (cur === null || this.busy) return;
+    const fresh = store.find(cur.id);
+    if (fresh !== null && fresh.version === cur.version && fresh.sha256 === cur.sha256) return;
+    if (!this.draft.untouched(this.el.input.value)) return;
+    this.switchTemplate(t, fresh);
+    if (fresh === null) this.showAlert(`The template “${cur.name}” is no longer available.`);
+  }
+
+  /** After `template_unknown`: refetch, then move to the current version (keeping the text) or drop the template. */
+  private async afterTemplateUnknown(templateId: number): Promise<void> {
+    const t = this.el.templates;
+    const store = this.store;
+    if (t === null || store === null) return;
+    await store.revalidate();
+    const cur = this.draft.template;
+    if (!this.offerTemplates || this.busy || cur === null || cur.id !== templateId) return;
+    const fresh = store.find(templateId);
+    if (fresh !== null && fresh.version === cur.version && fresh.sha256 === cur.sha256) return;
+    // The user's text stays; the next send patches it against the current version's render.
+    this.switchTemplate(t, fresh);
+    renderTemplateOptions(t.select, store.templates, this.draft.template?.id ?? null, this.draft.template);
+    this.updatePicker();
+    this.showAlert(
+      fresh !== null
+        ? `The template “${fresh.name}” was updated. Check your message, then send it again.`
+        : `The template “${cur.name}” is no longer available. Your text is kept: send it without a template.`,
+    );
+  }
+
+  /** Select `template` (null: none), keeping the typed variable values by name and any typed text. */
+  private switchTemplate(t: TemplateElements, template: PromptTemplate | null): void {
+    renderVariableFields(t.variables, template?.variables ?? [], readVariableFields(t.variables));
+    const text = this.draft.select(template, readVariableFields(t.variables), this.el.input.value);
+    if (text !== null) this.el.input.value = text;
+  }
+
+  private onTemplateSelected(): void {
+    const t = this.el.templates;
+    if (t === null || this.store === null) return;
+    const id = selectedTemplateId(t.select);
+    const held = this.draft.template;
+    const template = id === null ? null : (this.store.find(id) ?? (held !== null && held.id === id ? held : null));
+    renderVariableFields(t.variables, template?.variables ?? []);
+    const text = this.draft.select(template, readVariableFields(t.variables), this.el.input.value);
+    if (text !== null) this.el.input.value = text;
+  }
+
+  private onVariablesInput(): void {
+    const t = this.el.templates;
+    if (t === null) return;
+    const text = this.draft.update(readVariableFields(t.variables), this.el.input.value);
+    if (text !== null) this.el.input.value = text;
+  }
+
+  /** The conversation exists: templates are only for its first message. */
+  private closeTemplates(): void {
+    const t = this.el.templates;
+    this.draft.clear();
+    if (t === null) return;
+    t.select.value = "";
+    t.variables.replaceChildren();
+    this.updatePicker();
+  }
+
+  private updatePicker(): void {
+    const t = this.el.templates;
+    if (t === null) return;
+    const any = (this.store?.templates.length ?? 0) > 0 || this.draft.template !== null;
+    t.picker.hidden = !(this.offerTemplates && any);
   }
 
   // ---- helpers ----
@@ -338,6 +566,14 @@ function required<T extends HTMLElement>(doc: Document, id: string, type: new ()
   return el;
 }
 
+function templateElements(doc: Document): TemplateElements | null {
+  const picker = doc.getElementById("template-picker");
+  const select = doc.getElementById("template-select");
+  const variables = doc.getElementById("template-variables");
+  if (!(picker instanceof HTMLElement && select instanceof HTMLSelectElement && variables instanceof HTMLElement)) return null;
+  return { picker, select, variables };
+}
+
 export function start(doc: Document = document): ChatController {
   const el: ChatElements = {
     log: required(doc, "chat-log", HTMLElement),
@@ -347,10 +583,15 @@ export function start(doc: Document = document): ChatController {
     stop: required(doc, "chat-stop", HTMLButtonElement),
     alert: required(doc, "chat-alert", HTMLElement),
     status: required(doc, "connection-status", HTMLElement),
+    templates: templateElements(doc),
   };
   const conv = readJsonScript(doc, "conversation-id");
   const controller = new ChatController(el, typeof conv === "string" && conv !== "" ? conv : null);
   controller.renderHistory(readJsonScript(doc, "chat-history"));
+  const store = new TemplateStore({ fetch: (url, init) => fetch(url, init), storage: browserStorage() });
+  store.load();
+  controller.attachTemplates(store);
+  void store.revalidate();
   const socket = new ReconnectingSocket(chatSocketUrl(location), {
     onOpen: () => controller.onOpen(),
     onMessage: (data) => controller.onMessage(data),

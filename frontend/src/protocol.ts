@@ -2,11 +2,31 @@
 
 export type MessageStatus = "streaming" | "complete" | "stopped" | "failed";
 
+/** The published template version the browser has cached (docs/protocol.md, "Templated messages"). */
+export interface TemplateRef {
+  id: number;
+  version: number;
+  sha256: string;
+}
+
+/** Template variable values: strings, and integers for `integer` variables. */
+export type VariableValues = Record<string, string | number>;
+
+/**
+ * `text` is always present on a plain send. A templated send (first message of a new
+ * conversation only) carries `template` + `variables` and then either nothing else (the
+ * text is exactly the rendered body), or `patch` + `result_sha256` (the user's edits), or
+ * `text` (the full final text: after `chat.resend_full`, or when a patch is not possible).
+ */
 export interface SendFrame {
   type: "chat.send";
   id: string;
   conversation_id: string | null;
-  text: string;
+  text?: string;
+  template?: TemplateRef;
+  variables?: VariableValues;
+  patch?: string;
+  result_sha256?: string;
 }
 
 export interface StopFrame {
@@ -61,10 +81,60 @@ export interface ErrorFrame {
   message: string;
 }
 
-export type ServerFrame = AcceptedFrame | DeltaFrame | DoneFrame | ErrorFrame;
+/** The server could not reproduce a templated send exactly: send it again with the full text. */
+export interface ResendFullFrame {
+  type: "chat.resend_full";
+  id: string;
+  reason: string;
+}
+
+/** An admin published a template: revalidate `GET /api/templates/`. */
+export interface TemplatesChangedFrame {
+  type: "templates.changed";
+  etag: string | null;
+}
+
+export type ServerFrame = AcceptedFrame | DeltaFrame | DoneFrame | ErrorFrame | ResendFullFrame | TemplatesChangedFrame;
 
 export function sendFrame(id: string, conversationId: string | null, text: string): SendFrame {
   return { type: "chat.send", id, conversation_id: conversationId, text };
+}
+
+/** What a templated send carries besides the template reference and the variables. */
+export type TemplatedPayload = { kind: "exact"; resultSha256: string } | { kind: "patch"; patch: string; resultSha256: string } | { kind: "text"; text: string };
+
+/**
+ * A `chat.send` starting a new conversation from a template. `exact`: the text is the
+ * rendered body as is (no text, no patch; the result hash lets the server catch a render
+ * that differs from ours); `patch`: the user's edits of the rendered body;
+ * `text`: the full final text.
+ */
+export function templatedSendFrame(id: string, template: TemplateRef, variables: VariableValues, payload: TemplatedPayload): SendFrame {
+  const frame: SendFrame = {
+    type: "chat.send",
+    id,
+    conversation_id: null,
+    template: { id: template.id, version: template.version, sha256: template.sha256 },
+    variables: { ...variables },
+  };
+  if (payload.kind === "exact") {
+    frame.result_sha256 = payload.resultSha256;
+  } else if (payload.kind === "patch") {
+    frame.patch = payload.patch;
+    frame.result_sha256 = payload.resultSha256;
+  } else if (payload.kind === "text") {
+    frame.text = payload.text;
+  }
+  return frame;
+}
+
+/**
+ * The answer to `chat.resend_full`: the same frame (same id, template and variables) with
+ * the full `text`, and without `patch`/`result_sha256`.
+ */
+export function withFullText(frame: SendFrame, text: string): SendFrame {
+  const { patch: _patch, result_sha256: _sha, text: _text, ...rest } = frame;
+  return { ...rest, text };
 }
 
 export function stopFrame(id: string, messageId: string | null): StopFrame {
@@ -165,6 +235,16 @@ export function parseServerFrame(raw: unknown): ServerFrame | null {
       const message = str(data, "message");
       if (id === undefined || message_id === undefined || code === undefined || message === undefined) return null;
       return { type: "chat.error", id, message_id, code, message };
+    }
+    case "chat.resend_full": {
+      const id = str(data, "id");
+      if (id === undefined) return null;
+      return { type: "chat.resend_full", id, reason: str(data, "reason") ?? "" };
+    }
+    case "templates.changed": {
+      // Only a trigger to revalidate, so a missing etag is fine.
+      const etag = strOrNull(data, "etag");
+      return { type: "templates.changed", etag: etag ?? null };
     }
     default:
       return null;

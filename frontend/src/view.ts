@@ -114,3 +114,129 @@ export function parseHistory(data: unknown): HistoryItem[] {
   }
   return out;
 }
+
+// ---- template picker (chat.html: #template-select, #template-variables) ----
+// Template names, labels and choices are admin-written text: textContent only.
+
+/** The part of a template the picker shows. */
+export interface TemplateOption {
+  id: number;
+  name: string;
+  description: string;
+}
+
+export interface TemplateFieldSpec {
+  name: string;
+  label: string;
+  type: "string" | "integer" | "choice";
+  required: boolean;
+  choices: readonly string[];
+}
+
+/**
+ * Rebuild the `<select>` options: "No template" (value ""), then one per template (value =
+ * its id). `extra` is a template no longer in the list that is still selected.
+ */
+export function renderTemplateOptions(select: HTMLSelectElement, templates: readonly TemplateOption[], selectedId: number | null, extra: TemplateOption | null = null): void {
+  const doc = select.ownerDocument;
+  const none = doc.createElement("option");
+  none.value = "";
+  none.textContent = "No template";
+  const options = [none];
+  const all = extra !== null && !templates.some((t) => t.id === extra.id) ? [...templates, { ...extra, name: `${extra.name} (no longer offered)` }] : templates;
+  for (const t of all) {
+    const o = doc.createElement("option");
+    o.value = String(t.id);
+    o.textContent = t.name;
+    if (t.description !== "") o.title = t.description;
+    options.push(o);
+  }
+  select.replaceChildren(...options);
+  select.value = selectedId === null ? "" : String(selectedId);
+  if (select.selectedIndex < 0) select.selectedIndex = 0;
+}
+
+/** The selected template id, or null for "No template". */
+export function selectedTemplateId(select: HTMLSelectElement): number | null {
+  const v = select.value;
+  if (v === "") return null;
+  const n = Number(v);
+  return Number.isInteger(n) ? n : null;
+}
+
+/**
+ * One labelled input per variable: `<select>` for choice variables (first option empty),
+ * `type=number` for integers, text otherwise. `values` (by variable name) are filled in,
+ * so switching to a new version of the same template keeps what was typed.
+ */
+export function renderVariableFields(container: HTMLElement, fields: readonly TemplateFieldSpec[], values: Readonly<Record<string, string>> = {}): void {
+  const doc = container.ownerDocument;
+  const nodes: HTMLElement[] = [];
+  fields.forEach((f, i) => {
+    const id = `template-var-${i}`;
+    const wrap = doc.createElement("div");
+    wrap.className = "template-field";
+    const label = doc.createElement("label");
+    label.htmlFor = id;
+    label.textContent = f.label;
+    let input: HTMLInputElement | HTMLSelectElement;
+    if (f.type === "choice") {
+      const sel = doc.createElement("select");
+      const empty = doc.createElement("option");
+      empty.value = "";
+      empty.textContent = f.required ? "Choose…" : "—";
+      sel.appendChild(empty);
+      for (const c of f.choices) {
+        const o = doc.createElement("option");
+        o.value = c;
+        o.textContent = c;
+        sel.appendChild(o);
+      }
+      input = sel;
+    } else {
+      const inp = doc.createElement("input");
+      if (f.type === "integer") {
+        inp.type = "number";
+        inp.step = "1";
+        inp.inputMode = "numeric";
+      } else {
+        inp.type = "text";
+      }
+      input = inp;
+    }
+    input.id = id;
+    input.name = f.name;
+    input.dataset["variable"] = f.name;
+    input.required = f.required;
+    const v = Object.prototype.hasOwnProperty.call(values, f.name) ? values[f.name] : undefined;
+    if (v !== undefined) input.value = v;
+    wrap.append(label, input);
+    nodes.push(wrap);
+  });
+  container.replaceChildren(...nodes);
+}
+
+function variableInputs(container: HTMLElement): (HTMLInputElement | HTMLSelectElement)[] {
+  return Array.from(container.querySelectorAll<HTMLInputElement | HTMLSelectElement>("[data-variable]"));
+}
+
+/** The raw values of the rendered variable inputs, by variable name. */
+export function readVariableFields(container: HTMLElement): Record<string, string> {
+  const entries: [string, string][] = [];
+  for (const el of variableInputs(container)) entries.push([el.dataset["variable"] ?? "", el.value]);
+  return Object.fromEntries(entries);
+}
+
+/** Mark the invalid inputs (`aria-invalid`); returns the first one, to focus. */
+export function markVariableErrors(container: HTMLElement, invalidNames: readonly string[]): HTMLElement | null {
+  let first: HTMLElement | null = null;
+  for (const el of variableInputs(container)) {
+    if (invalidNames.includes(el.dataset["variable"] ?? "")) {
+      el.setAttribute("aria-invalid", "true");
+      first ??= el;
+    } else {
+      el.removeAttribute("aria-invalid");
+    }
+  }
+  return first;
+}

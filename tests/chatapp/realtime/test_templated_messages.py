@@ -142,6 +142,8 @@ async def test_a_hash_mismatch_asks_for_the_full_text_which_then_goes_through(
     [
         (lambda f: {**f, "template": {**f["template"], "sha256": "0" * 64}}, "base_mismatch"),
         (lambda f: {**f, "patch": "@@ -1,4 +1,4 @@\n-XXXX\n+YYYY\n"}, "patch_failed"),
+        # no patch, but the browser's render differs from the server's
+        (lambda f: {k: v for k, v in f.items() if k != "patch"}, "hash_mismatch"),
     ],
 )
 async def test_a_stale_base_or_unappliable_patch_asks_for_the_full_text(
