@@ -7,7 +7,6 @@ verbatim, so the browser and the server produce the same bytes for the same valu
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Mapping
@@ -16,6 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from chatapp.errors import ApplicationError
+from chatapp.prompts.textpatch import sha256_hex as sha256_hex  # one hash for every check
 
 PLACEHOLDER = re.compile(r"\{\{([a-z_][a-z0-9_]*)\}\}")
 DEFAULT_MAX_LENGTH = 500
@@ -142,7 +142,3 @@ def canonical_text(
         ensure_ascii=False,
         separators=(",", ":"),
     )
-
-
-def sha256_hex(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()

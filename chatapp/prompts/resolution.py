@@ -18,9 +18,8 @@ from chatapp.prompts.rendering import (
     clean_values,
     parse_variables,
     render_body,
-    sha256_hex,
 )
-from chatapp.prompts.textpatch import MAX_PATCH_CHARS, PatchError, apply_patch
+from chatapp.prompts.textpatch import MAX_PATCH_CHARS, PatchError, apply_patch, sha256_hex
 
 ResendReason = Literal["base_mismatch", "patch_failed", "hash_mismatch"]
 

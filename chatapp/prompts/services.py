@@ -17,8 +17,8 @@ from chatapp.prompts.rendering import (
     parse_sampling,
     parse_variables,
     placeholders,
-    sha256_hex,
 )
+from chatapp.prompts.textpatch import sha256_hex
 from chatapp.prompts.warmup import WarmupFailed, warm_prefix
 
 
