@@ -388,7 +388,7 @@ def build_extras(trials: Sequence[Trial]) -> str:
         if saved
         else "- no pairs",
         f"- cold trials with cached prompt tokens > 0 (should be none): {cold_hits or 'none'}",
-        f"- trials without any `chat.delta` (TTFT taken from `chat.done`): {no_delta or 'none'}",
+        f"- trials without any `chat.delta` (left out of the TTFT rows): {no_delta or 'none'}",
     ]
     return "\n".join(lines)
 
