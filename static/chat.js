@@ -2162,7 +2162,7 @@ async function buildTemplatedSend(id, template, variables, edited, tools = defau
   }
   try {
     const patch = tools.makePatch(base, edited);
-    if (patch.length <= MAX_PATCH_CHARS) {
+    if (patch.length <= MAX_PATCH_CHARS && patch.length + 64 < edited.length) {
       const resultSha256 = await tools.sha256Hex(edited);
       return templatedSendFrame(id, template, variables, { kind: "patch", patch, resultSha256 });
     }

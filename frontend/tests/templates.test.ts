@@ -175,17 +175,28 @@ test("send frame: variables only when the text is exactly the render", async () 
   assert.deepEqual(JSON.parse(JSON.stringify(frame)), frame);
 });
 
-test("send frame: a patch and the result hash when the user edited the render", async () => {
-  const t = template();
+test("send frame: a patch and the result hash when the user edited a long render", async () => {
+  const long = "We need a detailed plan covering transport, food, museums and quiet evenings. ".repeat(6);
+  const t = template({ body: `${long}Plan {{days}} days in {{city}}.` });
   const { variables } = validateVariables(t, { city: "Rome", days: "2" });
-  const edited = "Plan 2 relaxed days in Rome, with 🍝 and ☕.";
+  const edited = `${long}Plan 2 relaxed days in Rome, with 🍝 and ☕.`;
   const frame = await buildTemplatedSend("id-2", t, variables, edited);
   assert.equal(frame.text, undefined);
   assert.equal(typeof frame.patch, "string");
+  assert.ok((frame.patch ?? "").length + 64 < edited.length);
   assert.equal(frame.result_sha256, await sha256Hex(edited));
   assert.match(frame.result_sha256 ?? "", /^[0-9a-f]{64}$/);
   assert.equal(applyPatch(renderBody(t.body, variables), frame.patch ?? ""), edited);
   assert.deepEqual(Object.keys(frame).sort(), ["conversation_id", "id", "patch", "result_sha256", "template", "type", "variables"]);
+});
+
+test("send frame: the full text when it is shorter than a patch would be", async () => {
+  const t = template();
+  const { variables } = validateVariables(t, { city: "Rome", days: "2" });
+  const edited = "Plan 2 relaxed days in Rome, with 🍝 and ☕.";
+  const frame = await buildTemplatedSend("id-3", t, variables, edited);
+  assert.equal(frame.text, edited);
+  assert.equal(frame.patch, undefined);
 });
 
 test("sha256Hex hashes the UTF-8 bytes", async () => {
