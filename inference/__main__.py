@@ -11,7 +11,7 @@ import sys
 
 from inference.engines.base import EngineError
 from inference.models import ModelNotReadyError
-from inference.runtime import build_engine, start_worker
+from inference.runtime import build_engine, build_faq_cache, start_worker
 from inference.settings import WorkerSettings
 from inference.transport import redis_channel_layer
 
@@ -20,6 +20,7 @@ async def _serve(settings: WorkerSettings) -> None:
     engine = build_engine(worker_settings=settings)
     try:
         worker, task = start_worker(
+            faq=build_faq_cache(settings=settings),
             engine=engine,
             layer=redis_channel_layer(redis_url=settings.redis_url),
             settings=settings,

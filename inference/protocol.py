@@ -37,6 +37,12 @@ class SamplingOptions(WireMessage):
     top_p: float = Field(default=1.0, gt=0.0, le=1.0)
 
 
+class FaqLookup(WireMessage):
+    """Ask the worker to try the FAQ cache first, in these scopes ("global", "template:<id>")."""
+
+    scopes: list[str] = Field(min_length=1, max_length=8)
+
+
 class GenerateRequest(WireMessage):
     type: Literal["inference.generate"] = "inference.generate"
     request_id: str = Field(min_length=1, max_length=64)
@@ -48,6 +54,8 @@ class GenerateRequest(WireMessage):
     sampling: SamplingOptions = SamplingOptions()
     priority: int = 0
     submitted_at: float
+    # Set only for a question that stands alone (see docs/protocol.md); None: model only.
+    faq_lookup: FaqLookup | None = None
 
 
 class CancelRequest(WireMessage):
@@ -81,6 +89,10 @@ class Done(WireMessage):
     queue_wait_ms: float
     ttft_ms: float | None
     total_ms: float
+    # "faq": the answer is an admin-approved FAQ entry's, streamed without the model.
+    source: Literal["model", "faq"] = "model"
+    faq_entry_id: int | None = None
+    faq_score: float | None = None
 
 
 class Error(WireMessage):
@@ -91,8 +103,49 @@ class Error(WireMessage):
     message: str
 
 
+class FaqEntryData(WireMessage):
+    """One FAQ entry as workers index it; vectors are float32, row per phrasing, base64."""
+
+    entry_id: int
+    scope: str
+    answer: str
+    phrasings: list[str] = Field(min_length=1)
+    vectors_b64: str
+
+
+class FaqUpsert(WireMessage):
+    type: Literal["faq.upsert"] = "faq.upsert"
+    entries: list[FaqEntryData]
+
+
+class FaqRemove(WireMessage):
+    type: Literal["faq.remove"] = "faq.remove"
+    entry_ids: list[int]
+
+
+class FaqSnapshotRequest(WireMessage):
+    """A worker asks the web side for every enabled entry (on start-up)."""
+
+    type: Literal["faq.snapshot_request"] = "faq.snapshot_request"
+    reply_channel: str
+
+
+class FaqSnapshotChunk(WireMessage):
+    type: Literal["faq.snapshot_chunk"] = "faq.snapshot_chunk"
+    entries: list[FaqEntryData]
+    last: bool
+
+
+FAQ_WORKERS_GROUP = "inference.faq"
+FAQ_SNAPSHOT_CHANNEL = "faq.snapshots"
+
 WorkerEvent = Annotated[Accepted | Delta | Done | Error, Field(discriminator="type")]
-WorkerInbound = Annotated[GenerateRequest | CancelRequest, Field(discriminator="type")]
+WorkerInbound = Annotated[
+    GenerateRequest | CancelRequest | FaqUpsert | FaqRemove | FaqSnapshotChunk,
+    Field(discriminator="type"),
+]
 
 worker_event_adapter: TypeAdapter[Accepted | Delta | Done | Error] = TypeAdapter(WorkerEvent)
-worker_inbound_adapter: TypeAdapter[GenerateRequest | CancelRequest] = TypeAdapter(WorkerInbound)
+worker_inbound_adapter: TypeAdapter[
+    GenerateRequest | CancelRequest | FaqUpsert | FaqRemove | FaqSnapshotChunk
+] = TypeAdapter(WorkerInbound)

@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable
 
 from inference.engines.base import Engine
+from inference.faq.cache import FaqCache
 from inference.settings import EngineSettings, WorkerSettings
 from inference.transport import ChannelLayer, Transport
 from inference.worker import InferenceWorker
@@ -41,10 +42,31 @@ def build_engine(
     return engine
 
 
+def build_faq_cache(
+    *, settings: WorkerSettings, progress: Callable[[str], None] = print
+) -> FaqCache | None:
+    """The FAQ cache with its embedding model loaded now, not on the first question."""
+    if not settings.faq:
+        return None
+    from inference.faq.embedder import shared_embedder
+
+    started = time.monotonic()
+    embedder = shared_embedder()
+    embedder.encode(["warm up"])
+    progress(f"FAQ embedding model loaded in {time.monotonic() - started:.1f} s.")
+    return FaqCache(embedder=embedder)
+
+
 def start_worker(
-    *, engine: Engine, layer: ChannelLayer, settings: WorkerSettings
+    *,
+    engine: Engine,
+    layer: ChannelLayer,
+    settings: WorkerSettings,
+    faq: FaqCache | None = None,
 ) -> tuple[InferenceWorker, asyncio.Task[None]]:
-    worker = InferenceWorker(engine=engine, transport=Transport(layer=layer), settings=settings)
+    worker = InferenceWorker(
+        engine=engine, transport=Transport(layer=layer), settings=settings, faq=faq
+    )
     task = asyncio.create_task(worker.run(), name="inference-worker")
     task.add_done_callback(_log_exit)
     return worker, task

@@ -88,6 +88,7 @@ class WorkerSettings:
     coalesce_ms: float
     coalesce_tokens: int
     redis_url: str
+    faq: bool = False
 
     @classmethod
     def from_env(cls) -> WorkerSettings:
@@ -101,4 +102,5 @@ class WorkerSettings:
             coalesce_ms=_env_float("INFERENCE_COALESCE_MS", 15.0),
             coalesce_tokens=_env_int("INFERENCE_COALESCE_TOKENS", 8),
             redis_url=os.environ.get("REDIS_URL", ""),
+            faq=_env_bool("INFERENCE_FAQ", True),
         )

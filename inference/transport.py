@@ -21,6 +21,10 @@ class ChannelLayer(Protocol):
 
     async def new_channel(self, prefix: str = ...) -> str: ...
 
+    async def group_add(self, group: str, channel: str) -> None: ...
+
+    async def group_discard(self, group: str, channel: str) -> None: ...
+
 
 class Transport:
     def __init__(self, *, layer: ChannelLayer) -> None:
@@ -31,6 +35,12 @@ class Transport:
 
     async def receive(self, channel: str) -> dict[str, Any]:
         return await self._layer.receive(channel)
+
+    async def group_add(self, group: str, channel: str) -> None:
+        await self._layer.group_add(group, channel)
+
+    async def group_discard(self, group: str, channel: str) -> None:
+        await self._layer.group_discard(group, channel)
 
     async def send(self, channel: str, message: WireMessage) -> bool:
         """Send one event; False when the receiver is gone or not draining (channel full)."""

@@ -19,12 +19,19 @@ from dataclasses import dataclass, field
 from pydantic import ValidationError
 
 from inference.engines.base import Engine, EngineRequest
+from inference.faq.cache import FaqCache
 from inference.protocol import (
+    FAQ_SNAPSHOT_CHANNEL,
+    FAQ_WORKERS_GROUP,
     Accepted,
     CancelRequest,
     Delta,
     Done,
     Error,
+    FaqRemove,
+    FaqSnapshotChunk,
+    FaqSnapshotRequest,
+    FaqUpsert,
     FinishReason,
     GenerateRequest,
     worker_inbound_adapter,
@@ -58,8 +65,16 @@ class _Progress:
 
 
 class InferenceWorker:
-    def __init__(self, *, engine: Engine, transport: Transport, settings: WorkerSettings) -> None:
+    def __init__(
+        self,
+        *,
+        engine: Engine,
+        transport: Transport,
+        settings: WorkerSettings,
+        faq: FaqCache | None = None,
+    ) -> None:
         self._engine = engine
+        self._faq = faq
         self._transport = transport
         self._settings = settings
         self._slots = asyncio.Semaphore(settings.max_active)
@@ -74,6 +89,12 @@ class InferenceWorker:
     async def run(self) -> None:
         """Serve until cancelled; on cancel, abort every running request."""
         self.channel = await self._transport.new_channel()
+        if self._faq is not None:
+            # FAQ changes are broadcast to every worker; the full set comes from the web side.
+            await self._transport.group_add(FAQ_WORKERS_GROUP, self.channel)
+            await self._transport.send(
+                FAQ_SNAPSHOT_CHANNEL, FaqSnapshotRequest(reply_channel=self.channel)
+            )
         self.ready.set()
         logger.info(
             "worker ready on %s (own channel %s)", self._settings.request_channel, self.channel
@@ -83,6 +104,8 @@ class InferenceWorker:
                 group.create_task(self._pull_requests())
                 group.create_task(self._pull_control(self.channel))
         finally:
+            if self._faq is not None:
+                await self._transport.group_discard(FAQ_WORKERS_GROUP, self.channel)
             await self._abort_all()
 
     async def _pull_requests(self) -> None:
@@ -106,6 +129,9 @@ class InferenceWorker:
                 continue
             if isinstance(message, CancelRequest):
                 self.cancel(message.request_id)
+            elif isinstance(message, FaqUpsert | FaqRemove | FaqSnapshotChunk):
+                if self._faq is not None:
+                    self._faq.apply(message)
             else:  # a generate sent to this worker directly is served like any other
                 await self._slots.acquire()
                 if not self._start(raw):
@@ -127,6 +153,9 @@ class InferenceWorker:
             return False
         if isinstance(message, CancelRequest):
             self.cancel(message.request_id)
+            return False
+        if not isinstance(message, GenerateRequest):
+            logger.warning("ignoring %s on the request channel", message.type)
             return False
         if message.request_id in self._active:
             logger.warning("duplicate request id %s ignored", message.request_id)
@@ -164,6 +193,12 @@ class InferenceWorker:
                 worker_channel=self.channel,
                 queue_wait_ms=queue_wait_ms,
             ),
+        ):
+            return
+        if (
+            request.faq_lookup is not None
+            and self._faq is not None
+            and await self._answer_from_faq(request, queue_wait_ms=queue_wait_ms)
         ):
             return
         fmt = self._engine.prompt_format
@@ -245,6 +280,43 @@ class InferenceWorker:
                 total_ms=progress.elapsed_ms(),
             ),
         )
+
+    async def _answer_from_faq(self, request: GenerateRequest, *, queue_wait_ms: float) -> bool:
+        """Stream an approved FAQ answer instead of generating; False when nothing matches."""
+        assert self._faq is not None
+        assert request.faq_lookup is not None
+        question = next((m.content for m in reversed(request.messages) if m.role == "user"), "")
+        started = time.monotonic()
+        try:
+            hit = await self._faq.lookup(question=question, scopes=request.faq_lookup.scopes)
+        except Exception:  # the cache is an optimisation: never fail the answer for it
+            logger.exception("FAQ lookup failed; answering with the model")
+            return False
+        if hit is None:
+            return False
+        ttft_ms = (time.monotonic() - started) * 1000.0
+        reply = request.reply_channel
+        await self._transport.send(
+            reply, Delta(request_id=request.request_id, seq=1, text=hit.answer, tokens=0)
+        )
+        await self._transport.send(
+            reply,
+            Done(
+                request_id=request.request_id,
+                seq=2,
+                finish_reason="stop",
+                prompt_tokens=0,
+                completion_tokens=0,
+                cached_prompt_tokens=0,
+                queue_wait_ms=queue_wait_ms,
+                ttft_ms=ttft_ms,
+                total_ms=(time.monotonic() - started) * 1000.0,
+                source="faq",
+                faq_entry_id=hit.entry_id,
+                faq_score=hit.score,
+            ),
+        )
+        return True
 
     async def _abort_all(self) -> None:
         active = list(self._active.values())

@@ -1488,6 +1488,23 @@ var require_diff_match_patch = __commonJS({
   }
 });
 
+// src/answers.ts
+var FAQ_LABEL_TEXT = "From FAQ";
+var ASK_ASSISTANT_LABEL = "Ask the assistant instead";
+var RATING_BUTTONS = [
+  { rating: "up", text: "👍", label: "Good answer" },
+  { rating: "down", text: "👎", label: "Bad answer" }
+];
+function isFinishedAnswer(status) {
+  return status === "complete" || status === "stopped";
+}
+function canAskAssistant(s) {
+  return s.source === "faq" && !s.busy && s.newestAnswerId !== null && s.messageId === s.newestAnswerId;
+}
+function pressedStates(rating) {
+  return { up: rating === "up" ? "true" : "false", down: rating === "down" ? "true" : "false" };
+}
+
 // src/format.ts
 function ms(v) {
   return `${Math.round(v)} ms`;
@@ -1537,6 +1554,18 @@ function withFullText(frame, text) {
 function stopFrame(id, messageId) {
   return messageId === null ? { type: "chat.stop", id } : { type: "chat.stop", id, message_id: messageId };
 }
+function regenerateFrame(id, messageId, bypassFaq) {
+  return { type: "chat.regenerate", id, message_id: messageId, bypass_faq: bypassFaq };
+}
+function feedbackFrame(id, messageId, rating) {
+  return { type: "chat.feedback", id, message_id: messageId, rating };
+}
+function parseSource(v) {
+  return v === "faq" ? "faq" : "model";
+}
+function parseRating(v) {
+  return v === "up" || v === "down" ? v : null;
+}
 function isObj(v) {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
@@ -1552,6 +1581,9 @@ function strOrNull(o, key) {
 function numOrNull(o, key) {
   const v = o[key];
   return typeof v === "number" && Number.isFinite(v) ? v : null;
+}
+function faqEntryId(v) {
+  return typeof v === "number" && Number.isSafeInteger(v) ? v : null;
 }
 function parseUsage(v) {
   const o = isObj(v) ? v : {};
@@ -1608,8 +1640,17 @@ function parseServerFrame(raw) {
         status,
         finish_reason: str(data, "finish_reason") ?? "",
         usage: parseUsage(data["usage"]),
-        timings: parseTimings(data["timings"])
+        timings: parseTimings(data["timings"]),
+        source: parseSource(data["source"]),
+        faq_entry_id: faqEntryId(data["faq_entry_id"])
       };
+    }
+    case "chat.feedback_recorded": {
+      const id = str(data, "id");
+      const message_id = str(data, "message_id");
+      const rating = parseRating(data["rating"]);
+      if (id === void 0 || message_id === void 0 || rating === null) return null;
+      return { type: "chat.feedback_recorded", id, message_id, rating };
     }
     case "chat.error": {
       const id = strOrNull(data, "id");
@@ -2388,6 +2429,11 @@ var MessageView = class {
   constructor(doc, role, status, messageId, content = "") {
     this.text = null;
     this.meta = null;
+    /** The row under a finished answer: FAQ label, "Ask the assistant instead", ratings. */
+    this.actions = null;
+    this.askButton = null;
+    this.rateButtons = [];
+    this.currentRating = null;
     const el = doc.createElement("div");
     el.className = `message message-${role}`;
     el.dataset["role"] = role;
@@ -2434,9 +2480,101 @@ var MessageView = class {
     for (const [k, v] of Object.entries(data)) this.meta.dataset[k] = v;
     if (this.messageId !== null) this.meta.dataset["for"] = this.messageId;
   }
+  /** "faq" or "model" once the answer is finished (`data-source`); "model" before. */
+  get source() {
+    return parseSource(this.element.dataset["source"]);
+  }
+  get rating() {
+    return this.currentRating;
+  }
+  /**
+   * Label a finished answer with its source (`data-source` on the message element) and add
+   * the row of controls under it (a sibling, like the stats line, so the message element's
+   * text stays exactly the answer): for a FAQ answer the "From FAQ" label (`.faq-label`) and
+   * "Ask the assistant instead", then "Good answer" / "Bad answer". Replaces an earlier row.
+   */
+  showAnswerActions(source, rating, handlers) {
+    this.removeActions();
+    const doc = this.element.ownerDocument;
+    const id = this.messageId;
+    this.element.dataset["source"] = source;
+    const row = doc.createElement("div");
+    row.className = "message-actions";
+    row.setAttribute("role", "group");
+    row.setAttribute("aria-label", "Answer actions");
+    if (id !== null) row.dataset["for"] = id;
+    if (source === "faq") {
+      const label = doc.createElement("span");
+      label.className = "faq-label";
+      label.textContent = FAQ_LABEL_TEXT;
+      if (id !== null) {
+        label.id = `faq-label-${id}`;
+        this.element.setAttribute("aria-describedby", label.id);
+      }
+      const ask = doc.createElement("button");
+      ask.type = "button";
+      ask.className = "message-action ask-assistant";
+      ask.textContent = ASK_ASSISTANT_LABEL;
+      ask.addEventListener("click", () => handlers.onAskAssistant());
+      row.append(label, ask);
+      this.askButton = ask;
+    }
+    for (const { rating: r, text, label } of RATING_BUTTONS) {
+      const b = doc.createElement("button");
+      b.type = "button";
+      b.className = `message-action rate rate-${r}`;
+      b.textContent = text;
+      b.title = label;
+      b.setAttribute("aria-label", label);
+      b.dataset["rating"] = r;
+      b.addEventListener("click", () => handlers.onRate(r));
+      row.appendChild(b);
+      this.rateButtons.push([r, b]);
+    }
+    (this.meta ?? this.element).after(row);
+    this.actions = row;
+    this.setRating(rating);
+  }
+  /** Mark the recorded rating: `aria-pressed="true"` on its button, "false" on the other. */
+  setRating(rating) {
+    this.currentRating = rating;
+    const pressed = pressedStates(rating);
+    for (const [r, b] of this.rateButtons) b.setAttribute("aria-pressed", pressed[r]);
+  }
+  /** Enable or disable "Ask the assistant instead" (no-op without one). */
+  setAskEnabled(enabled) {
+    if (this.askButton !== null) this.askButton.disabled = !enabled;
+  }
+  /** Disable every button under the answer (e.g. while it is being asked again). */
+  setActionsEnabled(enabled) {
+    for (const [, b] of this.rateButtons) b.disabled = !enabled;
+    if (!enabled) this.setAskEnabled(false);
+  }
+  /**
+   * The answer is generated again into this message (`chat.accepted` of a `chat.regenerate`):
+   * empty it, drop its label, buttons and stats line, and mark it streaming.
+   */
+  restart() {
+    this.removeActions();
+    this.meta?.remove();
+    this.meta = null;
+    this.text = null;
+    this.element.replaceChildren();
+    delete this.element.dataset["source"];
+    this.element.removeAttribute("aria-describedby");
+    this.setStatus("streaming");
+  }
   remove() {
+    this.removeActions();
     this.meta?.remove();
     this.element.remove();
+  }
+  removeActions() {
+    this.actions?.remove();
+    this.actions = null;
+    this.askButton = null;
+    this.rateButtons = [];
+    this.currentRating = null;
   }
 };
 function setMessageStatus(el, status) {
@@ -2465,7 +2603,9 @@ function parseHistory(data) {
       id: typeof o["id"] === "string" ? o["id"] : String(o["id"] ?? ""),
       role,
       content: typeof o["content"] === "string" ? o["content"] : "",
-      status: typeof o["status"] === "string" && o["status"] !== "" ? o["status"] : "complete"
+      status: typeof o["status"] === "string" && o["status"] !== "" ? o["status"] : "complete",
+      source: parseSource(o["source"]),
+      feedback: parseRating(o["feedback"])
     });
   }
   return out;
@@ -2584,6 +2724,12 @@ var ChatController = class {
     this.transport = null;
     this.pending = null;
     this.active = null;
+    this.regenerating = null;
+    /** The assistant messages on the page, by id, and the conversation's newest one. */
+    this.answers = /* @__PURE__ */ new Map();
+    this.newestAnswerId = null;
+    /** chat.feedback frames waiting for chat.feedback_recorded, by client id. */
+    this.feedbackSent = /* @__PURE__ */ new Map();
     /** A templated send is being prepared (patch + hash are computed asynchronously). */
     this.preparing = false;
     this.store = null;
@@ -2624,8 +2770,13 @@ var ChatController = class {
     for (const item of parseHistory(data)) {
       const view = new MessageView(this.doc, item.role, item.status, item.id, item.content);
       this.el.log.appendChild(view.element);
+      if (item.role === "assistant") {
+        this.registerAnswer(view);
+        if (isFinishedAnswer(item.status)) this.addAnswerActions(view, item.source, item.feedback);
+      }
     }
     this.el.log.scrollTop = this.el.log.scrollHeight;
+    this.updateAnswerControls();
   }
   // ---- connection ----
   onConnectionState(state) {
@@ -2637,6 +2788,13 @@ var ChatController = class {
   }
   onClose() {
     if (this.pending !== null) this.pending.transmitted = false;
+    this.feedbackSent.clear();
+    const r = this.regenerating;
+    if (r !== null) {
+      this.regenerating = null;
+      r.view.setActionsEnabled(true);
+      this.showAlert("Connection lost while asking the assistant: reload the page to see the answer.");
+    }
     const a = this.active;
     if (a !== null) {
       this.active = null;
@@ -2658,6 +2816,8 @@ var ChatController = class {
         return this.onDelta(frame);
       case "chat.done":
         return this.onDone(frame);
+      case "chat.feedback_recorded":
+        return this.onFeedbackRecorded(frame);
       case "chat.error":
         return this.onError(frame);
       case "chat.resend_full":
@@ -2669,7 +2829,7 @@ var ChatController = class {
   }
   // ---- user actions ----
   get busy() {
-    return this.preparing || this.pending !== null || this.active !== null;
+    return this.preparing || this.pending !== null || this.regenerating !== null || this.active !== null;
   }
   submit() {
     if (this.busy) return;
@@ -2735,8 +2895,42 @@ var ChatController = class {
     a.stopId = id;
     this.updateControls();
   }
+  /**
+   * "Ask the assistant instead" under a FAQ answer: answer the same question again with the
+   * model, into the same message. Only the conversation's newest answer, and only while
+   * nothing is sent or streaming (the button is disabled otherwise).
+   */
+  askAssistant(messageId) {
+    const view = this.answers.get(messageId);
+    if (view === void 0) return;
+    if (!canAskAssistant({ source: view.source, messageId, newestAnswerId: this.newestAnswerId, busy: this.busy })) return;
+    const id = newId();
+    const sentAt = this.now();
+    if (this.transport?.send(JSON.stringify(regenerateFrame(id, messageId, true))) !== true) {
+      this.showAlert("Not connected: could not ask the assistant.");
+      return;
+    }
+    this.clearAlert();
+    this.regenerating = { id, messageId, view, sentAt };
+    view.setActionsEnabled(false);
+    this.updateControls();
+  }
+  /** Thumbs up/down: marked as pressed once the server answers chat.feedback_recorded. */
+  rate(messageId, rating) {
+    const id = newId();
+    if (this.transport?.send(JSON.stringify(feedbackFrame(id, messageId, rating))) !== true) {
+      this.showAlert("Not connected: could not send your rating.");
+      return;
+    }
+    this.feedbackSent.set(id, { messageId, rating });
+  }
   // ---- server frames ----
   onAccepted(f) {
+    const r = this.regenerating;
+    if (r !== null && r.id === f.id) {
+      this.onRegenerateAccepted(r, f);
+      return;
+    }
     const p = this.pending;
     if (p === null || p.frame.id !== f.id) return;
     this.pending = null;
@@ -2748,10 +2942,21 @@ var ChatController = class {
     p.user.setStatus("complete");
     const view = new MessageView(this.doc, "assistant", "streaming", f.assistant_message_id);
     this.appendToLog(view.element, true);
+    this.registerAnswer(view);
+    this.startStreaming(f.assistant_message_id, view, p.sentAt);
+  }
+  /** The server restarted the answer: stream the new one into the same message element. */
+  onRegenerateAccepted(r, f) {
+    this.regenerating = null;
+    const view = this.answers.get(f.assistant_message_id) ?? r.view;
+    view.restart();
+    this.startStreaming(f.assistant_message_id, view, r.sentAt);
+  }
+  startStreaming(messageId, view, sentAt) {
     this.active = {
-      messageId: f.assistant_message_id,
+      messageId,
       view,
-      sentAt: p.sentAt,
+      sentAt,
       firstDeltaAt: null,
       firstPaintAt: null,
       lastSeq: 0,
@@ -2782,15 +2987,27 @@ var ChatController = class {
   onDone(f) {
     const a = this.active;
     if (a === null || a.messageId !== f.message_id) {
-      this.setStatusById(f.message_id, f.status);
+      const view = this.answers.get(f.message_id);
+      if (view === void 0 || this.regenerating?.view === view) {
+        this.setStatusById(f.message_id, f.status);
+        return;
+      }
+      view.setStatus(f.status);
+      this.addAnswerActions(view, f.source, view.rating);
+      this.updateControls();
       return;
     }
     this.active = null;
     a.done = f;
     a.view.setStatus(f.status);
     this.renderStats(a, f);
+    this.addAnswerActions(a.view, f.source, null);
     this.updateControls();
     this.el.input.focus();
+  }
+  onFeedbackRecorded(f) {
+    this.feedbackSent.delete(f.id);
+    this.answers.get(f.message_id)?.setRating(f.rating);
   }
   /** "first token 142 ms (server 97 ms) · 23 tokens" under the answer. */
   renderStats(a, f) {
@@ -2812,6 +3029,14 @@ var ChatController = class {
   }
   onError(f) {
     this.showAlert(f.message || `Error: ${f.code}`);
+    if (f.id !== null && this.feedbackSent.delete(f.id)) return;
+    const r = this.regenerating;
+    if (r !== null && f.id === r.id) {
+      this.regenerating = null;
+      r.view.setActionsEnabled(true);
+      this.updateControls();
+      return;
+    }
     const p = this.pending;
     if (p !== null && f.id === p.frame.id) {
       this.pending = null;
@@ -2951,6 +3176,33 @@ var ChatController = class {
   updateControls() {
     this.el.send.disabled = this.busy;
     this.el.stop.disabled = this.active === null || this.active.stopId !== null;
+    this.updateAnswerControls();
+  }
+  /** "Ask the assistant instead" is usable on the newest answer only, while nothing streams. */
+  updateAnswerControls() {
+    const busy = this.busy;
+    for (const [messageId, view] of this.answers) {
+      view.setAskEnabled(canAskAssistant({ source: view.source, messageId, newestAnswerId: this.newestAnswerId, busy }));
+    }
+  }
+  registerAnswer(view) {
+    const id = view.messageId;
+    if (id === null || id === "") return;
+    this.answers.set(id, view);
+    this.newestAnswerId = id;
+  }
+  /** The FAQ label and the buttons under a finished answer. */
+  addAnswerActions(view, source, rating) {
+    view.showAnswerActions(source, rating, {
+      onAskAssistant: () => {
+        const id = view.messageId;
+        if (id !== null) this.askAssistant(id);
+      },
+      onRate: (r) => {
+        const id = view.messageId;
+        if (id !== null) this.rate(id, r);
+      }
+    });
   }
   showAlert(message) {
     this.el.alert.textContent = message;

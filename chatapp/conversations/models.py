@@ -75,6 +75,12 @@ class Message(models.Model):
     queue_wait_ms = models.FloatField(null=True, blank=True)
     ttft_ms = models.FloatField(null=True, blank=True)
     total_ms = models.FloatField(null=True, blank=True)
+    # "faq": the answer came from an admin-approved FAQ entry, not the model.
+    source = models.CharField(max_length=8, default="model")
+    faq_entry = models.ForeignKey(
+        "faq.FaqEntry", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    feedback = models.CharField(max_length=8, blank=True)
 
     class Meta:
         ordering = ("created_at",)

@@ -52,6 +52,16 @@ class GenerationContext:
     turns: list[Turn]
     system_prompt: str | None
     sampling: dict[str, Any]
+    template_id: int | None
+
+    @property
+    def standalone(self) -> bool:
+        """The question stands alone (first turn): safe to answer from the FAQ cache.
+
+        A follow-up ("and how long does that take?") depends on earlier turns, which an
+        embedding of the last message cannot see, so it always goes to the model.
+        """
+        return len(self.turns) == 1 and self.turns[0].role == "user"
 
 
 def generation_context(
@@ -64,6 +74,7 @@ def generation_context(
         turns=conversation_history(conversation=conversation, up_to=up_to, max_turns=max_turns),
         system_prompt=version.system_prompt if version else None,
         sampling=dict(version.sampling) if version else {},
+        template_id=version.template_id if version else None,
     )
 
 

@@ -10,7 +10,8 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from chatapp.conversations.models import Conversation, Message
-from chatapp.errors import NotFoundError
+from chatapp.errors import ApplicationError, NotFoundError
+from chatapp.faq import services as faq_services
 from chatapp.prompts.models import PromptTemplateVersion
 
 TITLE_CHARS = 60
@@ -35,6 +36,8 @@ class AnswerOutcome:
     queue_wait_ms: float | None = None
     ttft_ms: float | None = None
     total_ms: float | None = None
+    source: str = "model"
+    faq_entry_id: int | None = None
 
 
 def _existing_turn(*, sender: User, client_message_id: uuid.UUID) -> TurnStart | None:
@@ -112,6 +115,7 @@ def turn_start(
     )
 
 
+@transaction.atomic
 def answer_finish(*, message_id: uuid.UUID, content: str, outcome: AnswerOutcome) -> bool:
     """Write the finished answer once. False if it was already finished (nothing written)."""
     updated = Message.objects.filter(id=message_id, status=Message.Status.STREAMING).update(
@@ -125,9 +129,70 @@ def answer_finish(*, message_id: uuid.UUID, content: str, outcome: AnswerOutcome
         queue_wait_ms=outcome.queue_wait_ms,
         ttft_ms=outcome.ttft_ms,
         total_ms=outcome.total_ms,
+        source=outcome.source,
+        faq_entry_id=outcome.faq_entry_id,
         finished_at=timezone.now(),
     )
+    if updated and outcome.faq_entry_id is not None:
+        faq_services.faq_hit_record(entry_id=outcome.faq_entry_id)
     return updated == 1
+
+
+def answer_restart(*, sender: User, message_id: uuid.UUID) -> TurnStart:
+    """Clear the conversation's last answer so it can be generated again (regenerate).
+
+    Only the newest answer of one of the sender's conversations, and never while it streams.
+    """
+    with transaction.atomic():
+        message = (
+            Message.objects.select_for_update(of=("self",))
+            .select_related("conversation", "reply_to")
+            .filter(id=message_id, role=Message.Role.ASSISTANT, conversation__owner=sender)
+            .first()
+        )
+        if message is None or message.reply_to is None:
+            raise NotFoundError("No such answer in your conversations.")
+        if message.status == Message.Status.STREAMING:
+            raise ApplicationError("This answer is still streaming.")
+        newer = message.conversation.messages.filter(created_at__gt=message.created_at)
+        if newer.exists():
+            raise ApplicationError("Only the newest answer can be asked again.")
+        Message.objects.filter(pk=message.pk).update(
+            content="",
+            status=Message.Status.STREAMING,
+            finish_reason="",
+            error_code="",
+            source="model",
+            faq_entry=None,
+            feedback="",
+            finished_at=None,
+        )
+        message.refresh_from_db()
+    return TurnStart(
+        conversation=message.conversation,
+        user_message=message.reply_to,
+        assistant_message=message,
+        created=True,
+    )
+
+
+def message_feedback(*, sender: User, message_id: uuid.UUID, rating: str) -> Message:
+    """Record a thumbs up/down; a thumbs-down on a FAQ answer is counted on the entry."""
+    with transaction.atomic():
+        message = (
+            Message.objects.select_for_update(of=("self",))
+            .filter(id=message_id, role=Message.Role.ASSISTANT, conversation__owner=sender)
+            .first()
+        )
+        if message is None:
+            raise NotFoundError("No such answer in your conversations.")
+        if message.feedback == rating:
+            return message  # a repeated click counts once
+        message.feedback = rating
+        message.save(update_fields=["feedback"])
+        if rating == "down" and message.faq_entry_id is not None:
+            faq_services.faq_thumbs_down_record(entry_id=message.faq_entry_id)
+    return message
 
 
 def _title_from(text: str) -> str:

@@ -28,12 +28,16 @@ from chatapp.prompts.events import TEMPLATES_GROUP
 from chatapp.prompts.resolution import ResendFull, templated_message_resolve
 from chatapp.realtime.schemas import (
     CLIENT_FRAME_TYPES,
+    ERROR_CODES,
     AcceptedFrame,
     AnyServerFrame,
     DeltaFrame,
     DoneFrame,
     ErrorCode,
     ErrorFrame,
+    FeedbackFrame,
+    FeedbackRecordedFrame,
+    RegenerateFrame,
     ResendFullFrame,
     SendFrame,
     StopFrame,
@@ -51,6 +55,7 @@ from inference.protocol import (
     Delta,
     Done,
     Error,
+    FaqLookup,
     GenerateRequest,
     SamplingOptions,
 )
@@ -132,8 +137,12 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
             return
         if isinstance(frame, SendFrame):
             await self._on_send(frame)
-        else:
+        elif isinstance(frame, StopFrame):
             await self._on_stop(frame)
+        elif isinstance(frame, RegenerateFrame):
+            await self._on_regenerate(frame)
+        else:
+            await self._on_feedback(frame)
 
     async def _on_send(self, frame: SendFrame) -> None:
         if self.answer is not None:
@@ -163,7 +172,7 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
                 await self._send_frame(ResendFullFrame(id=frame.id, reason=resend.reason))
                 return
             except ApplicationError as exc:
-                await self._error(exc.code, exc.message, client_id=frame.id)  # type: ignore[arg-type]
+                await self._app_error(exc, client_id=frame.id)
                 return
             text, template_version = resolved.text, resolved.version
         assert text is not None  # the frame schema requires text without a template
@@ -183,7 +192,7 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
                 template_version=template_version,
             )
         except ApplicationError as exc:
-            await self._error(exc.code, exc.message, client_id=frame.id)  # type: ignore[arg-type]
+            await self._app_error(exc, client_id=frame.id)
             return
         await self._send_frame(
             AcceptedFrame(
@@ -196,15 +205,24 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
         if not turn.created:
             await self._replay_existing(frame.id, turn.assistant_message)
             return
+        await self._generate(turn, client_id=frame.id, bypass_faq=False)
+
+    async def _generate(
+        self, turn: services.TurnStart, *, client_id: uuid.UUID, bypass_faq: bool
+    ) -> None:
         context = await database_sync_to_async(selectors.generation_context)(
             conversation_id=turn.conversation.id,
             up_to=turn.user_message,
             max_turns=settings.CHAT_HISTORY_TURNS,
         )
+        scopes = ["global"]
+        if context.template_id is not None:
+            scopes.append(f"template:{context.template_id}")
         answer = _Answer(
-            client_id=frame.id,
+            client_id=client_id,
             message_id=turn.assistant_message.id,
-            request_id=str(turn.assistant_message.id),
+            # fresh per generation: late events of an earlier (stopped) run never match
+            request_id=str(uuid.uuid4()),
         )
         request = GenerateRequest(
             request_id=answer.request_id,
@@ -221,10 +239,48 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
                 }
             ),
             submitted_at=time.time(),
+            faq_lookup=FaqLookup(scopes=scopes)
+            if context.standalone and not bypass_faq and settings.CHAT_FAQ_ENABLED
+            else None,
         )
         self.answer = answer
         answer.accept_timer = asyncio.create_task(self._accept_deadline(answer.request_id))
         await self.channel_layer.send(REQUEST_CHANNEL, request.to_channel())
+
+    async def _on_regenerate(self, frame: RegenerateFrame) -> None:
+        if self.answer is not None:
+            await self._error(
+                "busy", "An answer is still streaming; stop it first.", client_id=frame.id
+            )
+            return
+        try:
+            turn = await database_sync_to_async(services.answer_restart)(
+                sender=self.scope["user"], message_id=frame.message_id
+            )
+        except ApplicationError as exc:
+            await self._app_error(exc, client_id=frame.id, message_id=frame.message_id)
+            return
+        await self._send_frame(
+            AcceptedFrame(
+                id=frame.id,
+                conversation_id=turn.conversation.id,
+                user_message_id=turn.user_message.id,
+                assistant_message_id=turn.assistant_message.id,
+            )
+        )
+        await self._generate(turn, client_id=frame.id, bypass_faq=frame.bypass_faq)
+
+    async def _on_feedback(self, frame: FeedbackFrame) -> None:
+        try:
+            await database_sync_to_async(services.message_feedback)(
+                sender=self.scope["user"], message_id=frame.message_id, rating=frame.rating
+            )
+        except ApplicationError as exc:
+            await self._app_error(exc, client_id=frame.id, message_id=frame.message_id)
+            return
+        await self._send_frame(
+            FeedbackRecordedFrame(id=frame.id, message_id=frame.message_id, rating=frame.rating)
+        )
 
     async def _replay_existing(self, client_id: uuid.UUID, message: Message) -> None:
         """A retried send: report the stored answer instead of generating a second one."""
@@ -311,6 +367,8 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
             queue_wait_ms=done.queue_wait_ms,
             ttft_ms=done.ttft_ms,
             total_ms=done.total_ms,
+            source=done.source,
+            faq_entry_id=done.faq_entry_id,
         )
         await self._finish(answer, outcome)
         await self._send_frame(
@@ -326,6 +384,8 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
                 timings=Timings(
                     queue_wait_ms=done.queue_wait_ms, ttft_ms=done.ttft_ms, total_ms=done.total_ms
                 ),
+                source=done.source,
+                faq_entry_id=done.faq_entry_id,
             )
         )
 
@@ -398,6 +458,16 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
     async def _send_frame(self, frame: AnyServerFrame) -> None:
         await self.send(text_data=frame.to_json())
 
+    async def _app_error(
+        self,
+        exc: ApplicationError,
+        *,
+        client_id: uuid.UUID | None = None,
+        message_id: uuid.UUID | None = None,
+    ) -> None:
+        code: ErrorCode = exc.code if exc.code in ERROR_CODES else "invalid"  # type: ignore[assignment]
+        await self._error(code, exc.message, client_id=client_id, message_id=message_id)
+
     async def _error(
         self,
         code: ErrorCode,
@@ -424,6 +494,8 @@ def _done_frame(message: Message) -> DoneFrame:
         timings=Timings(
             queue_wait_ms=message.queue_wait_ms, ttft_ms=message.ttft_ms, total_ms=message.total_ms
         ),
+        source="faq" if message.source == "faq" else "model",
+        faq_entry_id=message.faq_entry_id,
     )
 
 

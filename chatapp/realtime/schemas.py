@@ -6,7 +6,7 @@ Client frames are validated here; every server frame is one member of `ServerFra
 from __future__ import annotations
 
 import uuid
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
     BaseModel,
@@ -31,6 +31,7 @@ ErrorCode = Literal[
     "template_unknown",
 ]
 
+ERROR_CODES: frozenset[str] = frozenset(get_args(ErrorCode))
 HEX64 = r"^[0-9a-f]{64}$"
 
 
@@ -77,9 +78,26 @@ class StopFrame(_Frame):
     message_id: uuid.UUID | None = None
 
 
-ClientFrame = Annotated[SendFrame | StopFrame, Field(discriminator="type")]
-client_frame_adapter: TypeAdapter[SendFrame | StopFrame] = TypeAdapter(ClientFrame)
-CLIENT_FRAME_TYPES = frozenset({"chat.send", "chat.stop"})
+class RegenerateFrame(_Frame):
+    """Answer the newest question again; `bypass_faq` is "Ask the assistant instead"."""
+
+    type: Literal["chat.regenerate"]
+    id: uuid.UUID
+    message_id: uuid.UUID
+    bypass_faq: bool = False
+
+
+class FeedbackFrame(_Frame):
+    type: Literal["chat.feedback"]
+    id: uuid.UUID
+    message_id: uuid.UUID
+    rating: Literal["up", "down"]
+
+
+AnyClientFrame = SendFrame | StopFrame | RegenerateFrame | FeedbackFrame
+ClientFrame = Annotated[AnyClientFrame, Field(discriminator="type")]
+client_frame_adapter: TypeAdapter[AnyClientFrame] = TypeAdapter(ClientFrame)
+CLIENT_FRAME_TYPES = frozenset({"chat.send", "chat.stop", "chat.regenerate", "chat.feedback"})
 
 
 class AcceptedFrame(_Frame):
@@ -116,12 +134,21 @@ class DoneFrame(_Frame):
     finish_reason: str
     usage: Usage
     timings: Timings
+    source: Literal["model", "faq"] = "model"
+    faq_entry_id: int | None = None
 
 
 class ResendFullFrame(_Frame):
     type: Literal["chat.resend_full"] = "chat.resend_full"
     id: uuid.UUID
     reason: Literal["base_mismatch", "patch_failed", "hash_mismatch"]
+
+
+class FeedbackRecordedFrame(_Frame):
+    type: Literal["chat.feedback_recorded"] = "chat.feedback_recorded"
+    id: uuid.UUID
+    message_id: uuid.UUID
+    rating: Literal["up", "down"]
 
 
 class TemplatesChangedFrame(_Frame):
@@ -138,7 +165,13 @@ class ErrorFrame(_Frame):
 
 
 AnyServerFrame = (
-    AcceptedFrame | DeltaFrame | DoneFrame | ErrorFrame | ResendFullFrame | TemplatesChangedFrame
+    AcceptedFrame
+    | DeltaFrame
+    | DoneFrame
+    | ErrorFrame
+    | ResendFullFrame
+    | TemplatesChangedFrame
+    | FeedbackRecordedFrame
 )
 ServerFrame = Annotated[AnyServerFrame, Field(discriminator="type")]
 server_frame_adapter: TypeAdapter[AnyServerFrame] = TypeAdapter(ServerFrame)

@@ -34,6 +34,7 @@ INSTALLED_APPS = [
     "channels",
     "chatapp",
     "chatapp.prompts",
+    "chatapp.faq",
     "chatapp.conversations",
     "chatapp.web",
 ]
@@ -119,6 +120,8 @@ CHAT_MAX_FRAME_BYTES = int(os.environ.get("CHAT_MAX_FRAME_BYTES", "65536"))
 CHAT_MAX_MESSAGE_CHARS = int(os.environ.get("CHAT_MAX_MESSAGE_CHARS", "8000"))
 CHAT_HISTORY_TURNS = int(os.environ.get("CHAT_HISTORY_TURNS", "20"))
 CHAT_ACCEPT_TIMEOUT_S = float(os.environ.get("CHAT_ACCEPT_TIMEOUT_S", "30"))
+# Answer standalone questions from approved FAQ entries before the model (see docs/protocol.md)
+CHAT_FAQ_ENABLED = os.environ.get("CHAT_FAQ_ENABLED", "1") == "1"
 CHAT_MAX_TOKENS = int(os.environ.get("CHAT_MAX_TOKENS", "0")) or None
 
 LOGGING = {

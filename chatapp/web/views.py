@@ -24,7 +24,14 @@ def chat_page(request: HttpRequest, conversation_id: uuid.UUID | None = None) ->
         if conversation is None:
             raise Http404("No such conversation")
         history = [
-            {"id": str(m.id), "role": m.role, "content": m.content, "status": m.status}
+            {
+                "id": str(m.id),
+                "role": m.role,
+                "content": m.content,
+                "status": m.status,
+                "source": m.source,
+                "feedback": m.feedback,
+            }
             for m in selectors.conversation_messages(conversation=conversation)
         ]
     return render(

@@ -1,16 +1,22 @@
 // Entry point: wires the chat page's DOM to the WebSocket protocol.
 
+import { canAskAssistant, isFinishedAnswer } from "./answers.ts";
 import { formatAnswerStats } from "./format.ts";
 import {
+  feedbackFrame,
   parseServerFrame,
+  regenerateFrame,
   sendFrame,
   stopFrame,
   templatedSendFrame,
   withFullText,
   type AcceptedFrame,
+  type AnswerSource,
   type DeltaFrame,
   type DoneFrame,
   type ErrorFrame,
+  type FeedbackRecordedFrame,
+  type Rating,
   type ResendFullFrame,
   type SendFrame,
 } from "./protocol.ts";
@@ -72,6 +78,15 @@ interface PendingSend {
   resent: boolean;
 }
 
+/** A chat.regenerate waiting for chat.accepted. */
+interface PendingRegenerate {
+  id: string;
+  messageId: string;
+  view: MessageView;
+  /** When the frame went out: the browser TTFT of the new answer counts from here. */
+  sentAt: number;
+}
+
 /** The answer streaming now. */
 interface ActiveAnswer {
   messageId: string;
@@ -105,6 +120,12 @@ export class ChatController {
   private transport: Transport | null = null;
   private pending: PendingSend | null = null;
   private active: ActiveAnswer | null = null;
+  private regenerating: PendingRegenerate | null = null;
+  /** The assistant messages on the page, by id, and the conversation's newest one. */
+  private readonly answers = new Map<string, MessageView>();
+  private newestAnswerId: string | null = null;
+  /** chat.feedback frames waiting for chat.feedback_recorded, by client id. */
+  private readonly feedbackSent = new Map<string, { messageId: string; rating: Rating }>();
   /** A templated send is being prepared (patch + hash are computed asynchronously). */
   private preparing = false;
   private store: TemplateStore | null = null;
@@ -156,8 +177,13 @@ export class ChatController {
     for (const item of parseHistory(data)) {
       const view = new MessageView(this.doc, item.role, item.status, item.id, item.content);
       this.el.log.appendChild(view.element);
+      if (item.role === "assistant") {
+        this.registerAnswer(view);
+        if (isFinishedAnswer(item.status)) this.addAnswerActions(view, item.source, item.feedback);
+      }
     }
     this.el.log.scrollTop = this.el.log.scrollHeight;
+    this.updateAnswerControls();
   }
 
   // ---- connection ----
@@ -175,6 +201,15 @@ export class ChatController {
 
   onClose(): void {
     if (this.pending !== null) this.pending.transmitted = false;
+    // Replies to these cannot come any more. A regenerate is not resent: the server may
+    // already have started it, and a second one would answer a third time.
+    this.feedbackSent.clear();
+    const r = this.regenerating;
+    if (r !== null) {
+      this.regenerating = null;
+      r.view.setActionsEnabled(true);
+      this.showAlert("Connection lost while asking the assistant: reload the page to see the answer.");
+    }
     const a = this.active;
     if (a !== null) {
       // The server keeps (and stores) the answer; this page just stops following it.
@@ -198,6 +233,8 @@ export class ChatController {
         return this.onDelta(frame);
       case "chat.done":
         return this.onDone(frame);
+      case "chat.feedback_recorded":
+        return this.onFeedbackRecorded(frame);
       case "chat.error":
         return this.onError(frame);
       case "chat.resend_full":
@@ -211,7 +248,7 @@ export class ChatController {
   // ---- user actions ----
 
   get busy(): boolean {
-    return this.preparing || this.pending !== null || this.active !== null;
+    return this.preparing || this.pending !== null || this.regenerating !== null || this.active !== null;
   }
 
   submit(): void {
@@ -284,9 +321,45 @@ export class ChatController {
     this.updateControls();
   }
 
+  /**
+   * "Ask the assistant instead" under a FAQ answer: answer the same question again with the
+   * model, into the same message. Only the conversation's newest answer, and only while
+   * nothing is sent or streaming (the button is disabled otherwise).
+   */
+  askAssistant(messageId: string): void {
+    const view = this.answers.get(messageId);
+    if (view === undefined) return;
+    if (!canAskAssistant({ source: view.source, messageId, newestAnswerId: this.newestAnswerId, busy: this.busy })) return;
+    const id = newId();
+    const sentAt = this.now();
+    if (this.transport?.send(JSON.stringify(regenerateFrame(id, messageId, true))) !== true) {
+      this.showAlert("Not connected: could not ask the assistant.");
+      return;
+    }
+    this.clearAlert();
+    this.regenerating = { id, messageId, view, sentAt };
+    view.setActionsEnabled(false);
+    this.updateControls();
+  }
+
+  /** Thumbs up/down: marked as pressed once the server answers chat.feedback_recorded. */
+  rate(messageId: string, rating: Rating): void {
+    const id = newId();
+    if (this.transport?.send(JSON.stringify(feedbackFrame(id, messageId, rating))) !== true) {
+      this.showAlert("Not connected: could not send your rating.");
+      return;
+    }
+    this.feedbackSent.set(id, { messageId, rating });
+  }
+
   // ---- server frames ----
 
   private onAccepted(f: AcceptedFrame): void {
+    const r = this.regenerating;
+    if (r !== null && r.id === f.id) {
+      this.onRegenerateAccepted(r, f);
+      return;
+    }
     const p = this.pending;
     if (p === null || p.frame.id !== f.id) return;
     this.pending = null;
@@ -298,10 +371,23 @@ export class ChatController {
     p.user.setStatus("complete");
     const view = new MessageView(this.doc, "assistant", "streaming", f.assistant_message_id);
     this.appendToLog(view.element, true);
+    this.registerAnswer(view);
+    this.startStreaming(f.assistant_message_id, view, p.sentAt);
+  }
+
+  /** The server restarted the answer: stream the new one into the same message element. */
+  private onRegenerateAccepted(r: PendingRegenerate, f: AcceptedFrame): void {
+    this.regenerating = null;
+    const view = this.answers.get(f.assistant_message_id) ?? r.view;
+    view.restart();
+    this.startStreaming(f.assistant_message_id, view, r.sentAt);
+  }
+
+  private startStreaming(messageId: string, view: MessageView, sentAt: number): void {
     this.active = {
-      messageId: f.assistant_message_id,
+      messageId,
       view,
-      sentAt: p.sentAt,
+      sentAt,
       firstDeltaAt: null,
       firstPaintAt: null,
       lastSeq: 0,
@@ -336,15 +422,28 @@ export class ChatController {
   private onDone(f: DoneFrame): void {
     const a = this.active;
     if (a === null || a.messageId !== f.message_id) {
-      this.setStatusById(f.message_id, f.status);
+      const view = this.answers.get(f.message_id);
+      if (view === undefined || this.regenerating?.view === view) {
+        this.setStatusById(f.message_id, f.status);
+        return;
+      }
+      view.setStatus(f.status);
+      this.addAnswerActions(view, f.source, view.rating);
+      this.updateControls();
       return;
     }
     this.active = null;
     a.done = f;
     a.view.setStatus(f.status);
     this.renderStats(a, f);
+    this.addAnswerActions(a.view, f.source, null);
     this.updateControls();
     this.el.input.focus();
+  }
+
+  private onFeedbackRecorded(f: FeedbackRecordedFrame): void {
+    this.feedbackSent.delete(f.id);
+    this.answers.get(f.message_id)?.setRating(f.rating);
   }
 
   /** "first token 142 ms (server 97 ms) · 23 tokens" under the answer. */
@@ -368,6 +467,17 @@ export class ChatController {
 
   private onError(f: ErrorFrame): void {
     this.showAlert(f.message || `Error: ${f.code}`);
+    // Answers to a rating or a regenerate first: their message_id may be the answer that
+    // streams now, which they must not mark failed.
+    if (f.id !== null && this.feedbackSent.delete(f.id)) return;
+    const r = this.regenerating;
+    if (r !== null && f.id === r.id) {
+      // Not accepted: the answer stays as it was.
+      this.regenerating = null;
+      r.view.setActionsEnabled(true);
+      this.updateControls();
+      return;
+    }
     const p = this.pending;
     if (p !== null && f.id === p.frame.id) {
       // Not accepted: drop the bubble, keep the typed text in the textbox.
@@ -525,6 +635,36 @@ export class ChatController {
   private updateControls(): void {
     this.el.send.disabled = this.busy;
     this.el.stop.disabled = this.active === null || this.active.stopId !== null;
+    this.updateAnswerControls();
+  }
+
+  /** "Ask the assistant instead" is usable on the newest answer only, while nothing streams. */
+  private updateAnswerControls(): void {
+    const busy = this.busy;
+    for (const [messageId, view] of this.answers) {
+      view.setAskEnabled(canAskAssistant({ source: view.source, messageId, newestAnswerId: this.newestAnswerId, busy }));
+    }
+  }
+
+  private registerAnswer(view: MessageView): void {
+    const id = view.messageId;
+    if (id === null || id === "") return;
+    this.answers.set(id, view);
+    this.newestAnswerId = id;
+  }
+
+  /** The FAQ label and the buttons under a finished answer. */
+  private addAnswerActions(view: MessageView, source: AnswerSource, rating: Rating | null): void {
+    view.showAnswerActions(source, rating, {
+      onAskAssistant: () => {
+        const id = view.messageId;
+        if (id !== null) this.askAssistant(id);
+      },
+      onRate: (r) => {
+        const id = view.messageId;
+        if (id !== null) this.rate(id, r);
+      },
+    });
   }
 
   private showAlert(message: string): void {

@@ -2,6 +2,12 @@
 
 export type MessageStatus = "streaming" | "complete" | "stopped" | "failed";
 
+/** Where an answer came from: the model, or an admin-approved FAQ entry (docs/protocol.md, "FAQ answers"). */
+export type AnswerSource = "model" | "faq";
+
+/** A thumbs up/down on an answer. */
+export type Rating = "up" | "down";
+
 /** The published template version the browser has cached (docs/protocol.md, "Templated messages"). */
 export interface TemplateRef {
   id: number;
@@ -35,7 +41,23 @@ export interface StopFrame {
   message_id?: string;
 }
 
-export type ClientFrame = SendFrame | StopFrame;
+/** Answer the newest question again, into the same message; `bypass_faq`: "Ask the assistant instead". */
+export interface RegenerateFrame {
+  type: "chat.regenerate";
+  id: string;
+  message_id: string;
+  bypass_faq: boolean;
+}
+
+/** Rate an answer; answered by `chat.feedback_recorded`. */
+export interface FeedbackFrame {
+  type: "chat.feedback";
+  id: string;
+  message_id: string;
+  rating: Rating;
+}
+
+export type ClientFrame = SendFrame | StopFrame | RegenerateFrame | FeedbackFrame;
 
 export interface AcceptedFrame {
   type: "chat.accepted";
@@ -71,6 +93,17 @@ export interface DoneFrame {
   finish_reason: string;
   usage: Usage;
   timings: Timings;
+  /** "model" when the server leaves it out (older servers). */
+  source: AnswerSource;
+  faq_entry_id: number | null;
+}
+
+/** The rating of `chat.feedback` `id` is stored. */
+export interface FeedbackRecordedFrame {
+  type: "chat.feedback_recorded";
+  id: string;
+  message_id: string;
+  rating: Rating;
 }
 
 export interface ErrorFrame {
@@ -94,7 +127,14 @@ export interface TemplatesChangedFrame {
   etag: string | null;
 }
 
-export type ServerFrame = AcceptedFrame | DeltaFrame | DoneFrame | ErrorFrame | ResendFullFrame | TemplatesChangedFrame;
+export type ServerFrame =
+  | AcceptedFrame
+  | DeltaFrame
+  | DoneFrame
+  | FeedbackRecordedFrame
+  | ErrorFrame
+  | ResendFullFrame
+  | TemplatesChangedFrame;
 
 export function sendFrame(id: string, conversationId: string | null, text: string): SendFrame {
   return { type: "chat.send", id, conversation_id: conversationId, text };
@@ -141,6 +181,24 @@ export function stopFrame(id: string, messageId: string | null): StopFrame {
   return messageId === null ? { type: "chat.stop", id } : { type: "chat.stop", id, message_id: messageId };
 }
 
+export function regenerateFrame(id: string, messageId: string, bypassFaq: boolean): RegenerateFrame {
+  return { type: "chat.regenerate", id, message_id: messageId, bypass_faq: bypassFaq };
+}
+
+export function feedbackFrame(id: string, messageId: string, rating: Rating): FeedbackFrame {
+  return { type: "chat.feedback", id, message_id: messageId, rating };
+}
+
+/** An answer's `source` (in `chat.done` and history items): "faq" only when it says so, else "model". */
+export function parseSource(v: unknown): AnswerSource {
+  return v === "faq" ? "faq" : "model";
+}
+
+/** "up" / "down", or null for anything else (e.g. "" for an answer not rated yet). */
+export function parseRating(v: unknown): Rating | null {
+  return v === "up" || v === "down" ? v : null;
+}
+
 type Obj = Record<string, unknown>;
 
 function isObj(v: unknown): v is Obj {
@@ -161,6 +219,11 @@ function strOrNull(o: Obj, key: string): string | null | undefined {
 function numOrNull(o: Obj, key: string): number | null {
   const v = o[key];
   return typeof v === "number" && Number.isFinite(v) ? v : null;
+}
+
+/** Informational only: an integer id, else null. */
+function faqEntryId(v: unknown): number | null {
+  return typeof v === "number" && Number.isSafeInteger(v) ? v : null;
 }
 
 function parseUsage(v: unknown): Usage {
@@ -226,7 +289,16 @@ export function parseServerFrame(raw: unknown): ServerFrame | null {
         finish_reason: str(data, "finish_reason") ?? "",
         usage: parseUsage(data["usage"]),
         timings: parseTimings(data["timings"]),
+        source: parseSource(data["source"]),
+        faq_entry_id: faqEntryId(data["faq_entry_id"]),
       };
+    }
+    case "chat.feedback_recorded": {
+      const id = str(data, "id");
+      const message_id = str(data, "message_id");
+      const rating = parseRating(data["rating"]);
+      if (id === undefined || message_id === undefined || rating === null) return null;
+      return { type: "chat.feedback_recorded", id, message_id, rating };
     }
     case "chat.error": {
       const id = strOrNull(data, "id");

@@ -1,14 +1,28 @@
 // DOM helpers for one chat message. All model and user text goes in through text nodes
 // (textContent / Text.appendData), never innerHTML.
 
+import { ASK_ASSISTANT_LABEL, FAQ_LABEL_TEXT, pressedStates, RATING_BUTTONS } from "./answers.ts";
+import { parseRating, parseSource, type AnswerSource, type Rating } from "./protocol.ts";
+
 export type Role = "user" | "assistant";
 /** The documented statuses, plus "pending" for a user message the server has not accepted yet. */
 export type ViewStatus = "pending" | "streaming" | "complete" | "stopped" | "failed";
+
+/** What the buttons under a finished answer do. */
+export interface AnswerActionHandlers {
+  onAskAssistant(): void;
+  onRate(rating: Rating): void;
+}
 
 export class MessageView {
   readonly element: HTMLElement;
   private text: Text | null = null;
   private meta: HTMLElement | null = null;
+  /** The row under a finished answer: FAQ label, "Ask the assistant instead", ratings. */
+  private actions: HTMLElement | null = null;
+  private askButton: HTMLButtonElement | null = null;
+  private rateButtons: [Rating, HTMLButtonElement][] = [];
+  private currentRating: Rating | null = null;
 
   constructor(doc: Document, role: Role, status: ViewStatus | (string & {}), messageId: string | null, content = "") {
     const el = doc.createElement("div");
@@ -64,9 +78,109 @@ export class MessageView {
     if (this.messageId !== null) this.meta.dataset["for"] = this.messageId;
   }
 
+  /** "faq" or "model" once the answer is finished (`data-source`); "model" before. */
+  get source(): AnswerSource {
+    return parseSource(this.element.dataset["source"]);
+  }
+
+  get rating(): Rating | null {
+    return this.currentRating;
+  }
+
+  /**
+   * Label a finished answer with its source (`data-source` on the message element) and add
+   * the row of controls under it (a sibling, like the stats line, so the message element's
+   * text stays exactly the answer): for a FAQ answer the "From FAQ" label (`.faq-label`) and
+   * "Ask the assistant instead", then "Good answer" / "Bad answer". Replaces an earlier row.
+   */
+  showAnswerActions(source: AnswerSource, rating: Rating | null, handlers: AnswerActionHandlers): void {
+    this.removeActions();
+    const doc = this.element.ownerDocument;
+    const id = this.messageId;
+    this.element.dataset["source"] = source;
+    const row = doc.createElement("div");
+    row.className = "message-actions";
+    row.setAttribute("role", "group");
+    row.setAttribute("aria-label", "Answer actions");
+    if (id !== null) row.dataset["for"] = id;
+    if (source === "faq") {
+      const label = doc.createElement("span");
+      label.className = "faq-label";
+      label.textContent = FAQ_LABEL_TEXT;
+      if (id !== null) {
+        label.id = `faq-label-${id}`;
+        this.element.setAttribute("aria-describedby", label.id);
+      }
+      const ask = doc.createElement("button");
+      ask.type = "button";
+      ask.className = "message-action ask-assistant";
+      ask.textContent = ASK_ASSISTANT_LABEL;
+      ask.addEventListener("click", () => handlers.onAskAssistant());
+      row.append(label, ask);
+      this.askButton = ask;
+    }
+    for (const { rating: r, text, label } of RATING_BUTTONS) {
+      const b = doc.createElement("button");
+      b.type = "button";
+      b.className = `message-action rate rate-${r}`;
+      b.textContent = text;
+      b.title = label;
+      b.setAttribute("aria-label", label);
+      b.dataset["rating"] = r;
+      b.addEventListener("click", () => handlers.onRate(r));
+      row.appendChild(b);
+      this.rateButtons.push([r, b]);
+    }
+    (this.meta ?? this.element).after(row);
+    this.actions = row;
+    this.setRating(rating);
+  }
+
+  /** Mark the recorded rating: `aria-pressed="true"` on its button, "false" on the other. */
+  setRating(rating: Rating | null): void {
+    this.currentRating = rating;
+    const pressed = pressedStates(rating);
+    for (const [r, b] of this.rateButtons) b.setAttribute("aria-pressed", pressed[r]);
+  }
+
+  /** Enable or disable "Ask the assistant instead" (no-op without one). */
+  setAskEnabled(enabled: boolean): void {
+    if (this.askButton !== null) this.askButton.disabled = !enabled;
+  }
+
+  /** Disable every button under the answer (e.g. while it is being asked again). */
+  setActionsEnabled(enabled: boolean): void {
+    for (const [, b] of this.rateButtons) b.disabled = !enabled;
+    if (!enabled) this.setAskEnabled(false);
+  }
+
+  /**
+   * The answer is generated again into this message (`chat.accepted` of a `chat.regenerate`):
+   * empty it, drop its label, buttons and stats line, and mark it streaming.
+   */
+  restart(): void {
+    this.removeActions();
+    this.meta?.remove();
+    this.meta = null;
+    this.text = null;
+    this.element.replaceChildren();
+    delete this.element.dataset["source"];
+    this.element.removeAttribute("aria-describedby");
+    this.setStatus("streaming");
+  }
+
   remove(): void {
+    this.removeActions();
     this.meta?.remove();
     this.element.remove();
+  }
+
+  private removeActions(): void {
+    this.actions?.remove();
+    this.actions = null;
+    this.askButton = null;
+    this.rateButtons = [];
+    this.currentRating = null;
   }
 }
 
@@ -94,6 +208,10 @@ export interface HistoryItem {
   role: Role;
   content: string;
   status: string;
+  /** "model" when the item has no `source`. */
+  source: AnswerSource;
+  /** The stored rating (`feedback`: "up"/"down"; absent or "" = none). */
+  feedback: Rating | null;
 }
 
 /** Validate the server-rendered history; skips malformed entries. */
@@ -110,6 +228,8 @@ export function parseHistory(data: unknown): HistoryItem[] {
       role,
       content: typeof o["content"] === "string" ? o["content"] : "",
       status: typeof o["status"] === "string" && o["status"] !== "" ? o["status"] : "complete",
+      source: parseSource(o["source"]),
+      feedback: parseRating(o["feedback"]),
     });
   }
   return out;

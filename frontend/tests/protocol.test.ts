@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import { formatAnswerStats } from "../src/format.ts";
-import { parseServerFrame, sendFrame, stopFrame } from "../src/protocol.ts";
+import { feedbackFrame, parseRating, parseServerFrame, parseSource, regenerateFrame, sendFrame, stopFrame } from "../src/protocol.ts";
 import { parseHistory } from "../src/view.ts";
 
 test("parses chat.accepted", () => {
@@ -42,6 +42,64 @@ test("parses chat.done with usage and timings", () => {
   const bare = parseServerFrame('{"type":"chat.done","message_id":"a","status":"complete"}');
   assert.ok(bare !== null && bare.type === "chat.done");
   assert.equal(bare.timings.ttft_ms, null);
+  // Before FAQ answers the server sent no source: a model answer.
+  assert.equal(bare.source, "model");
+  assert.equal(bare.faq_entry_id, null);
+});
+
+test("parses chat.done's source and faq_entry_id", () => {
+  const done = (extra: Record<string, unknown>) => {
+    const f = parseServerFrame(JSON.stringify({ type: "chat.done", message_id: "a", status: "complete", finish_reason: "stop", ...extra }));
+    assert.ok(f !== null && f.type === "chat.done");
+    return f;
+  };
+  const faq = done({ source: "faq", faq_entry_id: 17 });
+  assert.equal(faq.source, "faq");
+  assert.equal(faq.faq_entry_id, 17);
+  const model = done({ source: "model", faq_entry_id: null });
+  assert.equal(model.source, "model");
+  assert.equal(model.faq_entry_id, null);
+  // Unknown or malformed values never make a FAQ answer, and never drop the frame.
+  assert.equal(done({ source: "FAQ" }).source, "model");
+  assert.equal(done({ source: null }).source, "model");
+  assert.equal(done({ source: ["faq"] }).source, "model");
+  assert.equal(done({ source: "faq", faq_entry_id: "17" }).faq_entry_id, null);
+  assert.equal(done({ source: "faq", faq_entry_id: 1.5 }).faq_entry_id, null);
+  const stopped = parseServerFrame(JSON.stringify({ type: "chat.done", message_id: "a", status: "stopped", source: "faq" }));
+  assert.ok(stopped !== null && stopped.type === "chat.done");
+  assert.equal(stopped.source, "faq");
+});
+
+test("parses chat.feedback_recorded", () => {
+  assert.deepEqual(parseServerFrame('{"type":"chat.feedback_recorded","id":"c1","message_id":"a","rating":"up"}'), {
+    type: "chat.feedback_recorded",
+    id: "c1",
+    message_id: "a",
+    rating: "up",
+  });
+  assert.deepEqual(parseServerFrame('{"type":"chat.feedback_recorded","id":"c2","message_id":"a","rating":"down","extra":1}'), {
+    type: "chat.feedback_recorded",
+    id: "c2",
+    message_id: "a",
+    rating: "down",
+  });
+  for (const raw of [
+    '{"type":"chat.feedback_recorded","id":"c","message_id":"a","rating":"meh"}',
+    '{"type":"chat.feedback_recorded","id":"c","message_id":"a"}',
+    '{"type":"chat.feedback_recorded","id":"c","rating":"up"}',
+    '{"type":"chat.feedback_recorded","id":null,"message_id":"a","rating":"up"}',
+    '{"type":"chat.feedback_recorded","id":"c","message_id":7,"rating":"up"}',
+  ]) {
+    assert.equal(parseServerFrame(raw), null, raw);
+  }
+});
+
+test("source and rating values", () => {
+  assert.equal(parseSource("faq"), "faq");
+  for (const v of ["model", undefined, null, "", "Faq", 1]) assert.equal(parseSource(v), "model", String(v));
+  assert.equal(parseRating("up"), "up");
+  assert.equal(parseRating("down"), "down");
+  for (const v of ["", undefined, null, "UP", true]) assert.equal(parseRating(v), null, String(v));
 });
 
 test("parses chat.error with null ids", () => {
@@ -68,6 +126,15 @@ test("client frames", () => {
   assert.deepEqual(stopFrame("i", "m"), { type: "chat.stop", id: "i", message_id: "m" });
 });
 
+test("chat.regenerate and chat.feedback frames", () => {
+  const regen = regenerateFrame("i", "m", true);
+  assert.deepEqual(regen, { type: "chat.regenerate", id: "i", message_id: "m", bypass_faq: true });
+  assert.equal(JSON.stringify(regen), '{"type":"chat.regenerate","id":"i","message_id":"m","bypass_faq":true}');
+  assert.deepEqual(regenerateFrame("i", "m", false), { type: "chat.regenerate", id: "i", message_id: "m", bypass_faq: false });
+  assert.deepEqual(feedbackFrame("i", "m", "up"), { type: "chat.feedback", id: "i", message_id: "m", rating: "up" });
+  assert.equal(JSON.stringify(feedbackFrame("i", "m", "down")), '{"type":"chat.feedback","id":"i","message_id":"m","rating":"down"}');
+});
+
 test("answer stats line", () => {
   assert.equal(
     formatAnswerStats({ clientTtftMs: 141.6, serverTtftMs: 97, completionTokens: 23, status: "complete" }),
@@ -90,8 +157,25 @@ test("history validation", () => {
       { id: "3", role: "assistant", content: "a", status: "" },
     ]),
     [
-      { id: "1", role: "user", content: "q", status: "complete" },
-      { id: "3", role: "assistant", content: "a", status: "complete" },
+      { id: "1", role: "user", content: "q", status: "complete", source: "model", feedback: null },
+      { id: "3", role: "assistant", content: "a", status: "complete", source: "model", feedback: null },
+    ],
+  );
+});
+
+test("history items: source (default model) and stored rating", () => {
+  assert.deepEqual(
+    parseHistory([
+      { id: "1", role: "user", content: "q", status: "complete", source: "model" },
+      { id: "2", role: "assistant", content: "From the FAQ", status: "complete", source: "faq", feedback: "down" },
+      { id: "3", role: "assistant", content: "a", status: "stopped", source: "weird", feedback: "" },
+      { id: "4", role: "assistant", content: "b", status: "complete", feedback: "up" },
+    ]).map(({ id, source, feedback }) => ({ id, source, feedback })),
+    [
+      { id: "1", source: "model", feedback: null },
+      { id: "2", source: "faq", feedback: "down" },
+      { id: "3", source: "model", feedback: null },
+      { id: "4", source: "model", feedback: "up" },
     ],
   );
 });

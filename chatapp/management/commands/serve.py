@@ -35,7 +35,7 @@ class Command(BaseCommand):
         from daphne.endpoints import build_endpoint_description_strings
         from daphne.server import Server
 
-        from inference.runtime import build_engine, start_worker
+        from inference.runtime import build_engine, build_faq_cache, start_worker
         from inference.settings import WorkerSettings
 
         host, port = options["host"], options["port"]
@@ -63,6 +63,10 @@ class Command(BaseCommand):
             twisted_loop.call_soon(start_embedded_worker)
 
         def start_embedded_worker() -> None:
+            from chatapp.faq.snapshots import serve_snapshots
+
+            # every web process answers workers' FAQ snapshot requests
+            workers.append(asyncio.get_running_loop().create_task(serve_snapshots()))
             if not embedded:
                 say(f"Serving on {url} (workers consume the Redis channel layer).")
                 return
@@ -71,7 +75,10 @@ class Command(BaseCommand):
                 engine = build_engine(worker_settings=worker_settings, progress=say)
                 engines.append(engine)
                 _, task = start_worker(
-                    engine=engine, layer=get_channel_layer(), settings=worker_settings
+                    engine=engine,
+                    layer=get_channel_layer(),
+                    settings=worker_settings,
+                    faq=build_faq_cache(settings=worker_settings, progress=say),
                 )
             except Exception as exc:
                 fail(str(exc))

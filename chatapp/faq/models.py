@@ -1,0 +1,47 @@
+"""Admin-approved FAQ answers that may be served without the model."""
+
+from __future__ import annotations
+
+from django.db import models
+
+
+class FaqEntry(models.Model):
+    question = models.CharField(max_length=500)
+    alternates = models.TextField(
+        blank=True, help_text="Other phrasings of the same question, one per line."
+    )
+    answer = models.TextField()
+    template = models.ForeignKey(
+        "prompts.PromptTemplate",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="faq_entries",
+        help_text="Empty: global. Otherwise only conversations started from this template.",
+    )
+    enabled = models.BooleanField(default=True)
+    hit_count = models.PositiveIntegerField(default=0)
+    last_hit_at = models.DateTimeField(null=True, blank=True)
+    thumbs_down = models.PositiveIntegerField(default=0)
+    # float32 vectors, one row per phrasing, computed by Celery from `embedded_phrasings`
+    vectors = models.BinaryField(null=True, blank=True, editable=False)
+    embedded_phrasings = models.JSONField(default=list, blank=True, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ("question",)
+        verbose_name = "FAQ entry"
+        verbose_name_plural = "FAQ entries"
+
+    def __str__(self) -> str:
+        return self.question
+
+    @property
+    def phrasings(self) -> list[str]:
+        lines = [self.question, *self.alternates.splitlines()]
+        return list(dict.fromkeys(line.strip() for line in lines if line.strip()))
+
+    @property
+    def scope(self) -> str:
+        return f"template:{self.template_id}" if self.template_id else "global"

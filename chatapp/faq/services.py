@@ -1,0 +1,143 @@
+"""Writes for the FAQ: keep embeddings and workers in sync, count hits and thumbs-downs."""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass, field
+
+import numpy as np
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from chatapp.faq import events, selectors
+from chatapp.faq.models import FaqEntry
+from chatapp.prompts.models import PromptTemplate
+
+CSV_COLUMNS = ("question", "alternates", "answer", "template", "enabled")
+ALTERNATES_SEPARATOR = " | "
+
+
+def faq_entry_changed(*, entry_id: int) -> None:
+    """Call after an entry is saved: re-embed it (Celery) once the transaction commits."""
+    from chatapp.faq.tasks import embed_faq_entry
+
+    transaction.on_commit(lambda: embed_faq_entry.delay(entry_id))
+
+
+def faq_entries_deleted(*, entry_ids: list[int]) -> None:
+    transaction.on_commit(lambda: events.faq_remove_broadcast(entry_ids=entry_ids))
+
+
+def faq_entry_embed(*, entry_id: int) -> None:
+    """Compute the entry's vectors if its phrasings changed, then update every worker."""
+    entry = FaqEntry.objects.filter(pk=entry_id).first()
+    if entry is None:
+        events.faq_remove_broadcast(entry_ids=[entry_id])
+        return
+    if not entry.enabled:
+        events.faq_remove_broadcast(entry_ids=[entry.pk])
+        return
+    if entry.vectors is None or entry.embedded_phrasings != entry.phrasings:
+        from inference.faq.embedder import shared_embedder
+
+        phrasings = entry.phrasings
+        vectors = shared_embedder().encode(phrasings)
+        FaqEntry.objects.filter(pk=entry.pk).update(
+            vectors=np.ascontiguousarray(vectors, dtype=np.float32).tobytes(),
+            embedded_phrasings=phrasings,
+        )
+        entry.refresh_from_db()
+    data = selectors.entry_data(entry)
+    if data is not None:
+        events.faq_upsert_broadcast(entries=[data])
+
+
+def faq_hit_record(*, entry_id: int) -> None:
+    FaqEntry.objects.filter(pk=entry_id).update(
+        hit_count=F("hit_count") + 1, last_hit_at=timezone.now()
+    )
+
+
+def faq_thumbs_down_record(*, entry_id: int) -> None:
+    FaqEntry.objects.filter(pk=entry_id).update(thumbs_down=F("thumbs_down") + 1)
+
+
+@dataclass
+class ImportReport:
+    created: int = 0
+    updated: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+@transaction.atomic
+def faq_import_csv(*, text: str) -> ImportReport:
+    """Create or update entries (matched by question) from CSV with a header row.
+
+    Nothing is written when any row is invalid: the report lists every problem.
+    """
+    report = ImportReport()
+    reader = csv.DictReader(io.StringIO(text))
+    missing = {"question", "answer"} - set(reader.fieldnames or [])
+    if missing:
+        report.errors.append(f"missing column(s): {', '.join(sorted(missing))}")
+        return report
+    rows = []
+    for line, row in enumerate(reader, start=2):
+        question = (row.get("question") or "").strip()
+        answer = (row.get("answer") or "").strip()
+        template_name = (row.get("template") or "").strip()
+        template = None
+        if not question or not answer:
+            report.errors.append(f"line {line}: question and answer are required")
+            continue
+        if len(question) > 500:
+            report.errors.append(f"line {line}: question is longer than 500 characters")
+            continue
+        if template_name:
+            template = PromptTemplate.objects.filter(name=template_name).first()
+            if template is None:
+                report.errors.append(f"line {line}: no template named {template_name!r}")
+                continue
+        enabled = (row.get("enabled") or "true").strip().lower() not in {"false", "0", "no"}
+        alternates = "\n".join(
+            a.strip() for a in (row.get("alternates") or "").split("|") if a.strip()
+        )
+        rows.append((question, alternates, answer, template, enabled))
+    if report.errors:
+        return report
+    for question, alternates, answer, template, enabled in rows:
+        entry, created = FaqEntry.objects.update_or_create(
+            question=question,
+            defaults={
+                "alternates": alternates,
+                "answer": answer,
+                "template": template,
+                "enabled": enabled,
+            },
+        )
+        report.created += created
+        report.updated += not created
+        faq_entry_changed(entry_id=entry.pk)
+    return report
+
+
+def faq_export_csv() -> str:
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow((*CSV_COLUMNS, "hit_count", "last_hit_at", "thumbs_down"))
+    for entry in FaqEntry.objects.select_related("template"):
+        writer.writerow(
+            (
+                entry.question,
+                ALTERNATES_SEPARATOR.join(entry.alternates.splitlines()),
+                entry.answer,
+                entry.template.name if entry.template else "",
+                "true" if entry.enabled else "false",
+                entry.hit_count,
+                entry.last_hit_at.isoformat() if entry.last_hit_at else "",
+                entry.thumbs_down,
+            )
+        )
+    return out.getvalue()

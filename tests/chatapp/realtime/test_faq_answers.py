@@ -1,0 +1,237 @@
+"""FAQ answers through the socket, with the real embedding model in the worker's cache.
+
+The worker runs the scripted engine (so a model answer is recognisable: "You said: ...") and
+a real FaqCache; entries reach it the way they do in production: Celery (eager here) embeds
+them and broadcasts to the workers' group, and a snapshot is served at worker start-up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from asgiref.sync import sync_to_async
+from channels.layers import get_channel_layer
+from django.contrib.auth.models import User
+
+from chatapp.conversations.models import Message
+from chatapp.faq import services as faq_services
+from chatapp.faq.models import FaqEntry
+from chatapp.faq.snapshots import serve_snapshots
+from chatapp.prompts import services as prompt_services
+from inference.engines.scripted import ScriptedEngine
+from inference.faq.cache import FaqCache
+from inference.faq.embedder import shared_embedder
+from inference.transport import Transport
+from inference.worker import InferenceWorker
+from tests.chatapp.prompts.factories import template_create
+from tests.chatapp.realtime.test_consumer import answer_text, open_socket, receive_until
+from tests.conftest import Connect, worker_settings
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+ANSWER = "Go to Settings > Security and choose 'Reset password'. We email you a link."
+
+
+class FaqWorker:
+    def __init__(self, worker: InferenceWorker, cache: FaqCache) -> None:
+        self.worker = worker
+        self.cache = cache
+
+    async def wait_for_entries(self, count: int) -> None:
+        for _ in range(200):
+            if len(self.cache.index) == count:
+                return
+            await asyncio.sleep(0.02)
+        raise AssertionError(f"index has {len(self.cache.index)} entries, wanted {count}")
+
+
+@pytest.fixture(scope="session")
+def embedder() -> Any:
+    embedder = shared_embedder()
+    embedder.encode(["load the model once per session"])
+    return embedder
+
+
+async def start_faq_worker(embedder: Any) -> tuple[FaqWorker, list[asyncio.Task[None]]]:
+    cache = FaqCache(embedder=embedder)
+    worker = InferenceWorker(
+        engine=ScriptedEngine(),
+        transport=Transport(layer=get_channel_layer()),
+        settings=worker_settings(faq=True),
+        faq=cache,
+    )
+    tasks = [asyncio.create_task(serve_snapshots()), asyncio.create_task(worker.run())]
+    await worker.ready.wait()
+    return FaqWorker(worker, cache), tasks
+
+
+@pytest.fixture
+async def faq_worker(embedder: Any) -> AsyncIterator[FaqWorker]:
+    running, tasks = await start_faq_worker(embedder)
+    yield running
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
+@pytest.fixture
+async def alice() -> User:
+    return await sync_to_async(User.objects.create_user)("alice", password="pw-alice-123")
+
+
+def entry_create(**fields: Any) -> FaqEntry:
+    values: dict[str, Any] = {
+        "question": "How do I reset my password?",
+        "alternates": "I forgot my password\nCan't log in, need a new password",
+        "answer": ANSWER,
+    }
+    values.update(fields)
+    entry = FaqEntry.objects.create(**values)
+    faq_services.faq_entry_changed(entry_id=entry.pk)  # what the admin's save does
+    return entry
+
+
+async def ask(ws: Any, text: str, conversation_id: str | None = None) -> list[dict[str, Any]]:
+    await ws.send_json_to(
+        {
+            "type": "chat.send",
+            "id": str(uuid.uuid4()),
+            "conversation_id": conversation_id,
+            "text": text,
+        }
+    )
+    return await receive_until(ws, "chat.done")
+
+
+async def test_a_paraphrase_is_answered_from_the_faq_at_once(
+    connect: Connect, alice: User, faq_worker: FaqWorker
+) -> None:
+    entry = await sync_to_async(entry_create)()
+    await faq_worker.wait_for_entries(1)
+    ws = await open_socket(connect, alice)
+    frames = await ask(ws, "how can I reset my password")
+
+    done = frames[-1]
+    assert answer_text(frames) == ANSWER
+    assert (done["source"], done["faq_entry_id"]) == ("faq", entry.pk)
+    message = await sync_to_async(Message.objects.get)(id=frames[0]["assistant_message_id"])
+    assert (message.source, message.faq_entry_id, message.content) == ("faq", entry.pk, ANSWER)
+    await sync_to_async(entry.refresh_from_db)()
+    assert entry.hit_count == 1
+    assert entry.last_hit_at is not None
+
+
+async def test_near_misses_follow_ups_and_disabled_entries_go_to_the_model(
+    connect: Connect, alice: User, faq_worker: FaqWorker
+) -> None:
+    entry = await sync_to_async(entry_create)()
+    await faq_worker.wait_for_entries(1)
+    ws = await open_socket(connect, alice)
+
+    near_miss = await ask(ws, "how do I reset my router?")
+    assert near_miss[-1]["source"] == "model"
+    assert answer_text(near_miss).startswith("You said:")
+
+    first = await ask(ws, "what are your opening hours?")
+    follow_up = await ask(ws, "How do I reset my password?", first[0]["conversation_id"])
+    assert follow_up[-1]["source"] == "model"  # not a standalone question
+
+    entry.enabled = False
+    await sync_to_async(entry.save)()
+    await sync_to_async(faq_services.faq_entry_changed)(entry_id=entry.pk)
+    await faq_worker.wait_for_entries(0)
+    disabled = await ask(ws, "How do I reset my password?")
+    assert disabled[-1]["source"] == "model"
+
+
+async def test_template_scoped_entries_only_answer_that_templates_conversations(
+    connect: Connect, alice: User, faq_worker: FaqWorker
+) -> None:
+    template = await sync_to_async(template_create)()
+    version = await sync_to_async(prompt_services.template_publish)(template=template, user=None)
+    await sync_to_async(entry_create)(
+        template=template,
+        question="Where is my parcel?",
+        alternates="My order has not arrived",
+        answer="Parcels arrive within 5 working days; track yours under Orders.",
+    )
+    await faq_worker.wait_for_entries(1)
+    ws = await open_socket(connect, alice)
+
+    plain = await ask(ws, "Where is my parcel?")
+    assert plain[-1]["source"] == "model"
+
+    await ws.send_json_to(
+        {
+            "type": "chat.send",
+            "id": str(uuid.uuid4()),
+            "conversation_id": None,
+            "template": {
+                "id": version.template_id,
+                "version": version.version,
+                "sha256": version.sha256,
+            },
+            "text": "Where is my parcel?",
+        }
+    )
+    templated = await receive_until(ws, "chat.done")
+    assert templated[-1]["source"] == "faq"
+
+
+async def test_ask_the_assistant_instead_and_thumbs_down(
+    connect: Connect, alice: User, faq_worker: FaqWorker
+) -> None:
+    entry = await sync_to_async(entry_create)()
+    await faq_worker.wait_for_entries(1)
+    ws = await open_socket(connect, alice)
+    frames = await ask(ws, "I forgot my password")
+    message_id = frames[0]["assistant_message_id"]
+    assert frames[-1]["source"] == "faq"
+
+    await ws.send_json_to(
+        {
+            "type": "chat.feedback",
+            "id": str(uuid.uuid4()),
+            "message_id": message_id,
+            "rating": "down",
+        }
+    )
+    recorded = await ws.receive_json_from(timeout=5)
+    assert (recorded["type"], recorded["rating"]) == ("chat.feedback_recorded", "down")
+    await sync_to_async(entry.refresh_from_db)()
+    assert entry.thumbs_down == 1
+
+    await ws.send_json_to(
+        {
+            "type": "chat.regenerate",
+            "id": str(uuid.uuid4()),
+            "message_id": message_id,
+            "bypass_faq": True,
+        }
+    )
+    again = await receive_until(ws, "chat.done")
+    assert again[0]["assistant_message_id"] == message_id
+    assert again[-1]["source"] == "model"
+    assert answer_text(again) == "You said: I forgot my password"
+    message = await sync_to_async(Message.objects.get)(id=message_id)
+    assert (message.source, message.content) == ("model", "You said: I forgot my password")
+
+
+async def test_a_worker_started_later_loads_existing_entries_from_a_snapshot(
+    connect: Connect, alice: User, embedder: Any
+) -> None:
+    await sync_to_async(entry_create)()  # embedded now; no worker is listening yet
+    running, tasks = await start_faq_worker(embedder)
+    try:
+        await running.wait_for_entries(1)
+        ws = await open_socket(connect, alice)
+        frames = await ask(ws, "how do I reset my password")
+        assert frames[-1]["source"] == "faq"
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
