@@ -195,6 +195,7 @@ class LookupCost:
     rows: int
     nbytes: int
     rss_delta: int
+    rss_delta_trimmed: int
     build_s: float
     embed_ms: list[float]
     search_ms: list[float]
@@ -202,15 +203,24 @@ class LookupCost:
     total_ms: list[float]
 
 
-def index_rss_delta(*, entries: int, phrasings: int) -> int:
-    """RSS growth from building the index, in a fresh process with numpy only (no torch),
-    so that the allocator state of the model does not blur it."""
+def trim_heap() -> None:
+    """Give freed heap pages back to the OS (glibc), so RSS shows what is still in use."""
+    with contextlib.suppress(OSError, AttributeError):
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
+def index_rss_delta(*, entries: int, phrasings: int) -> tuple[int, int]:
+    """RSS growth from building the index (raw, and after freed heap is trimmed), in a fresh
+    process with numpy only (no torch), so the model's allocator state does not blur it."""
     code = (
-        "import gc, json, sys\n"
-        "from bench.faq_calibration import FaqIndex, rss_bytes, synthetic_entries\n"
-        "gc.collect(); before = rss_bytes()\n"
+        "import gc, json\n"
+        "from bench.faq_calibration import FaqIndex, rss_bytes, synthetic_entries, trim_heap\n"
+        "gc.collect(); trim_heap(); before = rss_bytes()\n"
         f"index = FaqIndex(); index.replace_all(synthetic_entries({entries}, {phrasings}, 1))\n"
-        "gc.collect(); print(json.dumps(rss_bytes() - before))\n"
+        "gc.collect(); raw = rss_bytes() - before; trim_heap()\n"
+        "print(json.dumps([raw, rss_bytes() - before]))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code],
@@ -220,13 +230,14 @@ def index_rss_delta(*, entries: int, phrasings: int) -> int:
         check=True,
         timeout=300,
     )
-    return int(json.loads(done.stdout.strip().splitlines()[-1]))
+    raw, trimmed = json.loads(done.stdout.strip().splitlines()[-1])
+    return int(raw), int(trimmed)
 
 
 def measure_lookup(
     *, embedder: Embedder, queries: Sequence[str], entries: int, phrasings: int
 ) -> LookupCost:
-    rss_delta = index_rss_delta(entries=entries, phrasings=phrasings)
+    rss_delta, rss_delta_trimmed = index_rss_delta(entries=entries, phrasings=phrasings)
     started = time.perf_counter()
     index = FaqIndex()
     index.replace_all(synthetic_entries(entries, phrasings, seed=1))
@@ -251,6 +262,7 @@ def measure_lookup(
         rows=index.rows,
         nbytes=index.nbytes,
         rss_delta=rss_delta,
+        rss_delta_trimmed=rss_delta_trimmed,
         build_s=build_s,
         embed_ms=embed_ms,
         search_ms=search_ms,
@@ -440,9 +452,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 ]
             ),
             f"Index memory: nbytes {cost.nbytes / 2**20:.1f} MiB "
-            f"({cost.nbytes / cost.rows:.0f} B per phrasing); RSS growth from building it "
-            f"{cost.rss_delta / 2**20:.1f} MiB in a fresh numpy-only process (includes the "
-            "answers and phrasings as Python strings, ~250 B of text per entry here); build "
+            f"({cost.nbytes / cost.rows:.0f} B per phrasing); RSS growth from building it in "
+            f"a fresh numpy-only process {cost.rss_delta / 2**20:.1f} MiB, "
+            f"{cost.rss_delta_trimmed / 2**20:.1f} MiB once freed heap is returned "
+            "(`malloc_trim`); both include the answers and phrasings as Python strings "
+            f"(~300 B of text per entry here) and the source vectors' garbage; build "
             f"{cost.build_s:.2f} s",
             f"Guard cost: {guard_cold:.0f} us per pair with empty caches, {guard_warm:.0f} us "
             f"warm, over the {len(pairs)} fixture pairs (random index vectors never reach the "

@@ -83,21 +83,30 @@ class _Stored:
     vectors: FloatMatrix  # own array until the scope is rebuilt, then a view into its matrix
 
 
-def _unit_rows(vectors: npt.ArrayLike, *, rows: int, dim: int) -> FloatMatrix:
-    # A private float32 copy: the caller's buffer (e.g. decoded from the wire) is never kept.
-    matrix = np.array(vectors, dtype=np.float32, copy=True)
-    if matrix.ndim == 1 and rows == 1:
-        matrix = matrix.reshape(1, -1)
-    if matrix.shape != (rows, dim):
-        raise ValueError(f"vectors have shape {matrix.shape}, expected ({rows}, {dim})")
-    if not np.isfinite(matrix).all():
+def _check(entry: IndexedEntry, dim: int) -> None:
+    if not _SCOPE.match(entry.scope):
+        raise ValueError(f"invalid FAQ scope {entry.scope!r}")
+    if not entry.phrasings:
+        raise ValueError(f"FAQ entry {entry.entry_id} has no phrasings")
+    shape = np.shape(entry.vectors)
+    if shape != (len(entry.phrasings), dim):
+        raise ValueError(
+            f"FAQ entry {entry.entry_id}: vectors have shape {shape}, "
+            f"expected ({len(entry.phrasings)}, {dim})"
+        )
+
+
+def _fill_unit_rows(out: FloatMatrix, vectors: npt.ArrayLike) -> None:
+    """Copy `vectors` into `out` (the index's own buffer) as unit rows; the caller's buffer
+    (e.g. decoded from the wire) is never kept."""
+    out[...] = vectors
+    if not np.isfinite(out).all():
         raise ValueError("vectors contain NaN or infinity")
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    norms = np.linalg.norm(out, axis=1, keepdims=True)
     if (norms == 0).any():
         raise ValueError("a vector is all zeros")
     # Cosine = dot product only for unit vectors; re-normalising is cheap and makes it certain.
-    matrix /= norms
-    return matrix
+    out /= norms
 
 
 class _Scope:
@@ -134,24 +143,51 @@ class FaqIndex:
     # --- writes ---------------------------------------------------------------------------
 
     def replace_all(self, entries: Iterable[IndexedEntry]) -> None:
-        """The whole index becomes `entries` (a snapshot); built at once."""
-        self._scopes = {}
-        self._scope_of = {}
+        """The whole index becomes `entries` (a snapshot; a repeated id: the last one wins).
+
+        Each scope's matrix is allocated once and filled in place (no per-entry copies), and
+        nothing changes if any entry is invalid.
+        """
+        latest: dict[int, IndexedEntry] = {}
         for entry in entries:
-            self.upsert(entry)
-        self.compact()
+            _check(entry, self._dim)
+            latest.pop(entry.entry_id, None)
+            latest[entry.entry_id] = entry
+        grouped: dict[str, list[IndexedEntry]] = {}
+        for entry in latest.values():
+            grouped.setdefault(entry.scope, []).append(entry)
+        scopes: dict[str, _Scope] = {}
+        for name, group in grouped.items():
+            scope = _Scope(self._dim)
+            counts = np.fromiter((len(entry.phrasings) for entry in group), dtype=np.intp)
+            scope.starts = (np.cumsum(counts) - counts).astype(np.intp)
+            scope.matrix = np.empty((int(counts.sum()), self._dim), dtype=np.float32)
+            for entry, start, count in zip(group, scope.starts, counts, strict=True):
+                block = scope.matrix[start : start + count]
+                try:
+                    _fill_unit_rows(block, entry.vectors)
+                except ValueError as exc:
+                    raise ValueError(f"FAQ entry {entry.entry_id}: {exc}") from None
+                scope.entries[entry.entry_id] = _Stored(
+                    entry_id=entry.entry_id,
+                    answer=entry.answer,
+                    phrasings=tuple(entry.phrasings),
+                    vectors=block,
+                )
+            scopes[name] = scope
+        self._scopes = scopes
+        self._scope_of = {entry_id: entry.scope for entry_id, entry in latest.items()}
 
     def upsert(self, entry: IndexedEntry) -> None:
         """Add or replace an entry (also moves it when its scope changed)."""
-        if not _SCOPE.match(entry.scope):
-            raise ValueError(f"invalid FAQ scope {entry.scope!r}")
-        if not entry.phrasings:
-            raise ValueError(f"FAQ entry {entry.entry_id} has no phrasings")
+        _check(entry, self._dim)
+        vectors = np.empty((len(entry.phrasings), self._dim), dtype=np.float32)
+        _fill_unit_rows(vectors, entry.vectors)
         stored = _Stored(
             entry_id=entry.entry_id,
             answer=entry.answer,
             phrasings=tuple(entry.phrasings),
-            vectors=_unit_rows(entry.vectors, rows=len(entry.phrasings), dim=self._dim),
+            vectors=vectors,
         )
         self.remove(entry.entry_id)
         scope = self._scopes.get(entry.scope)

@@ -204,3 +204,24 @@ def test_importing_the_faq_package_does_not_load_torch() -> None:
         "assert not heavy, heavy\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO_ROOT, timeout=60)
+
+
+def test_a_bad_snapshot_changes_nothing() -> None:
+    index = FaqIndex(dim=DIM)
+    index.replace_all([entry(1, 0)])
+    bad = IndexedEntry(
+        entry_id=3, scope="global", answer="a", phrasings=["q"], vectors=np.zeros((1, DIM))
+    )
+    with pytest.raises(ValueError, match="entry 3: a vector is all zeros"):
+        index.replace_all([entry(2, 1), bad])
+    assert [e for e in (1, 2, 3) if e in index] == [1]
+    assert index.search(query_vector=unit((0, 1.0)), scopes=["global"])[0].entry_id == 1
+
+
+def test_a_snapshot_with_a_repeated_id_keeps_the_last() -> None:
+    index = FaqIndex(dim=DIM)
+    index.replace_all([entry(1, 0, answer="first"), entry(1, 1, scope="template:2", answer="last")])
+    assert len(index) == 1
+    assert index.answer(1) == "last"
+    assert index.scopes == ["template:2"]
+    assert index.rows == 1
