@@ -70,7 +70,7 @@ class FaqCache:
         if not question.strip() or self.index.is_empty:
             return None
         vector = (await asyncio.to_thread(self._embedder.encode, [question]))[0]
-        candidates = self.index.search(query_vector=vector, scopes=scopes)
+        candidates = self.index.search_phrasings(query_vector=vector, scopes=scopes)
         decision = decide(query=question, candidates=candidates)
         if decision is None or not decision.accepted:
             return None

@@ -243,6 +243,30 @@ class FaqIndex:
         found.sort(key=lambda candidate: candidate.score, reverse=True)
         return found[:top_k]
 
+    def search_phrasings(
+        self, *, query_vector: npt.ArrayLike, scopes: Sequence[str], top_k: int = 5
+    ) -> list[Candidate]:
+        """Every phrasing of the `top_k` best entries, best first.
+
+        The matcher needs them all: an entry's best-scoring phrasing can be vetoed by the
+        lexical guard ("track" vs "see") while another phrasing of the same entry passes.
+        """
+        best = self.search(query_vector=query_vector, scopes=scopes, top_k=top_k)
+        if not best:
+            return []
+        query = np.asarray(query_vector, dtype=np.float32).reshape(-1)
+        query = query / float(np.linalg.norm(query))
+        out: list[Candidate] = []
+        for candidate in best:
+            stored = self._scopes[self._scope_of[candidate.entry_id]].entries[candidate.entry_id]
+            scores = stored.vectors @ query
+            out.extend(
+                Candidate(entry_id=stored.entry_id, phrasing=phrasing, score=float(score))
+                for phrasing, score in zip(stored.phrasings, scores, strict=True)
+            )
+        out.sort(key=lambda candidate: candidate.score, reverse=True)
+        return out
+
     @staticmethod
     def _search_scope(scope: _Scope, query: FloatMatrix, top_k: int) -> list[Candidate]:
         scores = scope.matrix @ query

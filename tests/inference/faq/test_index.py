@@ -52,6 +52,22 @@ def test_search_returns_best_phrasing_per_entry_best_first() -> None:
     assert found[2].score == pytest.approx(0.0, abs=1e-6)
 
 
+def test_search_phrasings_offers_every_phrasing_of_the_best_entries() -> None:
+    # the guard may veto an entry's best phrasing while another phrasing of it passes
+    index = FaqIndex(dim=DIM)
+    index.replace_all([entry(1, 0, 1), entry(2, 2, 3), entry(3, 4)])
+    query = unit((1, 0.8), (0, 0.5), (3, 0.3))
+    found = index.search_phrasings(query_vector=query, scopes=["global"], top_k=2)
+    assert [(c.entry_id, c.phrasing) for c in found] == [
+        (1, "entry 1 phrasing 1"),
+        (1, "entry 1 phrasing 0"),
+        (2, "entry 2 phrasing 3"),
+        (2, "entry 2 phrasing 2"),
+    ]
+    assert [c.score for c in found] == sorted((c.score for c in found), reverse=True)
+    assert index.search_phrasings(query_vector=np.zeros(DIM), scopes=["global"]) == []
+
+
 def test_top_k_limits_and_merges_scopes() -> None:
     index = FaqIndex(dim=DIM)
     index.replace_all([entry(1, 0), entry(2, 1, scope=template_scope(7)), entry(3, 2), entry(4, 3)])
