@@ -1516,7 +1516,7 @@ function formatAnswerStats(s) {
   } else if (s.serverTtftMs !== null) {
     parts.push(`first token (server) ${ms(s.serverTtftMs)}`);
   }
-  if (s.completionTokens !== null) {
+  if (s.completionTokens) {
     parts.push(`${s.completionTokens} ${s.completionTokens === 1 ? "token" : "tokens"}`);
   }
   if (s.status === "stopped") parts.push("stopped");

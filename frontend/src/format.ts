@@ -24,7 +24,8 @@ export function formatAnswerStats(s: AnswerStats): string {
   } else if (s.serverTtftMs !== null) {
     parts.push(`first token (server) ${ms(s.serverTtftMs)}`);
   }
-  if (s.completionTokens !== null) {
+  // 0 tokens: a FAQ answer (no model involved), where a token count means nothing
+  if (s.completionTokens) {
     parts.push(`${s.completionTokens} ${s.completionTokens === 1 ? "token" : "tokens"}`);
   }
   if (s.status === "stopped") parts.push("stopped");
