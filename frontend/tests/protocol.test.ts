@@ -140,7 +140,7 @@ test("answer stats line", () => {
     formatAnswerStats({ clientTtftMs: 141.6, serverTtftMs: 97, completionTokens: 23, status: "complete" }),
     "first token 142 ms (server 97 ms) · 23 tokens",
   );
-  assert.equal(formatAnswerStats({ clientTtftMs: null, serverTtftMs: null, completionTokens: 0, status: "stopped" }), "0 tokens · stopped");
+  assert.equal(formatAnswerStats({ clientTtftMs: null, serverTtftMs: null, completionTokens: 0, status: "stopped" }), "stopped");
   assert.equal(
     formatAnswerStats({ clientTtftMs: 5, serverTtftMs: null, completionTokens: 1, status: "complete", finishReason: "length" }),
     "first token 5 ms · 1 token · length limit reached",
