@@ -53,10 +53,10 @@ celery: install
 # --- test ----------------------------------------------------------------------------------
 lint: install-dev
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/ruff format --check chatapp inference tests
+	$(VENV)/bin/ruff format --check chatapp inference tests bench manage.py
 
 typecheck: install-dev
-	$(VENV)/bin/mypy chatapp inference tests manage.py
+	$(VENV)/bin/mypy chatapp inference tests bench manage.py
 
 importlint: install-dev
 	$(VENV)/bin/lint-imports
