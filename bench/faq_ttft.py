@@ -45,18 +45,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import dataclasses
-import datetime as dt
-import gc
-import json
-import os
-import platform
-import secrets
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Sequence
@@ -71,8 +62,9 @@ if TYPE_CHECKING:
     from inference.faq.cache import FaqCache, FaqHit
     from inference.faq.embedder import Embedder
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-RESULTS_DIR = REPO_ROOT / "bench" / "results"
+from bench import harness
+
+MODULE = "bench.faq_ttft"
 
 Kind = Literal["faq", "model"]
 
@@ -280,27 +272,6 @@ WARMUP_FAQ = "I forgot my password, how can I reset it?"
 WARMUP_MODEL = "Do you sell bicycle helmets?"
 
 
-# ---- environment (before Django is imported) ---------------------------------------------
-
-
-def configure_environment(*, data_dir: Path, model_dir: Path, cache_dir: Path) -> None:
-    """The embedded default on a throwaway data dir, reusing the real compile caches."""
-    for key in ("REDIS_URL", "DATABASE_URL", "CHAT_MAX_TOKENS", "INFERENCE_ENGINE"):
-        os.environ.pop(key, None)
-    os.environ |= {
-        "DJANGO_SETTINGS_MODULE": "chatapp.settings.local",
-        "CHAT_DATA_DIR": str(data_dir),
-        "MODEL": str(model_dir),
-        "VLLM_CACHE_ROOT": str(cache_dir / "vllm"),
-        "TORCHINDUCTOR_CACHE_DIR": str(cache_dir / "torchinductor"),
-        "TRITON_CACHE_DIR": str(cache_dir / "triton"),
-        "HF_HOME": str(cache_dir / "huggingface"),
-        # the FAQ path on both sides: the consumer asks for a lookup, the worker has a cache
-        "CHAT_FAQ_ENABLED": "1",
-        "INFERENCE_FAQ": "1",
-    }
-
-
 # ---- the timed cache ---------------------------------------------------------------------
 
 
@@ -391,26 +362,6 @@ class Request:
         return asdict(self) | {"outcome": self.outcome}
 
 
-async def receive_until_done(ws: Any, started: float) -> tuple[dict[str, Any], float, float, str]:
-    """Frames up to `chat.done`; returns it, the accepted and first-delta times, the answer."""
-    accepted = first_delta = -1.0
-    parts: list[str] = []
-    while True:
-        frame: dict[str, Any] = await ws.receive_json_from(timeout=120)
-        now = time.perf_counter() - started
-        kind = frame.get("type")
-        if kind == "chat.accepted":
-            accepted = now
-        elif kind == "chat.delta":
-            if first_delta < 0:
-                first_delta = now
-            parts.append(str(frame["text"]))
-        elif kind == "chat.done":
-            return frame, accepted, first_delta, "".join(parts)
-        elif kind in {"chat.error", "chat.resend_full"}:
-            raise RuntimeError(f"unexpected frame: {frame}")
-
-
 async def ask(
     *,
     ws: Any,
@@ -430,12 +381,7 @@ async def ask(
         "conversation_id": None,
         "text": question,
     }
-    started = time.perf_counter()
-    await ws.send_json_to(frame)
-    done, accepted_s, first_delta_s, answer = await receive_until_done(ws, started)
-    total_s = time.perf_counter() - started
-    usage = done.get("usage") or {}
-    timings = done.get("timings") or {}
+    reply = await harness.send_and_wait(ws=ws, frame=frame)
     lookup = lookups[seen] if len(lookups) > seen else None
     return Request(
         index=index,
@@ -443,21 +389,12 @@ async def ask(
         kind=kind,
         question=question,
         expected_entry_id=expected,
-        source=str(done.get("source", "model")),
-        faq_entry_id=done.get("faq_entry_id"),
-        ttft_s=first_delta_s if first_delta_s >= 0 else None,
-        accepted_s=accepted_s,
-        total_s=total_s,
-        server_ttft_ms=timings.get("ttft_ms"),
-        queue_wait_ms=timings.get("queue_wait_ms"),
-        server_total_ms=timings.get("total_ms"),
-        prompt_tokens=usage.get("prompt_tokens"),
-        cached_prompt_tokens=usage.get("cached_prompt_tokens"),
-        completion_tokens=usage.get("completion_tokens"),
+        source=str(reply.done.get("source", "model")),
+        faq_entry_id=reply.done.get("faq_entry_id"),
         lookup_ms=None if lookup is None else lookup.total_ms,
         embed_ms=None if lookup is None else lookup.embed_ms,
         lookup_score=None if lookup is None else lookup.score,
-        answer=answer,
+        **reply.fields(),
     )
 
 
@@ -475,34 +412,6 @@ def explain_miss(cache: FaqCache, embedder: Embedder, question: str) -> str:
 
 
 # ---- statistics and report ---------------------------------------------------------------
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    """Linear interpolation between closest ranks (numpy's default)."""
-    ordered = sorted(values)
-    if not ordered:
-        return float("nan")
-    pos = (len(ordered) - 1) * q
-    low = int(pos)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
-
-
-def cpu_name() -> str:
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or "unknown"
-
-
-def _values(requests: Sequence[Request], attr: str, scale: float = 1.0) -> list[float]:
-    out = []
-    for request in requests:
-        value = getattr(request, attr)
-        if isinstance(value, int | float):
-            out.append(float(value) * scale)
-    return out
 
 
 def _fmt(value: float, decimals: int) -> str:
@@ -530,16 +439,17 @@ def build_table(requests: Sequence[Request]) -> str:
         f"| requests (n) | {len(faq)} | | {len(model)} | | |"
     ]
     for label, attr, scale, decimals in rows:
-        f, m = _values(faq, attr, scale), _values(model, attr, scale)
-        f_med = statistics.median(f) if f else float("nan")
-        m_med = statistics.median(m) if m else float("nan")
+        f = harness.values_of(faq, attr=attr, scale=scale)
+        m = harness.values_of(model, attr=attr, scale=scale)
+        f_med = harness.median(f)
+        m_med = harness.median(m)
         ratio = f"{m_med / f_med:.1f}" if f and m and f_med > 0 else "-"
         cells = [
             label,
             _fmt(f_med, decimals),
-            _fmt(percentile(f, 0.95), decimals),
+            _fmt(harness.percentile(f, q=0.95), decimals),
             _fmt(m_med, decimals),
-            _fmt(percentile(m, 0.95), decimals),
+            _fmt(harness.percentile(m, q=0.95), decimals),
             ratio,
         ]
         lines.append("| " + " | ".join(cells) + " |")
@@ -553,7 +463,7 @@ def build_extras(requests: Sequence[Request]) -> str:
     wrong = [r for r in faq if r.outcome == "wrong entry"]
     misses = [r for r in faq if r.outcome == "miss"]
     false_hits = [r for r in model if r.outcome == "false hit"]
-    scores = _values(hits, "lookup_score")
+    scores = harness.values_of(hits, attr="lookup_score")
     lines = [
         f"- FAQ hit rate on the paraphrases: {len(hits)}/{len(faq)} "
         f"({100.0 * len(hits) / len(faq):.0f} %)"
@@ -575,22 +485,7 @@ def build_extras(requests: Sequence[Request]) -> str:
     return "\n".join(lines)
 
 
-def command_line() -> str:
-    python = Path(sys.executable)
-    with contextlib.suppress(ValueError):
-        python = python.relative_to(REPO_ROOT)
-    return " ".join([str(python), "-m", "bench.faq_ttft", *sys.argv[1:]])
-
-
 # ---- main --------------------------------------------------------------------------------
-
-
-def _session_cookie(user: Any) -> str:
-    from django.test import Client
-
-    client = Client()
-    client.force_login(user)
-    return str(client.cookies["sessionid"].value)
 
 
 def _create_entries() -> list[int]:
@@ -609,36 +504,23 @@ def _create_entries() -> list[int]:
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     from asgiref.sync import sync_to_async
-    from channels.layers import get_channel_layer
-    from channels.testing import WebsocketCommunicator
-    from django.contrib.auth.models import User
 
-    from chatapp.asgi import application
     from chatapp.faq.snapshots import serve_snapshots
     from inference.faq.embedder import shared_embedder
-    from inference.runtime import build_engine, start_worker
-    from inference.settings import EngineSettings, WorkerSettings
+    from inference.settings import WorkerSettings
 
     worker_settings = dataclasses.replace(WorkerSettings.from_env(), faq=True)
-    started = time.monotonic()
-    engine = build_engine(
-        worker_settings=worker_settings, engine_settings=EngineSettings.from_env()
-    )
-    load_s = time.monotonic() - started
-    started = time.monotonic()
-    embedder = shared_embedder()
-    embedder.encode(["load the embedding model before anything is timed"])
-    embedder_load_s = time.monotonic() - started
-    cache, lookups = make_timed_cache(embedder)
-
-    layer = get_channel_layer()
-    snapshots = asyncio.create_task(serve_snapshots(), name="faq-snapshots")
-    worker, task = start_worker(engine=engine, layer=layer, settings=worker_settings, faq=cache)
-    ws: Any = None
     requests: list[Request] = []
     index_s = float("nan")
-    try:
-        await asyncio.wait_for(worker.ready.wait(), 60)
+    async with harness.loaded_engine(worker_settings=worker_settings) as loaded:
+        started = time.monotonic()
+        embedder = shared_embedder()
+        embedder.encode(["load the embedding model before anything is timed"])
+        embedder_load_s = time.monotonic() - started
+        cache, lookups = make_timed_cache(embedder)
+
+        loaded.track(asyncio.create_task(serve_snapshots(), name="faq-snapshots"))
+        await loaded.start_worker(settings=worker_settings, faq=cache)
         started = time.monotonic()
         entry_ids: list[int] = await sync_to_async(_create_entries)()
         for _ in range(1000):
@@ -650,68 +532,45 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         index_s = time.monotonic() - started
         print(f"{len(entry_ids)} FAQ entries indexed in {index_s:.2f} s", flush=True)
 
-        user = await sync_to_async(User.objects.create_user)(
-            "bench", password=secrets.token_urlsafe(16)
-        )
-        cookie = await sync_to_async(_session_cookie)(user)
-        ws = WebsocketCommunicator(
-            application,
-            "/ws/chat/",
-            headers=[(b"origin", b"http://localhost"), (b"cookie", f"sessionid={cookie}".encode())],
-        )
-        connected, _ = await ws.connect()
-        if not connected:
-            raise RuntimeError("the WebSocket was refused")
-
-        Planned = tuple[int, Kind, str, int | None, bool]  # round, kind, text, entry, measured
-        schedule: list[Planned] = []
-        for w in range(args.warmup):
-            schedule.append((-1 - w, "faq", WARMUP_FAQ, entry_ids[0], False))
-            schedule.append((-1 - w, "model", WARMUP_MODEL, None, False))
-        for i in range(args.questions):
-            entry = i % len(FAQS)
-            paraphrase = FAQS[entry].paraphrases[i // len(FAQS)]
-            faq: Planned = (i, "faq", paraphrase, entry_ids[entry], True)
-            model: Planned = (i, "model", UNCOVERED[i], None, True)
-            schedule += [faq, model] if i % 2 == 0 else [model, faq]
-        for n, (round_, kind, question, expected, measured) in enumerate(schedule):
-            request = await ask(
-                ws=ws,
-                index=n,
-                round_=round_,
-                kind=kind,
-                question=question,
-                expected=expected,
-                lookups=lookups,
-                gap_s=args.gap,
-            )
-            request.measured = measured
-            if request.outcome == "miss":
-                request.miss_reason = await asyncio.to_thread(
-                    explain_miss, cache, embedder, question
+        async with harness.chat_socket() as ws:
+            Planned = tuple[int, Kind, str, int | None, bool]  # round, kind, text, entry, measured
+            schedule: list[Planned] = []
+            for w in range(args.warmup):
+                schedule.append((-1 - w, "faq", WARMUP_FAQ, entry_ids[0], False))
+                schedule.append((-1 - w, "model", WARMUP_MODEL, None, False))
+            for i in range(args.questions):
+                entry = i % len(FAQS)
+                paraphrase = FAQS[entry].paraphrases[i // len(FAQS)]
+                faq: Planned = (i, "faq", paraphrase, entry_ids[entry], True)
+                model: Planned = (i, "model", UNCOVERED[i], None, True)
+                schedule += [faq, model] if i % 2 == 0 else [model, faq]
+            for n, (round_, kind, question, expected, measured) in enumerate(schedule):
+                request = await ask(
+                    ws=ws,
+                    index=n,
+                    round_=round_,
+                    kind=kind,
+                    question=question,
+                    expected=expected,
+                    lookups=lookups,
+                    gap_s=args.gap,
                 )
-            requests.append(request)
-            ttft = "-" if request.ttft_s is None else f"{request.ttft_s * 1000:7.1f}"
-            label = f"{round_ + 1:2d}" if measured else "wu"
-            print(
-                f"[{label}] {kind:5s} {request.outcome:11s} TTFT {ttft} ms, done "
-                f"{request.total_s * 1000:7.1f} ms (worker {request.server_ttft_ms}, lookup "
-                f"{request.lookup_ms}) | {question!r} -> {request.answer[:50]!r}",
-                flush=True,
-            )
-    finally:
-        if ws is not None:
-            with contextlib.suppress(Exception):
-                await ws.disconnect()
-        for running in (task, snapshots):
-            running.cancel()
-        await asyncio.gather(task, snapshots, return_exceptions=True)
-        engine.shutdown()
-        # drop it now: AsyncLLM.__del__ at interpreter exit would shut down again, noisily
-        del engine
-        gc.collect()
+                request.measured = measured
+                if request.outcome == "miss":
+                    request.miss_reason = await asyncio.to_thread(
+                        explain_miss, cache, embedder, question
+                    )
+                requests.append(request)
+                ttft = "-" if request.ttft_s is None else f"{request.ttft_s * 1000:7.1f}"
+                label = f"{round_ + 1:2d}" if measured else "wu"
+                print(
+                    f"[{label}] {kind:5s} {request.outcome:11s} TTFT {ttft} ms, done "
+                    f"{request.total_s * 1000:7.1f} ms (worker {request.server_ttft_ms}, "
+                    f"lookup {request.lookup_ms}) | {question!r} -> {request.answer[:50]!r}",
+                    flush=True,
+                )
     return {
-        "load_s": load_s,
+        "load_s": loaded.load_s,
         "embedder_load_s": embedder_load_s,
         "index_s": index_s,
         "requests": requests,
@@ -728,22 +587,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help=f"measured rounds (one paraphrase + one uncovered question each), 1..{limit}",
     )
     parser.add_argument("--warmup", type=int, default=1, help="unmeasured rounds first (1)")
-    parser.add_argument(
-        "--gap",
-        type=float,
-        default=1.5,
-        help="idle seconds before every request (default 1.5): vLLM's CPU worker busy-polls "
-        "for 1 s after each step",
-    )
-    parser.add_argument(
-        "--model-dir", type=Path, default=REPO_ROOT / "data" / "models" / "gemma-3-270m"
-    )
-    parser.add_argument(
-        "--cache-dir",
-        type=Path,
-        default=REPO_ROOT / "data" / "cache",
-        help="compile caches to reuse (VLLM_CACHE_ROOT = <cache-dir>/vllm)",
-    )
+    harness.add_engine_args(parser)
     args = parser.parse_args(argv)
     if not 1 <= args.questions <= limit or args.warmup < 0:
         parser.error(f"--questions must be 1..{limit} and --warmup >= 0")
@@ -753,46 +597,34 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     model_dir: Path = args.model_dir.resolve()
-    workdir = Path(tempfile.mkdtemp(prefix="faq_ttft-"))
-    configure_environment(data_dir=workdir, model_dir=model_dir, cache_dir=args.cache_dir.resolve())
-    try:
-        import django
-        from django.core.management import call_command
-
-        django.setup()
-        call_command("migrate", verbosity=0, interactive=False)
+    with harness.fresh_app(
+        prefix="faq_ttft-",
+        model_dir=model_dir,
+        cache_dir=args.cache_dir.resolve(),
+        # the FAQ path on both sides: the consumer asks for a lookup, the worker has a cache
+        extra_env={"CHAT_FAQ_ENABLED": "1", "INFERENCE_FAQ": "1"},
+    ):
         result = asyncio.run(run(args))
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
 
     requests: list[Request] = result["requests"]
     measured = [r for r in requests if r.measured]
-    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    stamp = harness.timestamp()
     header = (
         f"faq_ttft {stamp}: {args.questions} rounds of (a paraphrase of an FAQ question, a "
         f"question no entry covers), each in a new conversation, alternating order, after "
         f"{args.warmup} unmeasured round(s); {len(FAQS)} entries of 3 phrasings; "
         f"{args.gap:g} s idle before every request\n\n"
-        f"- CPU: {cpu_name()} ({os.cpu_count()} logical cores), Python "
-        f"{platform.python_version()}\n"
+        f"- CPU: {harness.machine()}\n"
         f"- model: {model_dir} (loaded in {result['load_s']:.1f} s); embedding model loaded "
         f"in {result['embedder_load_s']:.1f} s; {len(FAQS)} entries created, embedded and "
         f"indexed by the worker in {result['index_s']:.2f} s\n"
-        f"- command: `{command_line()}`\n"
+        f"- command: `{harness.command_line(module=MODULE)}`\n"
         "- FAQ columns: paraphrases answered from the right entry; model columns: uncovered "
         "questions answered by the model"
     )
     markdown = "\n\n".join([header, build_table(measured), build_extras(measured)])
     print("\n" + markdown, flush=True)
-    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    stem = RESULTS_DIR / f"faq_ttft-{stamp}"
-    stem.with_suffix(".md").write_text(markdown + "\n", encoding="utf-8")
-    report = {
-        "timestamp": stamp,
-        "cpu": cpu_name(),
-        "cpu_count": os.cpu_count(),
-        "model_dir": str(model_dir),
-        "command": command_line(),
+    report = harness.report_base(stamp=stamp, model_dir=model_dir, module=MODULE) | {
         "rounds": args.questions,
         "warmup_rounds": args.warmup,
         "gap_s": args.gap,
@@ -802,8 +634,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "faqs": [asdict(faq) for faq in FAQS],
         "requests": [r.to_json() for r in requests],
     }
-    stem.with_suffix(".json").write_text(json.dumps(report, indent=2), encoding="utf-8")
-    print(f"\nwrote {stem.with_suffix('.md')} and {stem.with_suffix('.json')}")
+    harness.write_results(name="faq_ttft", stamp=stamp, markdown=markdown, report=report)
     return 0
 
 

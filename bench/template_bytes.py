@@ -36,12 +36,9 @@ per-frame data in `.json`.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import datetime as dt
 import json
 import os
 import platform
-import statistics
 import sys
 import uuid
 from collections.abc import Sequence
@@ -49,6 +46,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from bench import harness
 from chatapp.prompts.rendering import (
     Sampling,
     Variable,
@@ -65,8 +63,7 @@ from chatapp.realtime.schemas import SendFrame, client_frame_adapter
 from inference.prompt_format import PromptFormat, load_prompt_format
 from inference.protocol import ChatTurn
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-RESULTS_DIR = REPO_ROOT / "bench" / "results"
+MODULE = "bench.template_bytes"
 
 Behaviour = Literal["variables", "small edit", "rewrite"]
 BEHAVIOURS: tuple[Behaviour, ...] = ("variables", "small edit", "rewrite")
@@ -589,20 +586,16 @@ def measure(published: Published, fmt: PromptFormat) -> list[Case]:
 # ---- report --------------------------------------------------------------------------------
 
 
-def _median(values: Sequence[float]) -> float:
-    return statistics.median(values) if values else float("nan")
-
-
 def summary_row(label: str, cases: Sequence[Case]) -> str:
     def med(attr: str) -> float:
-        return _median([float(getattr(c, attr)) for c in cases])
+        return harness.median([float(getattr(c, attr)) for c in cases])
 
     patches = [float(c.patch_chars) for c in cases if c.patch_chars]
     cells = [
         label,
         str(len(cases)),
         f"{med('templated_frame_bytes'):.0f}",
-        f"{_median(patches):.0f}" if patches else "-",
+        f"{harness.median(patches):.0f}" if patches else "-",
         f"{med('plain_frame_bytes'):.0f}",
         f"{med('text_frame_bytes'):.0f}",
         f"{med('system_plus_user_bytes'):.0f}",
@@ -634,21 +627,6 @@ def build_tables(cases: Sequence[Case]) -> tuple[str, str]:
     return "\n".join(by_behaviour), "\n".join(by_template)
 
 
-def cpu_name() -> str:
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or "unknown"
-
-
-def command_line() -> str:
-    python = Path(sys.executable)
-    with contextlib.suppress(ValueError):
-        python = python.relative_to(REPO_ROOT)
-    return " ".join([str(python), "-m", "bench.template_bytes", *sys.argv[1:]])
-
-
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument(
@@ -663,21 +641,21 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    data_dir = Path(os.environ.get("CHAT_DATA_DIR") or REPO_ROOT / "data")
+    data_dir = Path(os.environ.get("CHAT_DATA_DIR") or harness.REPO_ROOT / "data")
     model_dir: Path = (args.model_dir or data_dir / "models" / "gemma-3-270m").resolve()
     fmt = load_prompt_format(model_dir=model_dir)
     cases = [case for spec in TEMPLATES for case in measure(publish(spec), fmt)]
     by_behaviour, by_template = build_tables(cases)
-    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    stamp = harness.timestamp()
     example = next(c for c in cases if c.behaviour == "small edit")
     header = (
         f"template_bytes {stamp}: {len(cases)} templated `chat.send` frames "
         f"({len(TEMPLATES)} templates x {len(TEMPLATES[0].fills)} value sets x "
         f"(1 exact + {len(TEMPLATES[0].small_edits)} small edits + "
         f"{len(TEMPLATES[0].rewrites)} rewrites)), all resolved back exactly (patch + hash)\n\n"
-        f"- CPU: {cpu_name()}, Python {platform.python_version()}\n"
+        f"- CPU: {harness.cpu_name()}, Python {platform.python_version()}\n"
         f"- model prompt format: {model_dir / 'chat_format.json'}\n"
-        f"- command: `{command_line()}`\n"
+        f"- command: `{harness.command_line(module=MODULE)}`\n"
         "- sizes are UTF-8 bytes of the JSON frame (`JSON.stringify` form) or of the text; "
         "every cell is a median over the frames of its row, ratios are medians of per-frame "
         "ratios"
@@ -694,12 +672,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         ]
     )
     print(markdown)
-    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    stem = RESULTS_DIR / f"template_bytes-{stamp}"
-    stem.with_suffix(".md").write_text(markdown + "\n", encoding="utf-8")
     report = {
         "timestamp": stamp,
-        "command": command_line(),
+        "command": harness.command_line(module=MODULE),
         "model_dir": str(model_dir),
         "templates": [
             {
@@ -713,10 +688,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         ],
         "cases": [case.to_json() for case in cases],
     }
-    stem.with_suffix(".json").write_text(
-        json.dumps(report, indent=2, ensure_ascii=False), encoding="utf-8"
+    harness.write_results(
+        name="template_bytes", stamp=stamp, markdown=markdown, report=report, ensure_ascii=False
     )
-    print(f"\nwrote {stem.with_suffix('.md')} and {stem.with_suffix('.json')}")
     return 0
 
 

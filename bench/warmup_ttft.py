@@ -42,16 +42,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import datetime as dt
-import gc
-import json
-import os
-import platform
 import secrets
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Iterator, Sequence
@@ -59,8 +52,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-RESULTS_DIR = REPO_ROOT / "bench" / "results"
+from bench import harness
+
+MODULE = "bench.warmup_ttft"
 
 Variant = Literal["warm", "cold"]
 
@@ -157,22 +151,7 @@ def system_prompt(policy_id: str) -> str:
     return POLICY.format(policy_id=policy_id)
 
 
-# ---- environment (before Django is imported) ---------------------------------------------
-
-
-def configure_environment(*, data_dir: Path, model_dir: Path, cache_dir: Path) -> None:
-    """The embedded default on a throwaway data dir, reusing the real compile caches."""
-    for key in ("REDIS_URL", "DATABASE_URL", "CHAT_MAX_TOKENS", "INFERENCE_ENGINE"):
-        os.environ.pop(key, None)
-    os.environ |= {
-        "DJANGO_SETTINGS_MODULE": "chatapp.settings.local",
-        "CHAT_DATA_DIR": str(data_dir),
-        "MODEL": str(model_dir),
-        "VLLM_CACHE_ROOT": str(cache_dir / "vllm"),
-        "TORCHINDUCTOR_CACHE_DIR": str(cache_dir / "torchinductor"),
-        "TRITON_CACHE_DIR": str(cache_dir / "triton"),
-        "HF_HOME": str(cache_dir / "huggingface"),
-    }
+# ---- the cold variant --------------------------------------------------------------------
 
 
 @contextlib.contextmanager
@@ -220,27 +199,6 @@ class Trial:
         return asdict(self)
 
 
-async def receive_until_done(ws: Any, started: float) -> tuple[dict[str, Any], float, float, str]:
-    """Frames up to `chat.done`; returns it, the accepted and first-delta times, the answer."""
-    accepted = first_delta = -1.0
-    parts: list[str] = []
-    while True:
-        frame: dict[str, Any] = await ws.receive_json_from(timeout=120)
-        now = time.perf_counter() - started
-        kind = frame.get("type")
-        if kind == "chat.accepted":
-            accepted = now
-        elif kind == "chat.delta":
-            if first_delta < 0:
-                first_delta = now
-            parts.append(str(frame["text"]))
-        elif kind == "chat.done":
-            return frame, accepted, first_delta, "".join(parts)
-        elif kind in {"chat.error", "chat.resend_full"}:
-            raise RuntimeError(f"unexpected frame: {frame}")
-        # templates.changed (our own publish) and anything else: ignore
-
-
 async def run_trial(*, index: int, variant: Variant, ws: Any, gap_s: float) -> Trial:
     from asgiref.sync import sync_to_async
 
@@ -283,12 +241,7 @@ async def run_trial(*, index: int, variant: Variant, ws: Any, gap_s: float) -> T
             "item": ITEMS[index % len(ITEMS)],
         },
     }
-    started = time.perf_counter()
-    await ws.send_json_to(frame)
-    done, accepted_s, first_delta_s, answer = await receive_until_done(ws, started)
-    total_s = time.perf_counter() - started
-    usage = done.get("usage") or {}
-    timings = done.get("timings") or {}
+    reply = await harness.send_and_wait(ws=ws, frame=frame)
     return Trial(
         index=index,
         variant=variant,
@@ -296,40 +249,11 @@ async def run_trial(*, index: int, variant: Variant, ws: Any, gap_s: float) -> T
         publish_s=publish_s,
         warmed=warmed,
         warm_prompt_tokens=version.warm_prompt_tokens,
-        ttft_s=first_delta_s if first_delta_s >= 0 else None,
-        accepted_s=accepted_s,
-        total_s=total_s,
-        prompt_tokens=usage.get("prompt_tokens"),
-        cached_prompt_tokens=usage.get("cached_prompt_tokens"),
-        completion_tokens=usage.get("completion_tokens"),
-        server_ttft_ms=timings.get("ttft_ms"),
-        queue_wait_ms=timings.get("queue_wait_ms"),
-        server_total_ms=timings.get("total_ms"),
-        answer=answer,
+        **reply.fields(),
     )
 
 
 # ---- statistics and report ---------------------------------------------------------------
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    """Linear interpolation between closest ranks (numpy's default)."""
-    ordered = sorted(values)
-    if not ordered:
-        return float("nan")
-    pos = (len(ordered) - 1) * q
-    low = int(pos)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
-
-
-def _values(trials: Sequence[Trial], attr: str, scale: float = 1.0) -> list[float]:
-    out = []
-    for trial in trials:
-        value = getattr(trial, attr)
-        if isinstance(value, int | float):
-            out.append(float(value) * scale)
-    return out
 
 
 def build_table(trials: Sequence[Trial]) -> str:
@@ -351,16 +275,17 @@ def build_table(trials: Sequence[Trial]) -> str:
         "|---|---:|---:|---:|---:|---:|",
     ]
     for label, attr, scale, decimals in rows:
-        w, c = _values(warm, attr, scale), _values(cold, attr, scale)
-        w_med = statistics.median(w) if w else float("nan")
-        c_med = statistics.median(c) if c else float("nan")
+        w = harness.values_of(warm, attr=attr, scale=scale)
+        c = harness.values_of(cold, attr=attr, scale=scale)
+        w_med = harness.median(w)
+        c_med = harness.median(c)
         ratio = f"{c_med / w_med:.2f}" if w_med else "-"
         cells = [
             label,
             f"{w_med:.{decimals}f}",
-            f"{percentile(w, 0.9):.{decimals}f}",
+            f"{harness.percentile(w, q=0.9):.{decimals}f}",
             f"{c_med:.{decimals}f}",
-            f"{percentile(c, 0.9):.{decimals}f}",
+            f"{harness.percentile(c, q=0.9):.{decimals}f}",
             ratio,
         ]
         lines.append("| " + " | ".join(cells) + " |")
@@ -370,7 +295,7 @@ def build_table(trials: Sequence[Trial]) -> str:
 def build_extras(trials: Sequence[Trial]) -> str:
     warm = [t for t in trials if t.variant == "warm"]
     cold = [t for t in trials if t.variant == "cold"]
-    warm_tokens = _values(warm, "warm_prompt_tokens")
+    warm_tokens = harness.values_of(warm, attr="warm_prompt_tokens")
     no_delta = [t.index for t in trials if t.ttft_s is None]
     cold_hits = [t.index for t in cold if t.cached_prompt_tokens]
     saved = [
@@ -393,91 +318,34 @@ def build_extras(trials: Sequence[Trial]) -> str:
     return "\n".join(lines)
 
 
-def cpu_name() -> str:
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or "unknown"
-
-
-def command_line() -> str:
-    python = Path(sys.executable)
-    with contextlib.suppress(ValueError):
-        python = python.relative_to(REPO_ROOT)
-    return " ".join([str(python), "-m", "bench.warmup_ttft", *sys.argv[1:]])
-
-
 # ---- main --------------------------------------------------------------------------------
 
 
-def _session_cookie(user: Any) -> str:
-    from django.test import Client
-
-    client = Client()
-    client.force_login(user)
-    return str(client.cookies["sessionid"].value)
-
-
-async def run(args: argparse.Namespace, *, model_dir: Path) -> dict[str, Any]:
-    from asgiref.sync import sync_to_async
-    from channels.layers import get_channel_layer
-    from channels.testing import WebsocketCommunicator
-    from django.contrib.auth.models import User
-
-    from chatapp.asgi import application
-    from inference.runtime import build_engine, start_worker
-    from inference.settings import EngineSettings, WorkerSettings
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    from inference.settings import WorkerSettings
 
     worker_settings = WorkerSettings.from_env()
-    engine_settings = EngineSettings.from_env()
-    started = time.monotonic()
-    engine = build_engine(worker_settings=worker_settings, engine_settings=engine_settings)
-    load_s = time.monotonic() - started
-    worker, task = start_worker(engine=engine, layer=get_channel_layer(), settings=worker_settings)
-    ws: Any = None
     trials: list[Trial] = []
-    try:
-        await asyncio.wait_for(worker.ready.wait(), 60)
-        user = await sync_to_async(User.objects.create_user)(
-            "bench", password=secrets.token_urlsafe(16)
-        )
-        cookie = await sync_to_async(_session_cookie)(user)
-        ws = WebsocketCommunicator(
-            application,
-            "/ws/chat/",
-            headers=[(b"origin", b"http://localhost"), (b"cookie", f"sessionid={cookie}".encode())],
-        )
-        connected, _ = await ws.connect()
-        if not connected:
-            raise RuntimeError("the WebSocket was refused")
-
-        variants: list[Variant] = ["warm", "cold"]
-        schedule = [variants[i % 2] for i in range(2 * args.warmup)]
-        schedule += [variants[i % 2] for i in range(2 * args.trials)]
-        for i, variant in enumerate(schedule):
-            trial = await run_trial(index=i, variant=variant, ws=ws, gap_s=args.gap)
-            trial.measured = i >= 2 * args.warmup
-            trials.append(trial)
-            ttft = "-" if trial.ttft_s is None else f"{trial.ttft_s * 1000:7.1f}"
-            label = f"{i + 1 - 2 * args.warmup:2d}" if trial.measured else "wu"
-            print(
-                f"[{label}] {variant:4s} publish {trial.publish_s * 1000:7.1f} ms | TTFT "
-                f"{ttft} ms (worker {trial.server_ttft_ms}) | prompt {trial.prompt_tokens}, "
-                f"cached {trial.cached_prompt_tokens} | {trial.answer[:60]!r}",
-                flush=True,
-            )
-    finally:
-        if ws is not None:
-            with contextlib.suppress(Exception):
-                await ws.disconnect()
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-        engine.shutdown()
-        # drop it now: AsyncLLM.__del__ at interpreter exit would shut down again, noisily
-        del engine
-        gc.collect()
-    return {"load_s": load_s, "trials": trials}
+    async with harness.loaded_engine(worker_settings=worker_settings) as loaded:
+        await loaded.start_worker(settings=worker_settings)
+        async with harness.chat_socket() as ws:
+            variants: list[Variant] = ["warm", "cold"]
+            schedule = [variants[i % 2] for i in range(2 * args.warmup)]
+            schedule += [variants[i % 2] for i in range(2 * args.trials)]
+            for i, variant in enumerate(schedule):
+                trial = await run_trial(index=i, variant=variant, ws=ws, gap_s=args.gap)
+                trial.measured = i >= 2 * args.warmup
+                trials.append(trial)
+                ttft = "-" if trial.ttft_s is None else f"{trial.ttft_s * 1000:7.1f}"
+                label = f"{i + 1 - 2 * args.warmup:2d}" if trial.measured else "wu"
+                print(
+                    f"[{label}] {variant:4s} publish {trial.publish_s * 1000:7.1f} ms | TTFT "
+                    f"{ttft} ms (worker {trial.server_ttft_ms}) | prompt "
+                    f"{trial.prompt_tokens}, cached {trial.cached_prompt_tokens} | "
+                    f"{trial.answer[:60]!r}",
+                    flush=True,
+                )
+    return {"load_s": loaded.load_s, "trials": trials}
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -488,22 +356,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--warmup", type=int, default=1, help="unmeasured warm+cold trial pairs first (1)"
     )
-    parser.add_argument(
-        "--gap",
-        type=float,
-        default=1.5,
-        help="idle seconds before every request (default 1.5): vLLM's CPU worker busy-polls "
-        "for 1 s after each step",
-    )
-    parser.add_argument(
-        "--model-dir", type=Path, default=REPO_ROOT / "data" / "models" / "gemma-3-270m"
-    )
-    parser.add_argument(
-        "--cache-dir",
-        type=Path,
-        default=REPO_ROOT / "data" / "cache",
-        help="compile caches to reuse (VLLM_CACHE_ROOT = <cache-dir>/vllm)",
-    )
+    harness.add_engine_args(parser)
     args = parser.parse_args(argv)
     if args.trials < 1 or args.warmup < 0:
         parser.error("--trials must be >= 1 and --warmup >= 0")
@@ -513,49 +366,33 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     model_dir: Path = args.model_dir.resolve()
-    workdir = Path(tempfile.mkdtemp(prefix="warmup_ttft-"))
-    configure_environment(data_dir=workdir, model_dir=model_dir, cache_dir=args.cache_dir.resolve())
-    try:
-        import django
-        from django.core.management import call_command
-
-        django.setup()
-        call_command("migrate", verbosity=0, interactive=False)
-        result = asyncio.run(run(args, model_dir=model_dir))
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+    with harness.fresh_app(
+        prefix="warmup_ttft-", model_dir=model_dir, cache_dir=args.cache_dir.resolve()
+    ):
+        result = asyncio.run(run(args))
 
     trials: list[Trial] = result["trials"]
     measured = [t for t in trials if t.measured]
-    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    stamp = harness.timestamp()
     header = (
         f"warmup_ttft {stamp}: {args.trials} trials per variant, interleaved warm/cold after "
         f"{args.warmup} unmeasured pair(s), {args.gap:g} s idle before every request; each "
         "trial publishes a new template with a unique ~1040-token system prompt and sends "
         "its first message over the WebSocket\n\n"
-        f"- CPU: {cpu_name()} ({os.cpu_count()} logical cores), Python "
-        f"{platform.python_version()}\n- model: {model_dir} (loaded in {result['load_s']:.1f} s)\n"
-        f"- command: `{command_line()}`"
+        f"- CPU: {harness.machine()}\n"
+        f"- model: {model_dir} (loaded in {result['load_s']:.1f} s)\n"
+        f"- command: `{harness.command_line(module=MODULE)}`"
     )
     markdown = "\n\n".join([header, build_table(measured), build_extras(measured)])
     print("\n" + markdown, flush=True)
-    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    stem = RESULTS_DIR / f"warmup_ttft-{stamp}"
-    stem.with_suffix(".md").write_text(markdown + "\n", encoding="utf-8")
-    report = {
-        "timestamp": stamp,
-        "cpu": cpu_name(),
-        "cpu_count": os.cpu_count(),
-        "model_dir": str(model_dir),
-        "command": command_line(),
+    report = harness.report_base(stamp=stamp, model_dir=model_dir, module=MODULE) | {
         "trials_per_variant": args.trials,
         "warmup_pairs": args.warmup,
         "gap_s": args.gap,
         "engine_load_s": result["load_s"],
         "trials": [t.to_json() for t in trials],
     }
-    stem.with_suffix(".json").write_text(json.dumps(report, indent=2), encoding="utf-8")
-    print(f"\nwrote {stem.with_suffix('.md')} and {stem.with_suffix('.json')}")
+    harness.write_results(name="warmup_ttft", stamp=stamp, markdown=markdown, report=report)
     return 0
 
 

@@ -1,0 +1,351 @@
+"""Shared pieces of the in-process benchmarks (`warmup_ttft`, `faq_ttft`, `template_bytes`).
+
+* the app on a throwaway data dir: `fresh_app` (environment before Django is imported, then
+  `django.setup()` and `migrate`), `add_engine_args` for the options that go with it;
+* the engine and its worker inside the running loop: `loaded_engine` / `LoadedEngine`;
+* a logged-in `/ws/chat/` socket through the full ASGI app: `chat_socket`, `send_and_wait`
+  (`Reply`), `receive_until_done`;
+* statistics and the report: `percentile`, `median`, `values_of`, `cpu_name`, `machine`,
+  `command_line`, `timestamp`, `report_base`, `write_results`.
+
+Django, channels and the engine are imported inside the functions: the environment has to be
+configured before any of them is loaded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import datetime as dt
+import gc
+import json
+import os
+import platform
+import secrets
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from inference.engines.base import Engine
+    from inference.faq.cache import FaqCache
+    from inference.settings import WorkerSettings
+    from inference.worker import InferenceWorker
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+RESULTS_DIR = REPO_ROOT / "bench" / "results"
+
+
+# ---- the app on a throwaway data dir -----------------------------------------------------
+
+
+def add_engine_args(parser: argparse.ArgumentParser) -> None:
+    """`--gap`, `--model-dir` and `--cache-dir`, as every engine benchmark takes them."""
+    parser.add_argument(
+        "--gap",
+        type=float,
+        default=1.5,
+        help="idle seconds before every request (default 1.5): vLLM's CPU worker busy-polls "
+        "for 1 s after each step",
+    )
+    parser.add_argument(
+        "--model-dir", type=Path, default=REPO_ROOT / "data" / "models" / "gemma-3-270m"
+    )
+    parser.add_argument(
+        "--cache-dir",
+        type=Path,
+        default=REPO_ROOT / "data" / "cache",
+        help="compile caches to reuse (VLLM_CACHE_ROOT = <cache-dir>/vllm)",
+    )
+
+
+def configure_environment(
+    *, data_dir: Path, model_dir: Path, cache_dir: Path, extra: Mapping[str, str] | None = None
+) -> None:
+    """The embedded default on a throwaway data dir, reusing the real compile caches."""
+    for key in ("REDIS_URL", "DATABASE_URL", "CHAT_MAX_TOKENS", "INFERENCE_ENGINE"):
+        os.environ.pop(key, None)
+    os.environ |= {
+        "DJANGO_SETTINGS_MODULE": "chatapp.settings.local",
+        "CHAT_DATA_DIR": str(data_dir),
+        "MODEL": str(model_dir),
+        "VLLM_CACHE_ROOT": str(cache_dir / "vllm"),
+        "TORCHINDUCTOR_CACHE_DIR": str(cache_dir / "torchinductor"),
+        "TRITON_CACHE_DIR": str(cache_dir / "triton"),
+        "HF_HOME": str(cache_dir / "huggingface"),
+        **(extra or {}),
+    }
+
+
+@contextlib.contextmanager
+def fresh_app(
+    *, prefix: str, model_dir: Path, cache_dir: Path, extra_env: Mapping[str, str] | None = None
+) -> Iterator[Path]:
+    """Configure the app on a temp data dir, set Django up, migrate; remove the dir after."""
+    workdir = Path(tempfile.mkdtemp(prefix=prefix))
+    configure_environment(
+        data_dir=workdir, model_dir=model_dir, cache_dir=cache_dir, extra=extra_env
+    )
+    try:
+        import django
+        from django.core.management import call_command
+
+        django.setup()
+        call_command("migrate", verbosity=0, interactive=False)
+        yield workdir
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+# ---- the engine and its worker -----------------------------------------------------------
+
+
+@dataclass(kw_only=True)
+class LoadedEngine:
+    """The engine built inside the running loop, and the tasks to stop before shutting it down."""
+
+    engine: Engine | None
+    load_s: float
+    tasks: list[asyncio.Task[None]] = field(default_factory=list)
+
+    def track(self, task: asyncio.Task[None]) -> asyncio.Task[None]:
+        """Cancel `task` (before the engine shuts down) when the block ends."""
+        self.tasks.append(task)
+        return task
+
+    async def start_worker(
+        self, *, settings: WorkerSettings, faq: FaqCache | None = None
+    ) -> InferenceWorker:
+        """An `InferenceWorker` on the channel layer, once it is ready (60 s at most)."""
+        from channels.layers import get_channel_layer
+
+        from inference.runtime import start_worker
+
+        assert self.engine is not None
+        worker, task = start_worker(
+            engine=self.engine, layer=get_channel_layer(), settings=settings, faq=faq
+        )
+        self.track(task)
+        await asyncio.wait_for(worker.ready.wait(), 60)
+        return worker
+
+
+@contextlib.asynccontextmanager
+async def loaded_engine(*, worker_settings: WorkerSettings) -> AsyncIterator[LoadedEngine]:
+    """Build the engine (timed); on exit cancel the tracked tasks, newest first, then shut the
+    engine down and drop it."""
+    from inference.runtime import build_engine
+    from inference.settings import EngineSettings
+
+    engine_settings = EngineSettings.from_env()
+    started = time.monotonic()
+    engine = build_engine(worker_settings=worker_settings, engine_settings=engine_settings)
+    loaded = LoadedEngine(engine=engine, load_s=time.monotonic() - started)
+    try:
+        yield loaded
+    finally:
+        for task in reversed(loaded.tasks):
+            task.cancel()
+        await asyncio.gather(*reversed(loaded.tasks), return_exceptions=True)
+        engine.shutdown()
+        # drop it now: AsyncLLM.__del__ at interpreter exit would shut down again, noisily
+        loaded.engine = None
+        del engine
+        gc.collect()
+
+
+# ---- the WebSocket -----------------------------------------------------------------------
+
+
+def session_cookie(*, user: Any) -> str:
+    from django.test import Client
+
+    client = Client()
+    client.force_login(user)
+    return str(client.cookies["sessionid"].value)
+
+
+@contextlib.asynccontextmanager
+async def chat_socket(*, username: str = "bench") -> AsyncIterator[Any]:
+    """A new user, logged in, on `/ws/chat/` through `chatapp.asgi.application`."""
+    from asgiref.sync import sync_to_async
+    from channels.testing import WebsocketCommunicator
+    from django.contrib.auth.models import User
+
+    from chatapp.asgi import application
+
+    user = await sync_to_async(User.objects.create_user)(
+        username, password=secrets.token_urlsafe(16)
+    )
+    cookie = await sync_to_async(session_cookie)(user=user)
+    ws = WebsocketCommunicator(
+        application,
+        "/ws/chat/",
+        headers=[(b"origin", b"http://localhost"), (b"cookie", f"sessionid={cookie}".encode())],
+    )
+    try:
+        connected, _ = await ws.connect()
+        if not connected:
+            raise RuntimeError("the WebSocket was refused")
+        yield ws
+    finally:
+        with contextlib.suppress(Exception):
+            await ws.disconnect()
+
+
+async def receive_until_done(
+    *, ws: Any, started: float
+) -> tuple[dict[str, Any], float, float, str]:
+    """Frames up to `chat.done`; returns it, the accepted and first-delta times, the answer.
+
+    Times are seconds since `started` (`time.perf_counter()`); -1.0 where the frame never came.
+    """
+    accepted = first_delta = -1.0
+    parts: list[str] = []
+    while True:
+        frame: dict[str, Any] = await ws.receive_json_from(timeout=120)
+        now = time.perf_counter() - started
+        kind = frame.get("type")
+        if kind == "chat.accepted":
+            accepted = now
+        elif kind == "chat.delta":
+            if first_delta < 0:
+                first_delta = now
+            parts.append(str(frame["text"]))
+        elif kind == "chat.done":
+            return frame, accepted, first_delta, "".join(parts)
+        elif kind in {"chat.error", "chat.resend_full"}:
+            raise RuntimeError(f"unexpected frame: {frame}")
+        # templates.changed and anything else: ignore
+
+
+@dataclass(kw_only=True)
+class Reply:
+    """One `chat.send` answered: client-side times (s) and what `chat.done` reports."""
+
+    ttft_s: float | None  # None: no chat.delta (the model stopped at once)
+    accepted_s: float
+    total_s: float
+    prompt_tokens: int | None
+    cached_prompt_tokens: int | None
+    completion_tokens: int | None
+    server_ttft_ms: float | None
+    queue_wait_ms: float | None
+    server_total_ms: float | None
+    answer: str
+    done: dict[str, Any]
+
+    def fields(self) -> dict[str, Any]:
+        """The measurements as keyword arguments for a result record (`done` left out)."""
+        return {k: v for k, v in vars(self).items() if k != "done"}
+
+
+async def send_and_wait(*, ws: Any, frame: dict[str, Any]) -> Reply:
+    """Send `frame` and time the answer up to `chat.done` from the moment it is sent."""
+    started = time.perf_counter()
+    await ws.send_json_to(frame)
+    done, accepted_s, first_delta_s, answer = await receive_until_done(ws=ws, started=started)
+    total_s = time.perf_counter() - started
+    usage = done.get("usage") or {}
+    timings = done.get("timings") or {}
+    return Reply(
+        ttft_s=first_delta_s if first_delta_s >= 0 else None,
+        accepted_s=accepted_s,
+        total_s=total_s,
+        prompt_tokens=usage.get("prompt_tokens"),
+        cached_prompt_tokens=usage.get("cached_prompt_tokens"),
+        completion_tokens=usage.get("completion_tokens"),
+        server_ttft_ms=timings.get("ttft_ms"),
+        queue_wait_ms=timings.get("queue_wait_ms"),
+        server_total_ms=timings.get("total_ms"),
+        answer=answer,
+        done=done,
+    )
+
+
+# ---- statistics --------------------------------------------------------------------------
+
+
+def percentile(values: Sequence[float], *, q: float) -> float:
+    """Linear interpolation between closest ranks (numpy's default)."""
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    pos = (len(ordered) - 1) * q
+    low = int(pos)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
+
+
+def median(values: Sequence[float]) -> float:
+    """The median, NaN for no values."""
+    return statistics.median(values) if values else float("nan")
+
+
+def values_of(items: Iterable[object], *, attr: str, scale: float = 1.0) -> list[float]:
+    """`item.<attr> * scale` of every item where it is a number (None is left out)."""
+    out = []
+    for item in items:
+        value = getattr(item, attr)
+        if isinstance(value, int | float):
+            out.append(float(value) * scale)
+    return out
+
+
+# ---- the report --------------------------------------------------------------------------
+
+
+def cpu_name() -> str:
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or "unknown"
+
+
+def machine() -> str:
+    """`<CPU> (<n> logical cores), Python <version>` for a report header."""
+    return f"{cpu_name()} ({os.cpu_count()} logical cores), Python {platform.python_version()}"
+
+
+def command_line(*, module: str) -> str:
+    """How this run was started: `<python> -m <module> <args>`, python relative to the repo."""
+    python = Path(sys.executable)
+    with contextlib.suppress(ValueError):
+        python = python.relative_to(REPO_ROOT)
+    return " ".join([str(python), "-m", module, *sys.argv[1:]])
+
+
+def timestamp() -> str:
+    return dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+
+
+def report_base(*, stamp: str, model_dir: Path, module: str) -> dict[str, Any]:
+    """The first keys of an engine benchmark's JSON report."""
+    return {
+        "timestamp": stamp,
+        "cpu": cpu_name(),
+        "cpu_count": os.cpu_count(),
+        "model_dir": str(model_dir),
+        "command": command_line(module=module),
+    }
+
+
+def write_results(
+    *, name: str, stamp: str, markdown: str, report: Mapping[str, Any], ensure_ascii: bool = True
+) -> None:
+    """`bench/results/<name>-<stamp>.{md,json}`, then say so on stdout."""
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    stem = RESULTS_DIR / f"{name}-{stamp}"
+    stem.with_suffix(".md").write_text(markdown + "\n", encoding="utf-8")
+    stem.with_suffix(".json").write_text(
+        json.dumps(report, indent=2, ensure_ascii=ensure_ascii), encoding="utf-8"
+    )
+    print(f"\nwrote {stem.with_suffix('.md')} and {stem.with_suffix('.json')}")
