@@ -70,6 +70,14 @@ class Accepted(WireMessage):
     queue_wait_ms: float
 
 
+class Heartbeat(WireMessage):
+    """Sent every few seconds while a request runs, so a requester can tell a dead worker
+    from a slow prefill."""
+
+    type: Literal["inference.heartbeat"] = "inference.heartbeat"
+    request_id: str
+
+
 class Delta(WireMessage):
     type: Literal["inference.delta"] = "inference.delta"
     request_id: str
@@ -139,13 +147,15 @@ class FaqSnapshotChunk(WireMessage):
 FAQ_WORKERS_GROUP = "inference.faq"
 FAQ_SNAPSHOT_CHANNEL = "faq.snapshots"
 
-WorkerEvent = Annotated[Accepted | Delta | Done | Error, Field(discriminator="type")]
+WorkerEvent = Annotated[Accepted | Heartbeat | Delta | Done | Error, Field(discriminator="type")]
 WorkerInbound = Annotated[
     GenerateRequest | CancelRequest | FaqUpsert | FaqRemove | FaqSnapshotChunk,
     Field(discriminator="type"),
 ]
 
-worker_event_adapter: TypeAdapter[Accepted | Delta | Done | Error] = TypeAdapter(WorkerEvent)
+worker_event_adapter: TypeAdapter[Accepted | Heartbeat | Delta | Done | Error] = TypeAdapter(
+    WorkerEvent
+)
 worker_inbound_adapter: TypeAdapter[
     GenerateRequest | CancelRequest | FaqUpsert | FaqRemove | FaqSnapshotChunk
 ] = TypeAdapter(WorkerInbound)

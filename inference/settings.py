@@ -89,6 +89,7 @@ class WorkerSettings:
     coalesce_tokens: int
     redis_url: str
     faq: bool = False
+    heartbeat_s: float = 2.0
 
     @classmethod
     def from_env(cls) -> WorkerSettings:
@@ -103,4 +104,5 @@ class WorkerSettings:
             coalesce_tokens=_env_int("INFERENCE_COALESCE_TOKENS", 8),
             redis_url=os.environ.get("REDIS_URL", ""),
             faq=_env_bool("INFERENCE_FAQ", True),
+            heartbeat_s=_env_float("INFERENCE_HEARTBEAT_S", 2.0),
         )

@@ -34,6 +34,7 @@ from inference.protocol import (
     FaqUpsert,
     FinishReason,
     GenerateRequest,
+    Heartbeat,
     worker_inbound_adapter,
 )
 from inference.settings import WorkerSettings
@@ -182,6 +183,21 @@ class InferenceWorker:
             asyncio.create_task(self._transport.send(reply, error))  # noqa: RUF006
 
     async def _serve(self, request: GenerateRequest) -> None:
+        heartbeat = asyncio.create_task(self._heartbeat(request))
+        try:
+            await self._generate(request)
+        finally:
+            heartbeat.cancel()
+
+    async def _heartbeat(self, request: GenerateRequest) -> None:
+        # Independent of the engine: a long prefill still proves the worker is alive.
+        while True:
+            await asyncio.sleep(self._settings.heartbeat_s)
+            await self._transport.send(
+                request.reply_channel, Heartbeat(request_id=request.request_id)
+            )
+
+    async def _generate(self, request: GenerateRequest) -> None:
         progress = _Progress()
         reply = request.reply_channel
         queue_wait_ms = max(0.0, (time.time() - request.submitted_at) * 1000.0)

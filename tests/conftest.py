@@ -30,15 +30,31 @@ def worker_settings(**overrides: Any) -> WorkerSettings:
         "coalesce_ms": 15.0,
         "coalesce_tokens": 8,
         "redis_url": "",
+        "heartbeat_s": 0.1,
     }
     values.update(overrides)
     return WorkerSettings(**values)
 
 
 class RunningWorker:
-    def __init__(self, worker: InferenceWorker, engine: ScriptedEngine) -> None:
+    def __init__(
+        self, worker: InferenceWorker, engine: ScriptedEngine, task: asyncio.Task[None]
+    ) -> None:
         self.worker = worker
         self.engine = engine
+        self.task = task
+
+    def vanish(self) -> None:
+        """Stop like a killed process: no error, no done, no heartbeat, nothing sent."""
+
+        async def say_nothing() -> None:
+            return None
+
+        self.worker._abort_all = say_nothing  # type: ignore[method-assign]
+        self.task.cancel()
+        for task in asyncio.all_tasks():
+            if task.get_name().startswith("generate-"):  # the worker's request tasks
+                task.cancel()
 
 
 @pytest.fixture
@@ -49,7 +65,7 @@ async def scripted_worker() -> AsyncIterator[RunningWorker]:
     )
     task = asyncio.create_task(worker.run())
     await asyncio.wait_for(worker.ready.wait(), 5)
-    yield RunningWorker(worker, engine)
+    yield RunningWorker(worker, engine, task)
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await task

@@ -57,6 +57,7 @@ from inference.protocol import (
     Error,
     FaqLookup,
     GenerateRequest,
+    Heartbeat,
     SamplingOptions,
 )
 
@@ -74,7 +75,9 @@ class _Answer:
     next_seq: int = 1
     worker_channel: str | None = None
     stop_requested: bool = False
-    accept_timer: asyncio.Task[None] | None = None
+    watchdog: asyncio.Task[None] | None = None
+    # when the worker last showed it is alive (accepted, delta or heartbeat), monotonic
+    last_event: float = field(default_factory=time.monotonic)
 
     @property
     def text(self) -> str:
@@ -244,7 +247,7 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
             else None,
         )
         self.answer = answer
-        answer.accept_timer = asyncio.create_task(self._accept_deadline(answer.request_id))
+        answer.watchdog = asyncio.create_task(self._watch(answer.request_id))
         await self.channel_layer.send(REQUEST_CHANNEL, request.to_channel())
 
     async def _on_regenerate(self, frame: RegenerateFrame) -> None:
@@ -330,10 +333,14 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
             )
             return
         answer.worker_channel = accepted.worker_channel
-        if answer.accept_timer is not None:
-            answer.accept_timer.cancel()
+        answer.last_event = time.monotonic()
         if answer.stop_requested:
             await self._cancel_upstream(answer)
+
+    async def inference_heartbeat(self, event: dict[str, Any]) -> None:
+        answer = self._current(Heartbeat.model_validate(event).request_id)
+        if answer is not None:
+            answer.last_event = time.monotonic()
 
     async def inference_delta(self, event: dict[str, Any]) -> None:
         delta = Delta.model_validate(event)
@@ -345,6 +352,7 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
                 "answer %s: expected seq %d, got %d", answer.request_id, answer.next_seq, delta.seq
             )
         answer.next_seq = delta.seq + 1
+        answer.last_event = time.monotonic()
         answer.parts.append(delta.text)
         await self._send_frame(
             DeltaFrame(message_id=answer.message_id, seq=delta.seq, text=delta.text)
@@ -409,24 +417,29 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
     async def templates_changed(self, event: dict[str, Any]) -> None:
         await self._send_frame(TemplatesChangedFrame(etag=str(event.get("etag", ""))))
 
-    async def chat_accept_timeout(self, event: dict[str, Any]) -> None:
+    async def chat_watchdog(self, event: dict[str, Any]) -> None:
+        """Fail an answer whose worker went silent, so nothing spins forever."""
         answer = self._current(str(event.get("request_id")))
-        if answer is None or answer.worker_channel is not None:
+        if answer is None:
+            return
+        silence = time.monotonic() - answer.last_event
+        if answer.worker_channel is None and silence >= settings.CHAT_ACCEPT_TIMEOUT_S:
+            code: ErrorCode = "no_worker"
+            text = "No inference worker is available right now. Please try again in a moment."
+        elif answer.worker_channel is not None and silence >= settings.CHAT_STALL_TIMEOUT_S:
+            code = "worker_lost"
+            text = (
+                "The assistant stopped responding (its worker was lost). What it wrote so "
+                "far is kept; please ask again."
+            )
+            await self._cancel_upstream(answer)  # in case it is alive but cut off
+        else:
             return
         self.answer = None
         await self._finish(
-            answer,
-            services.AnswerOutcome(
-                status=Message.Status.FAILED,
-                error_code="no_worker",
-            ),
+            answer, services.AnswerOutcome(status=Message.Status.FAILED, error_code=code)
         )
-        await self._error(
-            "no_worker",
-            "No inference worker is available right now. Please try again in a moment.",
-            client_id=answer.client_id,
-            message_id=answer.message_id,
-        )
+        await self._error(code, text, client_id=answer.client_id, message_id=answer.message_id)
 
     # ---- helpers -------------------------------------------------------------------------
 
@@ -434,13 +447,15 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
         answer = self.answer
         return answer if answer is not None and answer.request_id == request_id else None
 
-    async def _accept_deadline(self, request_id: str) -> None:
-        # Runs beside the consumer; it reports back through the consumer's own channel so
-        # the timeout is handled in order with the worker's events.
-        await asyncio.sleep(settings.CHAT_ACCEPT_TIMEOUT_S)
-        await self.channel_layer.send(
-            self.channel_name, {"type": "chat.accept_timeout", "request_id": request_id}
-        )
+    async def _watch(self, request_id: str) -> None:
+        # Runs beside the consumer and reports through the consumer's own channel, so the
+        # check is handled in order with the worker's events.
+        interval = min(settings.CHAT_ACCEPT_TIMEOUT_S, settings.CHAT_STALL_TIMEOUT_S) / 3
+        while True:
+            await asyncio.sleep(interval)
+            await self.channel_layer.send(
+                self.channel_name, {"type": "chat.watchdog", "request_id": request_id}
+            )
 
     async def _cancel_upstream(self, answer: _Answer) -> None:
         if answer.worker_channel is not None:
@@ -449,8 +464,8 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
             )
 
     async def _finish(self, answer: _Answer, outcome: services.AnswerOutcome) -> None:
-        if answer.accept_timer is not None:
-            answer.accept_timer.cancel()
+        if answer.watchdog is not None:
+            answer.watchdog.cancel()
         await database_sync_to_async(services.answer_finish)(
             message_id=answer.message_id, content=answer.text, outcome=outcome
         )

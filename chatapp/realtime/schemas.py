@@ -29,6 +29,7 @@ ErrorCode = Literal[
     "engine",
     "internal",
     "template_unknown",
+    "worker_lost",
 ]
 
 ERROR_CODES: frozenset[str] = frozenset(get_args(ErrorCode))

@@ -120,6 +120,9 @@ CHAT_MAX_FRAME_BYTES = int(os.environ.get("CHAT_MAX_FRAME_BYTES", "65536"))
 CHAT_MAX_MESSAGE_CHARS = int(os.environ.get("CHAT_MAX_MESSAGE_CHARS", "8000"))
 CHAT_HISTORY_TURNS = int(os.environ.get("CHAT_HISTORY_TURNS", "20"))
 CHAT_ACCEPT_TIMEOUT_S = float(os.environ.get("CHAT_ACCEPT_TIMEOUT_S", "30"))
+# No event (delta or the worker's heartbeat, every INFERENCE_HEARTBEAT_S) for this long after
+# the worker accepted: the worker is taken as lost and the answer fails with what it had.
+CHAT_STALL_TIMEOUT_S = float(os.environ.get("CHAT_STALL_TIMEOUT_S", "10"))
 # Answer standalone questions from approved FAQ entries before the model (see docs/protocol.md)
 CHAT_FAQ_ENABLED = os.environ.get("CHAT_FAQ_ENABLED", "1") == "1"
 CHAT_MAX_TOKENS = int(os.environ.get("CHAT_MAX_TOKENS", "0")) or None

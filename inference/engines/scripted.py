@@ -2,8 +2,9 @@
 
 It is NOT a model and never the product path: it echoes the last user message back word by
 word at a fixed pace, so tests can assert exact text, ordering, stop and error handling in
-milliseconds. Selected only with `INFERENCE_ENGINE=scripted`. Two test hooks in the user
-text: `[[fail]]` makes the engine fail after two words, `[[slow]]` slows it to 50 ms a word.
+milliseconds. Selected only with `INFERENCE_ENGINE=scripted`. Test hooks in the user text:
+`[[fail]]` makes the engine fail after two words, `[[slow]]` slows it to 50 ms a word,
+`[[stall]]` waits one second before the first word (a long, silent prefill).
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ class ScriptedEngine:
         prompt_tokens = len(request.prompt.split())
         self._running.add(request.request_id)
         try:
+            if "[[stall]]" in request.prompt:
+                await asyncio.sleep(1.0)
             for index, word in enumerate(words[: request.max_tokens]):
                 await asyncio.sleep(delay)
                 if index == 2 and "[[fail]]" in request.prompt:

@@ -289,3 +289,39 @@ async def test_foreign_origins_are_refused(connect: Connect, alice: User) -> Non
     ws = await connect(alice, origin=b"http://evil.example")
     connected, _ = await ws.connect()
     assert not connected
+
+
+async def test_a_worker_that_dies_mid_answer_is_detected_and_the_answer_kept_as_failed(
+    connect: Connect,
+    alice: User,
+    scripted_worker: RunningWorker,
+    settings: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    settings.CHAT_STALL_TIMEOUT_S = 0.6
+    ws = await open_socket(connect, alice)
+    await ws.send_json_to(send_frame("[[slow]] " + " ".join(["word"] * 80)))
+    accepted = await ws.receive_json_from(timeout=5)
+    first = await ws.receive_json_from(timeout=5)
+    assert first["type"] == "chat.delta"
+
+    scripted_worker.vanish()  # like kill -9: no error, no done, no heartbeat
+    started = asyncio.get_running_loop().time()
+    frames = [first, *await receive_until(ws, "chat.error", timeout=5)]
+    assert frames[-1]["code"] == "worker_lost"
+    assert asyncio.get_running_loop().time() - started < 3
+    message = await sync_to_async(Message.objects.get)(id=accepted["assistant_message_id"])
+    assert message.status == "failed"
+    assert message.error_code == "worker_lost"
+    assert message.content == answer_text(frames)
+    assert message.content
+
+
+async def test_a_long_silent_prefill_is_not_taken_for_a_dead_worker(
+    connect: Connect, alice: User, scripted_worker: RunningWorker, settings: Any
+) -> None:
+    settings.CHAT_STALL_TIMEOUT_S = 0.5  # the engine is silent for 1 s; heartbeats every 0.1 s
+    ws = await open_socket(connect, alice)
+    await ws.send_json_to(send_frame("[[stall]] patience"))
+    frames = await receive_until(ws, "chat.done")
+    assert answer_text(frames) == "You said: [[stall]] patience"
