@@ -22,10 +22,6 @@ def conversation_get(*, owner: User, conversation_id: uuid.UUID) -> Conversation
     return Conversation.objects.filter(owner=owner, id=conversation_id).first()
 
 
-def conversation_list(*, owner: User, limit: int = 50) -> QuerySet[Conversation]:
-    return Conversation.objects.filter(owner=owner)[:limit]
-
-
 def conversation_messages(*, conversation: Conversation) -> QuerySet[Message]:
     return conversation.messages.order_by("created_at")
 
@@ -76,7 +72,3 @@ def generation_context(
         sampling=dict(version.sampling) if version else {},
         template_id=version.template_id if version else None,
     )
-
-
-def message_get_for_owner(*, owner: User, message_id: uuid.UUID) -> Message | None:
-    return Message.objects.filter(id=message_id, conversation__owner=owner).first()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from django.db import models
 
+from inference.faq.index import GLOBAL_SCOPE, template_scope
+
 
 class FaqEntry(models.Model):
     question = models.CharField(max_length=500)
@@ -44,4 +46,4 @@ class FaqEntry(models.Model):
 
     @property
     def scope(self) -> str:
-        return f"template:{self.template_id}" if self.template_id else "global"
+        return template_scope(self.template_id) if self.template_id else GLOBAL_SCOPE

@@ -47,6 +47,7 @@ from chatapp.realtime.schemas import (
     client_frame_adapter,
     client_id_of,
 )
+from inference.faq.index import GLOBAL_SCOPE, template_scope
 from inference.protocol import (
     REQUEST_CHANNEL,
     Accepted,
@@ -218,9 +219,9 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
             up_to=turn.user_message,
             max_turns=settings.CHAT_HISTORY_TURNS,
         )
-        scopes = ["global"]
+        scopes = [GLOBAL_SCOPE]
         if context.template_id is not None:
-            scopes.append(f"template:{context.template_id}")
+            scopes.append(template_scope(context.template_id))
         answer = _Answer(
             client_id=client_id,
             message_id=turn.assistant_message.id,
