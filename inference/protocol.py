@@ -14,6 +14,12 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 REQUEST_CHANNEL = "inference.requests"
+# Background work (prefix warm-ups, batch API calls): workers run only a few of these at once,
+# so they never take the running slots interactive chat needs.
+BACKGROUND_CHANNEL = "inference.background"
+# vLLM's priority scheduling runs lower values first.
+INTERACTIVE_PRIORITY = 0
+BACKGROUND_PRIORITY = 10
 
 FinishReason = Literal["stop", "length", "abort"]
 ErrorCode = Literal["invalid_request", "engine", "overloaded", "internal"]

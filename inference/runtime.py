@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 from inference.engines.base import Engine
 from inference.faq.cache import FaqCache
+from inference.registry import WorkerRegistry
 from inference.settings import EngineSettings, WorkerSettings
 from inference.transport import ChannelLayer, Transport
 from inference.worker import InferenceWorker
@@ -63,9 +64,14 @@ def start_worker(
     layer: ChannelLayer,
     settings: WorkerSettings,
     faq: FaqCache | None = None,
+    registry: WorkerRegistry | None = None,
 ) -> tuple[InferenceWorker, asyncio.Task[None]]:
     worker = InferenceWorker(
-        engine=engine, transport=Transport(layer=layer), settings=settings, faq=faq
+        engine=engine,
+        transport=Transport(layer=layer),
+        settings=settings,
+        faq=faq,
+        registry=registry,
     )
     task = asyncio.create_task(worker.run(), name="inference-worker")
     task.add_done_callback(_log_exit)

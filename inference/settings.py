@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from inference.protocol import REQUEST_CHANNEL
+from inference.protocol import BACKGROUND_CHANNEL, REQUEST_CHANNEL
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -90,6 +90,12 @@ class WorkerSettings:
     redis_url: str
     faq: bool = False
     heartbeat_s: float = 2.0
+    background_channel: str = BACKGROUND_CHANNEL
+    # at most this many background requests run at once (out of max_active)
+    max_background: int = 2
+    # requests that may wait for this worker beyond max_active: admission refuses past
+    # (max_active + max_queue) summed over live workers
+    max_queue: int = 16
 
     @classmethod
     def from_env(cls) -> WorkerSettings:
@@ -105,4 +111,7 @@ class WorkerSettings:
             redis_url=os.environ.get("REDIS_URL", ""),
             faq=_env_bool("INFERENCE_FAQ", True),
             heartbeat_s=_env_float("INFERENCE_HEARTBEAT_S", 2.0),
+            background_channel=os.environ.get("INFERENCE_BACKGROUND_CHANNEL", BACKGROUND_CHANNEL),
+            max_background=_env_int("INFERENCE_MAX_BACKGROUND", 2),
+            max_queue=_env_int("INFERENCE_MAX_QUEUE", 16),
         )

@@ -6,8 +6,13 @@ layer, `python -m inference` builds a Redis layer from `REDIS_URL`.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from typing import Any, Protocol
+
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from inference.protocol import WireMessage
 
@@ -42,14 +47,28 @@ class Transport:
     async def group_discard(self, group: str, channel: str) -> None:
         await self._layer.group_discard(group, channel)
 
-    async def send(self, channel: str, message: WireMessage) -> bool:
-        """Send one event; False when the receiver is gone or not draining (channel full)."""
-        try:
-            await self._layer.send(channel, message.to_channel())
-        except Exception as exc:  # ChannelFull and connection errors look alike to the caller
-            logger.warning("send to %s failed: %s", channel, exc)
-            return False
-        return True
+    async def send(self, channel: str, message: WireMessage, *, retry_s: float = 5.0) -> bool:
+        """Send one event; False when the receiver is gone or not draining (channel full).
+
+        A Redis that is restarting is waited for (up to `retry_s`), so a short outage loses
+        no delta of an answer in flight.
+        """
+        deadline = time.monotonic() + retry_s
+        backoff = 0.1
+        while True:
+            try:
+                await self._layer.send(channel, message.to_channel())
+            except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
+                if time.monotonic() + backoff > deadline:
+                    logger.warning("send to %s failed: %s", channel, exc)
+                    return False
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 1.0)
+                continue
+            except Exception as exc:  # ChannelFull: the receiver stopped draining
+                logger.warning("send to %s failed: %s", channel, exc)
+                return False
+            return True
 
 
 def redis_channel_layer(*, redis_url: str) -> ChannelLayer:

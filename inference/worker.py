@@ -1,7 +1,11 @@
 """The inference worker: pulls generate requests, streams coalesced deltas to the requester.
 
 A worker pulls from the shared request channel only while it has a free slot, so several
-workers on one Redis share the load and a busy one leaves requests to idle ones. Each request
+workers on one Redis share the load and a busy one leaves requests to idle ones. Background
+work comes on its own channel and holds at most `max_background` of the slots, so it never
+fills the engine; vLLM's priority scheduling puts it behind chat inside the engine too. The
+worker announces its capacity (running slots plus queue) in the registry, which is how the
+web tier bounds the queue and tells "busy" from "no worker". Each request
 runs in its own task; cancelling that task is the abort path (the engine stream is closed and
 vLLM aborts the request). Cancels arrive on the worker's own channel, which every requester
 learns from the `inference.accepted` event.
@@ -37,6 +41,7 @@ from inference.protocol import (
     Heartbeat,
     worker_inbound_adapter,
 )
+from inference.registry import WorkerRegistry, worker_registry
 from inference.settings import WorkerSettings
 from inference.streaming import coalesce
 from inference.transport import Transport
@@ -48,6 +53,7 @@ logger = logging.getLogger(__name__)
 class _Active:
     request: GenerateRequest
     task: asyncio.Task[None]
+    background: bool = False
     cancelled_by_client: bool = False
 
 
@@ -73,12 +79,18 @@ class InferenceWorker:
         transport: Transport,
         settings: WorkerSettings,
         faq: FaqCache | None = None,
+        registry: WorkerRegistry | None = None,
     ) -> None:
         self._engine = engine
         self._faq = faq
         self._transport = transport
         self._settings = settings
+        # Redis when the worker runs on its own, the process-wide one when embedded
+        self._registry = registry or worker_registry(redis_url=settings.redis_url)
         self._slots = asyncio.Semaphore(settings.max_active)
+        self._background_slots = asyncio.Semaphore(
+            max(1, min(settings.max_background, settings.max_active))
+        )
         self._active: dict[str, _Active] = {}
         self.channel: str | None = None
         self.ready = asyncio.Event()
@@ -103,26 +115,73 @@ class InferenceWorker:
         try:
             async with asyncio.TaskGroup() as group:
                 group.create_task(self._pull_requests())
+                group.create_task(self._pull_background())
                 group.create_task(self._pull_control(self.channel))
+                group.create_task(self._announce())
         finally:
-            if self._faq is not None:
-                await self._transport.group_discard(FAQ_WORKERS_GROUP, self.channel)
+            with contextlib.suppress(Exception):
+                await self._registry.withdraw(worker_id=self.channel)
+                if self._faq is not None:
+                    await self._transport.group_discard(FAQ_WORKERS_GROUP, self.channel)
             await self._abort_all()
 
     async def _pull_requests(self) -> None:
         while True:
             await self._slots.acquire()
             try:
-                raw = await self._transport.receive(self._settings.request_channel)
+                raw = await self._receive(self._settings.request_channel)
             except BaseException:
                 self._slots.release()
                 raise
             if not self._start(raw):
                 self._slots.release()
 
+    async def _pull_background(self) -> None:
+        while True:
+            await self._background_slots.acquire()
+            try:
+                raw = await self._receive(self._settings.background_channel)
+                await self._slots.acquire()
+            except BaseException:
+                self._background_slots.release()
+                raise
+            if not self._start(raw, background=True):
+                self._slots.release()
+                self._background_slots.release()
+
+    async def _receive(self, channel: str) -> dict[str, object]:
+        """Receive, riding out a Redis restart (requests sent meanwhile wait in Redis)."""
+        backoff = 0.2
+        while True:
+            try:
+                return await self._transport.receive(channel)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                logger.warning("receive on %s failed (%s); retrying", channel, exc)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 5.0)
+
+    async def _announce(self) -> None:
+        """Tell the registry this worker is alive and how much it takes, every heartbeat."""
+        assert self.channel is not None
+        capacity = self._settings.max_active + self._settings.max_queue
+        while True:
+            try:
+                await self._registry.announce(
+                    worker_id=self.channel,
+                    capacity=capacity,
+                    ttl_s=max(3.0, 3 * self._settings.heartbeat_s),
+                )
+                if self._faq is not None:  # groups expire, and vanish with a Redis restart
+                    await self._transport.group_add(FAQ_WORKERS_GROUP, self.channel)
+            except Exception as exc:
+                logger.warning("announcing the worker failed (%s); retrying", exc)
+            await asyncio.sleep(self._settings.heartbeat_s)
+
     async def _pull_control(self, channel: str) -> None:
         while True:
-            raw = await self._transport.receive(channel)
+            raw = await self._receive(channel)
             try:
                 message = worker_inbound_adapter.validate_python(raw)
             except ValidationError:
@@ -146,7 +205,7 @@ class InferenceWorker:
         active.task.cancel()
         return True
 
-    def _start(self, raw: dict[str, object]) -> bool:
+    def _start(self, raw: dict[str, object], *, background: bool = False) -> bool:
         try:
             message = worker_inbound_adapter.validate_python(raw)
         except ValidationError as exc:
@@ -162,13 +221,17 @@ class InferenceWorker:
             logger.warning("duplicate request id %s ignored", message.request_id)
             return False
         task = asyncio.create_task(self._serve(message), name=f"generate-{message.request_id}")
-        self._active[message.request_id] = _Active(request=message, task=task)
+        self._active[message.request_id] = _Active(
+            request=message, task=task, background=background
+        )
         task.add_done_callback(functools.partial(self._finished, message.request_id))
         return True
 
     def _finished(self, request_id: str, _task: asyncio.Task[None]) -> None:
-        self._active.pop(request_id, None)
+        active = self._active.pop(request_id, None)
         self._slots.release()
+        if active is not None and active.background:
+            self._background_slots.release()
 
     def _reject_malformed(self, raw: dict[str, object], exc: ValidationError) -> None:
         reply, request_id = raw.get("reply_channel"), raw.get("request_id")

@@ -14,6 +14,7 @@ from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import User
 from django.test import Client
 
+from chatapp.answers.runtime import answer_runtime_close
 from chatapp.asgi import application
 from inference.engines.scripted import ScriptedEngine
 from inference.protocol import REQUEST_CHANNEL
@@ -61,7 +62,9 @@ class RunningWorker:
 async def scripted_worker() -> AsyncIterator[RunningWorker]:
     engine = ScriptedEngine()
     worker = InferenceWorker(
-        engine=engine, transport=Transport(layer=get_channel_layer()), settings=worker_settings()
+        engine=engine,
+        transport=Transport(layer=get_channel_layer()),
+        settings=worker_settings(),
     )
     task = asyncio.create_task(worker.run())
     await asyncio.wait_for(worker.ready.wait(), 5)
@@ -98,3 +101,4 @@ async def connect() -> AsyncIterator[Connect]:
     for communicator in opened:
         with contextlib.suppress(Exception):
             await communicator.disconnect()
+    await answer_runtime_close()  # the relay belongs to this test's event loop

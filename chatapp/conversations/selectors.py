@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from django.contrib.auth.models import User
@@ -72,3 +73,21 @@ def generation_context(
         sampling=dict(version.sampling) if version else {},
         template_id=version.template_id if version else None,
     )
+
+
+def streaming_answer_ids(*, started_before: datetime) -> list[uuid.UUID]:
+    """Answers still marked streaming that were created before the given time."""
+    return list(
+        Message.objects.filter(
+            role=Message.Role.ASSISTANT,
+            status=Message.Status.STREAMING,
+            created_at__lt=started_before,
+        ).values_list("id", flat=True)[:500]
+    )
+
+
+def answer_get(*, owner: User, message_id: uuid.UUID) -> Message | None:
+    """One of the owner's assistant messages."""
+    return Message.objects.filter(
+        id=message_id, role=Message.Role.ASSISTANT, conversation__owner=owner
+    ).first()

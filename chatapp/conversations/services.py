@@ -40,7 +40,8 @@ class AnswerOutcome:
     faq_entry_id: int | None = None
 
 
-def _existing_turn(*, sender: User, client_message_id: uuid.UUID) -> TurnStart | None:
+def turn_existing(*, sender: User, client_message_id: uuid.UUID) -> TurnStart | None:
+    """The turn an earlier send with this client id started, if any (a retried send)."""
     user_message = (
         Message.objects.select_related("conversation")
         .filter(sender=sender, client_message_id=client_message_id)
@@ -69,7 +70,7 @@ def turn_start(
 
     Idempotent on (sender, client_message_id): a retried send returns the first turn.
     """
-    existing = _existing_turn(sender=sender, client_message_id=client_message_id)
+    existing = turn_existing(sender=sender, client_message_id=client_message_id)
     if existing is not None:
         return existing
     try:
@@ -103,7 +104,7 @@ def turn_start(
             )
     except IntegrityError:
         # A concurrent retry with the same client id won the race: return its turn.
-        raced = _existing_turn(sender=sender, client_message_id=client_message_id)
+        raced = turn_existing(sender=sender, client_message_id=client_message_id)
         if raced is None:
             raise
         return raced

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from channels.layers import get_channel_layer
 
 from inference.protocol import (
-    REQUEST_CHANNEL,
+    BACKGROUND_CHANNEL,
+    BACKGROUND_PRIORITY,
     Done,
     Error,
     GenerateRequest,
@@ -19,8 +20,8 @@ from inference.protocol import (
     worker_event_adapter,
 )
 
-# vLLM's priority scheduling runs lower values first; chat requests use 0.
-WARMUP_PRIORITY = 10
+# Background work: behind chat in vLLM's scheduler, and capped per worker (see the worker).
+WARMUP_PRIORITY = BACKGROUND_PRIORITY
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +46,7 @@ async def warm_prefix(*, system_prompt: str, timeout_s: float) -> WarmResult:
         priority=WARMUP_PRIORITY,
         submitted_at=time.time(),
     )
-    await layer.send(REQUEST_CHANNEL, request.to_channel())
+    await layer.send(BACKGROUND_CHANNEL, request.to_channel())
     try:
         async with asyncio.timeout(timeout_s):
             while True:

@@ -1,14 +1,16 @@
-"""The chat WebSocket: validates frames, hands work to the inference worker, relays deltas.
+"""The chat WebSocket: validates frames, admits work, shows answers as they are generated.
 
-A consumer handles one message at a time, so generation never runs here: `receive()` stores
-the user's message, sends one request to the worker's channel and returns. The worker streams
-coalesced deltas to this consumer's channel; each one becomes a `chat.delta` frame. The answer
-is written to the database once, when it ends.
+A consumer handles one frame at a time, so generation never runs here. A send is admitted
+(limits in `chatapp.admission`), stored, and handed to this process's answer relay, which owns
+the answer from then on: a socket only *watches* answers. Entries reach the socket with their
+`seq`; a socket that reconnects (to any web process) sends `chat.resume` with the last seq it
+has and gets exactly the rest, then the live ones.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
@@ -21,6 +23,18 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from pydantic import ValidationError
 
+from chatapp.admission.limiter import Refused
+from chatapp.answers.entries import LogEntry, LoggedDelta, LoggedEnd
+from chatapp.answers.messages import (
+    AnswerAlive,
+    AnswerEntry,
+    AnswerGone,
+    AttachAnswer,
+    DetachAnswer,
+    StopAnswer,
+)
+from chatapp.answers.recovery import answer_abandon
+from chatapp.answers.runtime import AnswerRuntime, answer_runtime
 from chatapp.conversations import selectors, services
 from chatapp.conversations.models import Message
 from chatapp.errors import ApplicationError
@@ -39,7 +53,9 @@ from chatapp.realtime.schemas import (
     FeedbackRecordedFrame,
     RegenerateFrame,
     ResendFullFrame,
+    ResumeFrame,
     SendFrame,
+    SnapshotFrame,
     StopFrame,
     TemplatesChangedFrame,
     Timings,
@@ -50,68 +66,53 @@ from chatapp.realtime.schemas import (
 from inference.faq.index import GLOBAL_SCOPE, template_scope
 from inference.protocol import (
     REQUEST_CHANNEL,
-    Accepted,
-    CancelRequest,
     ChatTurn,
-    Delta,
-    Done,
-    Error,
     FaqLookup,
     GenerateRequest,
-    Heartbeat,
     SamplingOptions,
 )
 
 logger = logging.getLogger(__name__)
 
+_BUSY_HERE = "An answer is still streaming; stop it first."
+
 
 @dataclass
-class _Answer:
-    """The answer streaming on this socket (at most one)."""
+class _Watch:
+    """An answer this socket shows while it is generated."""
 
-    client_id: uuid.UUID
-    message_id: uuid.UUID
-    request_id: str
-    parts: list[str] = field(default_factory=list)
-    next_seq: int = 1
-    worker_channel: str | None = None
-    stop_requested: bool = False
-    watchdog: asyncio.Task[None] | None = None
-    # when the worker last showed it is alive (accepted, delta or heartbeat), monotonic
-    last_event: float = field(default_factory=time.monotonic)
-
-    @property
-    def text(self) -> str:
-        return "".join(self.parts)
+    next_seq: int  # the next seq the browser needs
+    owner: str  # the channel of the relay that owns the answer
+    client_id: uuid.UUID | None  # the frame that asked for it, echoed on errors
+    last_heard: float = field(default_factory=time.monotonic)
 
 
 class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is untyped
-    answer: _Answer | None = None
+    watching: dict[uuid.UUID, _Watch]
+    watchdog: asyncio.Task[None] | None = None
 
     async def connect(self) -> None:
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
             await self.close(code=4401)
             return
+        self.watching = {}
         await self.channel_layer.group_add(TEMPLATES_GROUP, self.channel_name)
         await self.accept()
+        self.watchdog = asyncio.create_task(self._watch_owners())
 
     async def disconnect(self, code: int) -> None:
         await self.channel_layer.group_discard(TEMPLATES_GROUP, self.channel_name)
-        answer = self.answer
-        if answer is None:
-            return
-        self.answer = None
-        # Nobody is reading any more: stop the engine and keep what was said so far.
-        await self._cancel_upstream(answer)
-        await self._finish(
-            answer,
-            services.AnswerOutcome(
-                status=Message.Status.STOPPED,
-                finish_reason="abort",
-                error_code="client_disconnected",
-            ),
-        )
+        if self.watchdog is not None:
+            self.watchdog.cancel()
+        # The answers go on without us for the grace period, so a refresh can resume them.
+        for message_id, watch in getattr(self, "watching", {}).items():
+            with contextlib.suppress(Exception):
+                await self.channel_layer.send(
+                    watch.owner,
+                    DetachAnswer(message_id=message_id, watcher=self.channel_name).to_channel(),
+                )
+        self.watching = {}
 
     # ---- browser -> server -------------------------------------------------------------
 
@@ -119,40 +120,57 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
         if text_data is None:
             await self._error("invalid", "Send JSON text frames, not binary.")
             return
-        if len(text_data.encode()) > settings.CHAT_MAX_FRAME_BYTES:
+        if len(text_data.encode(errors="surrogatepass")) > settings.CHAT_MAX_FRAME_BYTES:
             await self._error(
                 "too_large", f"Frame is larger than {settings.CHAT_MAX_FRAME_BYTES} bytes."
             )
             return
         try:
             raw = json.loads(text_data)
-        except ValueError:
+        except (ValueError, RecursionError):
             await self._error("bad_json", "Frame is not valid JSON.")
             return
         client_id = client_id_of(raw)
         if not isinstance(raw, dict) or raw.get("type") not in CLIENT_FRAME_TYPES:
             kind = raw.get("type") if isinstance(raw, dict) else None
-            await self._error("unknown_type", f"Unknown frame type {kind!r}.", client_id=client_id)
+            await self._error(
+                "unknown_type", f"Unknown frame type {str(kind)[:40]!r}.", client_id=client_id
+            )
             return
         try:
             frame = client_frame_adapter.validate_python(raw)
         except ValidationError as exc:
             await self._error("invalid", _describe(exc), client_id=client_id)
             return
-        if isinstance(frame, SendFrame):
-            await self._on_send(frame)
-        elif isinstance(frame, StopFrame):
-            await self._on_stop(frame)
-        elif isinstance(frame, RegenerateFrame):
-            await self._on_regenerate(frame)
-        else:
-            await self._on_feedback(frame)
+        try:
+            if isinstance(frame, SendFrame):
+                await self._on_send(frame)
+            elif isinstance(frame, StopFrame):
+                await self._on_stop(frame)
+            elif isinstance(frame, RegenerateFrame):
+                await self._on_regenerate(frame)
+            elif isinstance(frame, ResumeFrame):
+                await self._on_resume(frame)
+            else:
+                await self._on_feedback(frame)
+        except Exception:  # the database or Redis failed under us: say so, keep the socket
+            logger.exception("chat frame %s failed", frame.type)
+            await self._error(
+                "internal",
+                "Something went wrong on our side and nothing was stored. Please try again.",
+                client_id=frame.id,
+            )
 
     async def _on_send(self, frame: SendFrame) -> None:
-        if self.answer is not None:
-            await self._error(
-                "busy", "An answer is still streaming; stop it first.", client_id=frame.id
-            )
+        existing = await database_sync_to_async(services.turn_existing)(
+            sender=self.scope["user"], client_message_id=frame.id
+        )
+        if existing is not None:  # a retried send: show the answer it started, never a second
+            await self._send_frame(_accepted(frame.id, existing))
+            await self._follow(existing.assistant_message, after_seq=0, client_id=frame.id)
+            return
+        if self._generating():
+            await self._error("busy", _BUSY_HERE, client_id=frame.id)
             return
         template_version = None
         text = frame.text
@@ -187,6 +205,10 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
                 client_id=frame.id,
             )
             return
+        runtime = await answer_runtime()
+        request_id = await self._admit(runtime, client_id=frame.id)
+        if request_id is None:
+            return
         try:
             turn = await database_sync_to_async(services.turn_start)(
                 sender=self.scope["user"],
@@ -195,42 +217,105 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
                 text=text,
                 template_version=template_version,
             )
-        except ApplicationError as exc:
+        except BaseException as exc:
+            await self._release(runtime, request_id)
+            if not isinstance(exc, ApplicationError):
+                raise
             await self._app_error(exc, client_id=frame.id)
             return
-        await self._send_frame(
-            AcceptedFrame(
-                id=frame.id,
-                conversation_id=turn.conversation.id,
-                user_message_id=turn.user_message.id,
-                assistant_message_id=turn.assistant_message.id,
-            )
-        )
-        if not turn.created:
-            await self._replay_existing(frame.id, turn.assistant_message)
+        await self._send_frame(_accepted(frame.id, turn))
+        if not turn.created:  # a concurrent retry with this id won the race
+            await self._release(runtime, request_id)
+            await self._follow(turn.assistant_message, after_seq=0, client_id=frame.id)
             return
-        await self._generate(turn, client_id=frame.id, bypass_faq=False)
+        await self._generate(
+            runtime, turn, request_id=request_id, client_id=frame.id, bypass_faq=False
+        )
+
+    async def _on_regenerate(self, frame: RegenerateFrame) -> None:
+        if self._generating():
+            await self._error("busy", _BUSY_HERE, client_id=frame.id)
+            return
+        runtime = await answer_runtime()
+        request_id = await self._admit(runtime, client_id=frame.id)
+        if request_id is None:
+            return
+        try:
+            turn = await database_sync_to_async(services.answer_restart)(
+                sender=self.scope["user"], message_id=frame.message_id
+            )
+        except BaseException as exc:
+            await self._release(runtime, request_id)
+            if not isinstance(exc, ApplicationError):
+                raise
+            await self._app_error(exc, client_id=frame.id, message_id=frame.message_id)
+            return
+        await self._send_frame(_accepted(frame.id, turn))
+        await self._generate(
+            runtime, turn, request_id=request_id, client_id=frame.id, bypass_faq=frame.bypass_faq
+        )
+
+    async def _admit(self, runtime: AnswerRuntime, *, client_id: uuid.UUID) -> str | None:
+        """Take an admission slot for a new generation; on refusal tell the browser why."""
+        request_id = str(uuid.uuid4())
+        decision = await runtime.admission.acquire(
+            request_id=request_id,
+            user_key=self._user_key(),
+            capacity=await runtime.registry.capacity(),
+        )
+        if isinstance(decision, Refused):
+            code: ErrorCode = (
+                "no_worker"
+                if decision.reason == "no_worker"
+                else "rate_limited"
+                if decision.reason == "rate_limited"
+                else "busy"
+            )
+            await self._send_frame(
+                ErrorFrame(
+                    id=client_id,
+                    code=code,
+                    message=decision.message,
+                    retry_after_s=decision.retry_after_s,
+                )
+            )
+            return None
+        return request_id
+
+    async def _release(self, runtime: AnswerRuntime, request_id: str) -> None:
+        with contextlib.suppress(Exception):
+            await runtime.admission.release(request_id=request_id, user_key=self._user_key())
 
     async def _generate(
-        self, turn: services.TurnStart, *, client_id: uuid.UUID, bypass_faq: bool
+        self,
+        runtime: AnswerRuntime,
+        turn: services.TurnStart,
+        *,
+        request_id: str,
+        client_id: uuid.UUID,
+        bypass_faq: bool,
     ) -> None:
-        context = await database_sync_to_async(selectors.generation_context)(
-            conversation_id=turn.conversation.id,
-            up_to=turn.user_message,
-            max_turns=settings.CHAT_HISTORY_TURNS,
-        )
+        try:
+            context = await database_sync_to_async(selectors.generation_context)(
+                conversation_id=turn.conversation.id,
+                up_to=turn.user_message,
+                max_turns=settings.CHAT_HISTORY_TURNS,
+            )
+        except BaseException:
+            await self._release(runtime, request_id)
+            await database_sync_to_async(services.answer_finish)(
+                message_id=turn.assistant_message.id,
+                content="",
+                outcome=services.AnswerOutcome(status=Message.Status.FAILED, error_code="internal"),
+            )
+            raise
         scopes = [GLOBAL_SCOPE]
         if context.template_id is not None:
             scopes.append(template_scope(context.template_id))
-        answer = _Answer(
-            client_id=client_id,
-            message_id=turn.assistant_message.id,
-            # fresh per generation: late events of an earlier (stopped) run never match
-            request_id=str(uuid.uuid4()),
-        )
+        relay = runtime.relay
         request = GenerateRequest(
-            request_id=answer.request_id,
-            reply_channel=self.channel_name,
+            request_id=request_id,
+            reply_channel=relay.channel,
             system=context.system_prompt,
             messages=[
                 ChatTurn(role="user" if t.role == "user" else "assistant", content=t.content)
@@ -247,32 +332,97 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
             if context.standalone and not bypass_faq and settings.CHAT_FAQ_ENABLED
             else None,
         )
-        self.answer = answer
-        answer.watchdog = asyncio.create_task(self._watch(answer.request_id))
-        await self.channel_layer.send(REQUEST_CHANNEL, request.to_channel())
-
-    async def _on_regenerate(self, frame: RegenerateFrame) -> None:
-        if self.answer is not None:
-            await self._error(
-                "busy", "An answer is still streaming; stop it first.", client_id=frame.id
-            )
-            return
-        try:
-            turn = await database_sync_to_async(services.answer_restart)(
-                sender=self.scope["user"], message_id=frame.message_id
-            )
-        except ApplicationError as exc:
-            await self._app_error(exc, client_id=frame.id, message_id=frame.message_id)
-            return
-        await self._send_frame(
-            AcceptedFrame(
-                id=frame.id,
-                conversation_id=turn.conversation.id,
-                user_message_id=turn.user_message.id,
-                assistant_message_id=turn.assistant_message.id,
-            )
+        message_id = turn.assistant_message.id
+        self.watching[message_id] = _Watch(next_seq=1, owner=relay.channel, client_id=client_id)
+        await relay.start(
+            message_id=message_id,
+            user_key=self._user_key(),
+            watcher=self.channel_name,
+            request=request,
+            request_channel=REQUEST_CHANNEL,
         )
-        await self._generate(turn, client_id=frame.id, bypass_faq=frame.bypass_faq)
+
+    async def _on_resume(self, frame: ResumeFrame) -> None:
+        message = await database_sync_to_async(selectors.answer_get)(
+            owner=self.scope["user"], message_id=frame.message_id
+        )
+        if message is None:
+            await self._error(
+                "not_found",
+                "No such answer in your conversations.",
+                client_id=frame.id,
+                message_id=frame.message_id,
+            )
+            return
+        await self._follow(message, after_seq=frame.last_seq, client_id=frame.id)
+
+    async def _follow(self, message: Message, *, after_seq: int, client_id: uuid.UUID) -> None:
+        """Show an answer from `after_seq` on: live from its relay, or as it ended."""
+        if message.id in self.watching:
+            return  # this socket already shows it (a retry on the same socket)
+        runtime = await answer_runtime()
+        if message.status == Message.Status.STREAMING:
+            owner = await runtime.log.ownership(message_id=message.id)
+            if owner is not None:
+                self.watching[message.id] = _Watch(
+                    next_seq=after_seq + 1, owner=owner.relay_channel, client_id=client_id
+                )
+                await self.channel_layer.send(
+                    owner.relay_channel,
+                    AttachAnswer(
+                        message_id=message.id, watcher=self.channel_name, after_seq=after_seq
+                    ).to_channel(),
+                )
+                return
+            # Streaming with no owner on record: its web process died before logging it.
+            await answer_abandon(log=runtime.log, message_id=message.id)
+            await database_sync_to_async(message.refresh_from_db)()
+        await self._show_ended(message, after_seq=after_seq, client_id=client_id)
+
+    async def _show_ended(self, message: Message, *, after_seq: int, client_id: uuid.UUID) -> None:
+        runtime = await answer_runtime()
+        entries = await runtime.log.entries_after(message_id=message.id, seq=after_seq)
+        if entries and isinstance(entries[-1], LoggedEnd):
+            for entry in entries:
+                await self._show(message.id, entry, client_id=client_id)
+            return
+        # The log is gone (expired): the stored message is the truth; replace what is shown.
+        await self._send_frame(SnapshotFrame(message_id=message.id, content=message.content))
+        if message.status == Message.Status.FAILED:
+            code = message.error_code if message.error_code in ERROR_CODES else "engine"
+            await self._error(
+                code,  # type: ignore[arg-type]
+                "This answer failed; ask again to get a new one.",
+                client_id=client_id,
+                message_id=message.id,
+            )
+        else:
+            await self._send_frame(_done_frame(message))
+
+    async def _on_stop(self, frame: StopFrame) -> None:
+        message_id = frame.message_id
+        if message_id is None and len(self.watching) == 1:
+            message_id = next(iter(self.watching))
+        watch = self.watching.get(message_id) if message_id is not None else None
+        owner = watch.owner if watch is not None else None
+        if owner is None and message_id is not None:  # streaming in another tab: stop it too
+            message = await database_sync_to_async(selectors.answer_get)(
+                owner=self.scope["user"], message_id=message_id
+            )
+            if message is not None and message.status == Message.Status.STREAMING:
+                runtime = await answer_runtime()
+                ownership = await runtime.log.ownership(message_id=message_id)
+                owner = ownership.relay_channel if ownership is not None else None
+        if owner is None or message_id is None:
+            await self._error(
+                "not_found",
+                "Nothing is streaming here to stop.",
+                client_id=frame.id,
+                message_id=frame.message_id,
+            )
+            return
+        # The owner aborts the engine request; its `done` (stopped) comes back as an entry.
+        await self.channel_layer.send(owner, StopAnswer(message_id=message_id).to_channel())
 
     async def _on_feedback(self, frame: FeedbackFrame) -> None:
         try:
@@ -286,190 +436,113 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
             FeedbackRecordedFrame(id=frame.id, message_id=frame.message_id, rating=frame.rating)
         )
 
-    async def _replay_existing(self, client_id: uuid.UUID, message: Message) -> None:
-        """A retried send: report the stored answer instead of generating a second one."""
-        if message.status == Message.Status.STREAMING:
-            await self._error(
-                "busy",
-                "This message is still being answered elsewhere.",
-                client_id=client_id,
-                message_id=message.id,
-            )
-            return
-        if message.status == Message.Status.FAILED:
-            await self._error(
-                "engine",
-                "This message failed earlier; send it again as new.",
-                client_id=client_id,
-                message_id=message.id,
-            )
-            return
-        if message.content:
-            await self._send_frame(DeltaFrame(message_id=message.id, seq=1, text=message.content))
-        await self._send_frame(_done_frame(message))
+    # ---- relay -> socket (channel layer handlers) ---------------------------------------
 
-    async def _on_stop(self, frame: StopFrame) -> None:
-        answer = self.answer
-        if answer is None or (
-            frame.message_id is not None and frame.message_id != answer.message_id
-        ):
-            await self._error(
-                "not_found",
-                "Nothing is streaming here to stop.",
-                client_id=frame.id,
-                message_id=frame.message_id,
-            )
+    async def answer_entry(self, event: dict[str, Any]) -> None:
+        message = AnswerEntry.model_validate(event)
+        watch = self.watching.get(message.message_id)
+        if watch is None:
             return
-        answer.stop_requested = True
-        await self._cancel_upstream(answer)  # the worker answers with a final `done` (abort)
+        watch.last_heard = time.monotonic()
+        await self._show(message.message_id, message.entry, client_id=watch.client_id)
 
-    # ---- worker -> server (channel layer handlers) ---------------------------------------
+    async def answer_alive(self, event: dict[str, Any]) -> None:
+        watch = self.watching.get(AnswerAlive.model_validate(event).message_id)
+        if watch is not None:
+            watch.last_heard = time.monotonic()
 
-    async def inference_accepted(self, event: dict[str, Any]) -> None:
-        accepted = Accepted.model_validate(event)
-        answer = self._current(accepted.request_id)
-        if answer is None:  # we gave up on it (timeout/disconnect): free the engine
-            await self.channel_layer.send(
-                accepted.worker_channel, CancelRequest(request_id=accepted.request_id).to_channel()
-            )
+    async def answer_gone(self, event: dict[str, Any]) -> None:
+        """We attached after the answer ended: show how it ended from the log."""
+        message_id = AnswerGone.model_validate(event).message_id
+        watch = self.watching.pop(message_id, None)
+        if watch is None:
             return
-        answer.worker_channel = accepted.worker_channel
-        answer.last_event = time.monotonic()
-        if answer.stop_requested:
-            await self._cancel_upstream(answer)
-
-    async def inference_heartbeat(self, event: dict[str, Any]) -> None:
-        answer = self._current(Heartbeat.model_validate(event).request_id)
-        if answer is not None:
-            answer.last_event = time.monotonic()
-
-    async def inference_delta(self, event: dict[str, Any]) -> None:
-        delta = Delta.model_validate(event)
-        answer = self._current(delta.request_id)
-        if answer is None:
-            return
-        if delta.seq != answer.next_seq:
-            logger.warning(
-                "answer %s: expected seq %d, got %d", answer.request_id, answer.next_seq, delta.seq
-            )
-        answer.next_seq = delta.seq + 1
-        answer.last_event = time.monotonic()
-        answer.parts.append(delta.text)
-        await self._send_frame(
-            DeltaFrame(message_id=answer.message_id, seq=delta.seq, text=delta.text)
+        message = await database_sync_to_async(selectors.answer_get)(
+            owner=self.scope["user"], message_id=message_id
         )
-
-    async def inference_done(self, event: dict[str, Any]) -> None:
-        done = Done.model_validate(event)
-        answer = self._current(done.request_id)
-        if answer is None:
-            return
-        self.answer = None
-        outcome = services.AnswerOutcome(
-            status=Message.Status.STOPPED
-            if done.finish_reason == "abort"
-            else Message.Status.COMPLETE,
-            finish_reason=done.finish_reason,
-            prompt_tokens=done.prompt_tokens,
-            completion_tokens=done.completion_tokens,
-            cached_prompt_tokens=done.cached_prompt_tokens,
-            queue_wait_ms=done.queue_wait_ms,
-            ttft_ms=done.ttft_ms,
-            total_ms=done.total_ms,
-            source=done.source,
-            faq_entry_id=done.faq_entry_id,
-        )
-        await self._finish(answer, outcome)
-        await self._send_frame(
-            DoneFrame(
-                message_id=answer.message_id,
-                status="stopped" if outcome.status == Message.Status.STOPPED else "complete",
-                finish_reason=done.finish_reason,
-                usage=Usage(
-                    prompt_tokens=done.prompt_tokens,
-                    completion_tokens=done.completion_tokens,
-                    cached_prompt_tokens=done.cached_prompt_tokens,
-                ),
-                timings=Timings(
-                    queue_wait_ms=done.queue_wait_ms, ttft_ms=done.ttft_ms, total_ms=done.total_ms
-                ),
-                source=done.source,
-                faq_entry_id=done.faq_entry_id,
+        if message is not None:
+            await self._show_ended(
+                message, after_seq=watch.next_seq - 1, client_id=watch.client_id or uuid.uuid4()
             )
-        )
-
-    async def inference_error(self, event: dict[str, Any]) -> None:
-        error = Error.model_validate(event)
-        answer = self._current(error.request_id)
-        if answer is None:
-            return
-        self.answer = None
-        await self._finish(
-            answer,
-            services.AnswerOutcome(
-                status=Message.Status.FAILED,
-                error_code=error.code,
-            ),
-        )
-        await self._error(
-            "engine", error.message, client_id=answer.client_id, message_id=answer.message_id
-        )
 
     async def templates_changed(self, event: dict[str, Any]) -> None:
         await self._send_frame(TemplatesChangedFrame(etag=str(event.get("etag", ""))))
 
     async def chat_watchdog(self, event: dict[str, Any]) -> None:
-        """Fail an answer whose worker went silent, so nothing spins forever."""
-        answer = self._current(str(event.get("request_id")))
-        if answer is None:
-            return
-        silence = time.monotonic() - answer.last_event
-        if answer.worker_channel is None and silence >= settings.CHAT_ACCEPT_TIMEOUT_S:
-            code: ErrorCode = "no_worker"
-            text = "No inference worker is available right now. Please try again in a moment."
-        elif answer.worker_channel is not None and silence >= settings.CHAT_STALL_TIMEOUT_S:
-            code = "worker_lost"
-            text = (
-                "The assistant stopped responding (its worker was lost). What it wrote so "
-                "far is kept; please ask again."
+        """An owner relay that went silent died with its web process: finish from the log."""
+        limit = settings.CHAT_STALL_TIMEOUT_S + 2 * settings.CHAT_RELAY_HEARTBEAT_S
+        now = time.monotonic()
+        for message_id, watch in list(self.watching.items()):
+            if now - watch.last_heard < limit:
+                continue
+            del self.watching[message_id]
+            runtime = await answer_runtime()
+            await answer_abandon(log=runtime.log, message_id=message_id)
+            message = await database_sync_to_async(selectors.answer_get)(
+                owner=self.scope["user"], message_id=message_id
             )
-            await self._cancel_upstream(answer)  # in case it is alive but cut off
-        else:
-            return
-        self.answer = None
-        await self._finish(
-            answer, services.AnswerOutcome(status=Message.Status.FAILED, error_code=code)
-        )
-        await self._error(code, text, client_id=answer.client_id, message_id=answer.message_id)
+            if message is not None:
+                await self._show_ended(
+                    message, after_seq=watch.next_seq - 1, client_id=watch.client_id or uuid.uuid4()
+                )
 
     # ---- helpers -------------------------------------------------------------------------
 
-    def _current(self, request_id: str) -> _Answer | None:
-        answer = self.answer
-        return answer if answer is not None and answer.request_id == request_id else None
+    async def _show(self, message_id: uuid.UUID, entry: LogEntry, *, client_id: Any) -> None:
+        """Send one entry unless the browser has it already; entries arrive in seq order."""
+        watch = self.watching.get(message_id)
+        if watch is not None:
+            if entry.seq < watch.next_seq:
+                return  # replayed and live copies overlap: show once
+            watch.next_seq = entry.seq + 1
+        if isinstance(entry, LoggedDelta):
+            await self._send_frame(
+                DeltaFrame(message_id=message_id, seq=entry.seq, text=entry.text)
+            )
+            return
+        self.watching.pop(message_id, None)
+        if entry.status == "failed":
+            code = entry.error_code if entry.error_code in ERROR_CODES else "engine"
+            await self._error(
+                code,  # type: ignore[arg-type]
+                entry.error_message or "The answer failed.",
+                client_id=client_id,
+                message_id=message_id,
+            )
+            return
+        await self._send_frame(
+            DoneFrame(
+                message_id=message_id,
+                status="stopped" if entry.status == "stopped" else "complete",
+                finish_reason=entry.finish_reason,
+                usage=Usage(
+                    prompt_tokens=entry.prompt_tokens,
+                    completion_tokens=entry.completion_tokens,
+                    cached_prompt_tokens=entry.cached_prompt_tokens,
+                ),
+                timings=Timings(
+                    queue_wait_ms=entry.queue_wait_ms,
+                    ttft_ms=entry.ttft_ms,
+                    total_ms=entry.total_ms,
+                ),
+                source=entry.source,
+                faq_entry_id=entry.faq_entry_id,
+            )
+        )
 
-    async def _watch(self, request_id: str) -> None:
-        # Runs beside the consumer and reports through the consumer's own channel, so the
-        # check is handled in order with the worker's events.
-        interval = min(settings.CHAT_ACCEPT_TIMEOUT_S, settings.CHAT_STALL_TIMEOUT_S) / 3
+    def _generating(self) -> bool:
+        return bool(self.watching)
+
+    def _user_key(self) -> str:
+        return str(self.scope["user"].pk)
+
+    async def _watch_owners(self) -> None:
+        # Reports through the consumer's own channel, so checks run in order with entries.
+        interval = max(0.2, settings.CHAT_RELAY_HEARTBEAT_S)
         while True:
             await asyncio.sleep(interval)
-            await self.channel_layer.send(
-                self.channel_name, {"type": "chat.watchdog", "request_id": request_id}
-            )
-
-    async def _cancel_upstream(self, answer: _Answer) -> None:
-        if answer.worker_channel is not None:
-            await self.channel_layer.send(
-                answer.worker_channel, CancelRequest(request_id=answer.request_id).to_channel()
-            )
-
-    async def _finish(self, answer: _Answer, outcome: services.AnswerOutcome) -> None:
-        if answer.watchdog is not None:
-            answer.watchdog.cancel()
-        await database_sync_to_async(services.answer_finish)(
-            message_id=answer.message_id, content=answer.text, outcome=outcome
-        )
+            if self.watching:
+                await self.channel_layer.send(self.channel_name, {"type": "chat.watchdog"})
 
     async def _send_frame(self, frame: AnyServerFrame) -> None:
         await self.send(text_data=frame.to_json())
@@ -497,6 +570,15 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
         )
 
 
+def _accepted(client_id: uuid.UUID, turn: services.TurnStart) -> AcceptedFrame:
+    return AcceptedFrame(
+        id=client_id,
+        conversation_id=turn.conversation.id,
+        user_message_id=turn.user_message.id,
+        assistant_message_id=turn.assistant_message.id,
+    )
+
+
 def _done_frame(message: Message) -> DoneFrame:
     return DoneFrame(
         message_id=message.id,
@@ -518,4 +600,4 @@ def _done_frame(message: Message) -> DoneFrame:
 def _describe(exc: ValidationError) -> str:
     first = exc.errors()[0]
     where = ".".join(str(p) for p in first["loc"]) or "frame"
-    return f"Invalid {where}: {first['msg']}."
+    return f"Invalid {where}: {first['msg']}."[:300]

@@ -30,6 +30,8 @@ ErrorCode = Literal[
     "internal",
     "template_unknown",
     "worker_lost",
+    "interrupted",
+    "rate_limited",
 ]
 
 ERROR_CODES: frozenset[str] = frozenset(get_args(ErrorCode))
@@ -43,9 +45,12 @@ class _Frame(BaseModel):
         return self.model_dump_json()
 
 
+DB_INT_MAX = 2**31 - 1  # larger ids cannot exist, and the database refuses to look them up
+
+
 class TemplateRef(_Frame):
-    id: int = Field(ge=1)
-    version: int = Field(ge=1)
+    id: int = Field(ge=1, le=DB_INT_MAX)
+    version: int = Field(ge=1, le=DB_INT_MAX)
     sha256: str = Field(pattern=HEX64)
 
 
@@ -95,10 +100,21 @@ class FeedbackFrame(_Frame):
     rating: Literal["up", "down"]
 
 
-AnyClientFrame = SendFrame | StopFrame | RegenerateFrame | FeedbackFrame
+class ResumeFrame(_Frame):
+    """Continue showing an answer after a reconnect: everything after `last_seq`, then live."""
+
+    type: Literal["chat.resume"]
+    id: uuid.UUID
+    message_id: uuid.UUID
+    last_seq: int = Field(default=0, ge=0, le=1_000_000)
+
+
+AnyClientFrame = SendFrame | StopFrame | RegenerateFrame | FeedbackFrame | ResumeFrame
 ClientFrame = Annotated[AnyClientFrame, Field(discriminator="type")]
 client_frame_adapter: TypeAdapter[AnyClientFrame] = TypeAdapter(ClientFrame)
-CLIENT_FRAME_TYPES = frozenset({"chat.send", "chat.stop", "chat.regenerate", "chat.feedback"})
+CLIENT_FRAME_TYPES = frozenset(
+    {"chat.send", "chat.stop", "chat.regenerate", "chat.feedback", "chat.resume"}
+)
 
 
 class AcceptedFrame(_Frame):
@@ -139,6 +155,15 @@ class DoneFrame(_Frame):
     faq_entry_id: int | None = None
 
 
+class SnapshotFrame(_Frame):
+    """The whole text of an answer so far; replaces what the browser shows for it. Sent on a
+    resume when the stream log can no longer give exactly the missing part."""
+
+    type: Literal["chat.snapshot"] = "chat.snapshot"
+    message_id: uuid.UUID
+    content: str
+
+
 class ResendFullFrame(_Frame):
     type: Literal["chat.resend_full"] = "chat.resend_full"
     id: uuid.UUID
@@ -163,12 +188,15 @@ class ErrorFrame(_Frame):
     message_id: uuid.UUID | None = None
     code: ErrorCode
     message: str
+    # busy, rate_limited, no_worker: when trying again makes sense
+    retry_after_s: float | None = None
 
 
 AnyServerFrame = (
     AcceptedFrame
     | DeltaFrame
     | DoneFrame
+    | SnapshotFrame
     | ErrorFrame
     | ResendFullFrame
     | TemplatesChangedFrame

@@ -123,6 +123,23 @@ CHAT_ACCEPT_TIMEOUT_S = float(os.environ.get("CHAT_ACCEPT_TIMEOUT_S", "30"))
 # No event (delta or the worker's heartbeat, every INFERENCE_HEARTBEAT_S) for this long after
 # the worker accepted: the worker is taken as lost and the answer fails with what it had.
 CHAT_STALL_TIMEOUT_S = float(os.environ.get("CHAT_STALL_TIMEOUT_S", "10"))
+# A socket that drops leaves its answer generating this long, so a refresh can resume it;
+# nobody back by then: the generation is aborted and the answer kept as stopped.
+CHAT_DISCONNECT_GRACE_S = float(os.environ.get("CHAT_DISCONNECT_GRACE_S", "30"))
+# How long an answer's stream log stays resumable after its last entry (Redis stream TTL).
+CHAT_ANSWER_LOG_TTL_S = float(os.environ.get("CHAT_ANSWER_LOG_TTL_S", "3600"))
+# The relay owning an answer tells watchers and the log it is alive this often; a streaming
+# answer whose owner is silent for CHAT_REAP_AFTER_S is finished from its log (checked every
+# CHAT_REAP_EVERY_S by every web process).
+CHAT_RELAY_HEARTBEAT_S = float(os.environ.get("CHAT_RELAY_HEARTBEAT_S", "2"))
+CHAT_REAP_AFTER_S = float(os.environ.get("CHAT_REAP_AFTER_S", "60"))
+CHAT_REAP_EVERY_S = float(os.environ.get("CHAT_REAP_EVERY_S", "30"))
+# Admission control (docs/operations.md): past these the user gets "busy" with a retry-after.
+CHAT_USER_MAX_CONCURRENT = int(os.environ.get("CHAT_USER_MAX_CONCURRENT", "3"))
+CHAT_USER_RATE = int(os.environ.get("CHAT_USER_RATE", "30"))
+CHAT_USER_RATE_WINDOW_S = float(os.environ.get("CHAT_USER_RATE_WINDOW_S", "60"))
+CHAT_ADMISSION_LEASE_S = float(os.environ.get("CHAT_ADMISSION_LEASE_S", "900"))
+CHAT_BUSY_RETRY_AFTER_S = float(os.environ.get("CHAT_BUSY_RETRY_AFTER_S", "5"))
 # Answer standalone questions from approved FAQ entries before the model (see docs/protocol.md)
 CHAT_FAQ_ENABLED = os.environ.get("CHAT_FAQ_ENABLED", "1") == "1"
 CHAT_MAX_TOKENS = int(os.environ.get("CHAT_MAX_TOKENS", "0")) or None

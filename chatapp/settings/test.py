@@ -10,3 +10,5 @@ ALLOWED_HOSTS = ["localhost", "127.0.0.1", "testserver"]
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 CHAT_ACCEPT_TIMEOUT_S = 5.0
 CHAT_WARMUP_TIMEOUT_S = 5.0
+CHAT_RELAY_HEARTBEAT_S = 0.5
+CHAT_DISCONNECT_GRACE_S = 2.0

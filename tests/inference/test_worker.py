@@ -158,3 +158,62 @@ async def test_several_workers_share_one_request_channel(layer: InMemoryChannelL
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def test_background_work_never_takes_more_than_its_share_of_the_slots(
+    layer: InMemoryChannelLayer, engine: ScriptedEngine
+) -> None:
+    from inference.protocol import BACKGROUND_CHANNEL, BACKGROUND_PRIORITY
+
+    worker = InferenceWorker(
+        engine=engine,
+        transport=Transport(layer=layer),
+        settings=worker_settings(max_active=3, max_background=1),
+    )
+    task = asyncio.create_task(worker.run())
+    await worker.ready.wait()
+    try:
+        reply = await layer.new_channel()
+        for n in range(3):  # a batch of slow background jobs
+            job = GenerateRequest(
+                request_id=f"bg{n}",
+                reply_channel=reply,
+                messages=[ChatTurn(role="user", content="[[slow]] " + "w " * 30)],
+                priority=BACKGROUND_PRIORITY,
+                submitted_at=time.time(),
+            )
+            await layer.send(BACKGROUND_CHANNEL, job.to_channel())
+        await asyncio.sleep(0.2)
+        assert worker.active_requests == 1  # the other two wait: the cap is one
+
+        chat = await layer.new_channel()
+        started = time.monotonic()
+        await layer.send(REQUEST_CHANNEL, generate(chat, "hello there", request_id="chat"))
+        events = await collect(layer, chat)
+        assert events[-1].type == "inference.done"
+        assert time.monotonic() - started < 1.0  # chat did not queue behind the batch
+        assert len(engine.prompts) == 2  # still only one background job had started
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_the_worker_announces_its_capacity_and_withdraws_when_it_stops(
+    layer: InMemoryChannelLayer, engine: ScriptedEngine
+) -> None:
+    from inference.registry import LocalWorkerRegistry
+
+    registry = LocalWorkerRegistry()
+    worker = InferenceWorker(
+        engine=engine,
+        transport=Transport(layer=layer),
+        settings=worker_settings(max_active=3, max_queue=5),
+        registry=registry,
+    )
+    task = asyncio.create_task(worker.run())
+    await worker.ready.wait()
+    await asyncio.sleep(0.05)
+    assert await registry.capacity() == 8  # running slots + its share of the queue
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    assert await registry.capacity() == 0

@@ -42,7 +42,7 @@ class Command(BaseCommand):
         url = f"http://{host}:{port}/"
         embedded = settings.CHAT_EMBEDDED_WORKER and not options["no_worker"]
         engines: list[Engine] = []
-        workers: list[asyncio.Task[None]] = []  # keeps the task referenced while it runs
+        workers: list[asyncio.Task[Any]] = []  # keeps the task referenced while it runs
         failures: list[str] = []
 
         def say(text: str) -> None:
@@ -63,10 +63,15 @@ class Command(BaseCommand):
             twisted_loop.call_soon(start_embedded_worker)
 
         def start_embedded_worker() -> None:
+            from chatapp.answers.runtime import answer_runtime
             from chatapp.faq.snapshots import serve_snapshots
 
+            loop = asyncio.get_running_loop()
             # every web process answers workers' FAQ snapshot requests
-            workers.append(asyncio.get_running_loop().create_task(serve_snapshots()))
+            workers.append(loop.create_task(serve_snapshots()))
+            # and runs an answer relay from the start: it finishes answers that a crashed
+            # web process left "streaming" (see chatapp/answers/recovery.py)
+            workers.append(loop.create_task(answer_runtime()))
             if not embedded:
                 say(f"Serving on {url} (workers consume the Redis channel layer).")
                 return

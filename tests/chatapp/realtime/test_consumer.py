@@ -146,24 +146,28 @@ async def test_stop_aborts_generation_and_keeps_partial_answer(
     assert (message.status, message.content) == ("stopped", partial)
 
 
-async def test_disconnect_mid_stream_aborts_the_engine_request(
-    connect: Connect, alice: User, scripted_worker: RunningWorker
+async def test_a_dropped_socket_leaves_the_answer_running_for_the_grace_period_then_aborts(
+    connect: Connect, alice: User, scripted_worker: RunningWorker, settings: Any
 ) -> None:
+    settings.CHAT_DISCONNECT_GRACE_S = 0.8
     ws = await open_socket(connect, alice)
-    await ws.send_json_to(send_frame("[[slow]] " + " ".join(["word"] * 80)))
+    await ws.send_json_to(send_frame("[[slow]] " + " ".join(["word"] * 200)))
     accepted = await ws.receive_json_from(timeout=5)
     assert (await ws.receive_json_from(timeout=5))["type"] == "chat.delta"
     await ws.disconnect()
 
+    await asyncio.sleep(0.4)  # within the grace period: still generating for a refresh
+    assert scripted_worker.worker.active_requests == 1
     for _ in range(100):
         if scripted_worker.worker.active_requests == 0:
             break
-        await asyncio.sleep(0.02)
+        await asyncio.sleep(0.05)
     assert scripted_worker.worker.active_requests == 0
     assert scripted_worker.engine.stats().running_requests == 0
     message = await sync_to_async(Message.objects.get)(id=accepted["assistant_message_id"])
     assert message.status == "stopped"
     assert message.error_code == "client_disconnected"
+    assert message.content.startswith("You said:")
 
 
 @pytest.mark.parametrize(
@@ -260,21 +264,38 @@ async def test_engine_failure_mid_answer_is_reported_and_stored_as_failed(
     assert message.status == "failed"
 
 
-async def test_no_worker_gives_a_clear_error_instead_of_spinning(
-    connect: Connect, alice: User, settings: Any
+async def test_no_worker_is_reported_at_once_and_nothing_is_stored(
+    connect: Connect, alice: User
 ) -> None:
-    settings.CHAT_ACCEPT_TIMEOUT_S = 0.3
     ws = await open_socket(connect, alice)
     await ws.send_json_to(send_frame("anyone home?"))
-    frames = await receive_until(ws, "chat.error")
-    assert frames[-1]["code"] == "no_worker"
-    message = await sync_to_async(Message.objects.get)(id=frames[0]["assistant_message_id"])
-    assert message.status == "failed"
-    # drain the request nobody took so it can't leak into the next test
+    error = await ws.receive_json_from(timeout=5)
+    assert (error["type"], error["code"]) == ("chat.error", "no_worker")
+    assert error["retry_after_s"] >= 1
+    assert await sync_to_async(Message.objects.count)() == 0  # the browser keeps the text
+
+
+async def test_a_worker_that_never_takes_the_request_gives_a_clear_error(
+    connect: Connect, alice: User, settings: Any
+) -> None:
     from channels.layers import get_channel_layer
 
     from inference.protocol import REQUEST_CHANNEL
+    from inference.registry import worker_registry
 
+    settings.CHAT_ACCEPT_TIMEOUT_S = 0.3
+    registry = worker_registry(redis_url="")
+    await registry.announce(worker_id="wedged", capacity=4, ttl_s=30)  # announced, not pulling
+    try:
+        ws = await open_socket(connect, alice)
+        await ws.send_json_to(send_frame("anyone home?"))
+        frames = await receive_until(ws, "chat.error")
+        assert frames[-1]["code"] == "no_worker"
+        message = await sync_to_async(Message.objects.get)(id=frames[0]["assistant_message_id"])
+        assert message.status == "failed"
+    finally:
+        await registry.withdraw(worker_id="wedged")
+    # drain the request nobody took so it can't leak into the next test
     await get_channel_layer().receive(REQUEST_CHANNEL)
 
 

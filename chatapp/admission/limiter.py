@@ -1,0 +1,313 @@
+"""Admission control: whether a generation request may start now, or why not and when to retry.
+
+A request is admitted only if a worker exists, the user is within their rate window and their
+concurrency limit, and the service holds fewer outstanding requests than the workers' total
+capacity; otherwise it is refused at once instead of waiting in an unbounded queue. An admitted
+request holds a lease (globally and for its user) until released; a lease that is never released
+(a crashed web process) expires after `lease_s`. A refused request consumes nothing.
+
+Two backends with the same semantics: Redis (every web process shares the limits; one Lua
+script checks and takes atomically) and in-process (the embedded single-process default).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+import redis.asyncio as redis
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialWithJitterBackoff
+
+RefusalReason = Literal["busy", "user_concurrency", "rate_limited", "no_worker"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AdmissionLimits:
+    user_max_concurrent: int  # answers one user may have generating at once, all processes
+    user_rate: int  # requests a user may start per window
+    user_rate_window_s: float
+    lease_s: float  # a slot not released within this is freed anyway (crashed web process)
+    busy_retry_after_s: float  # retry-after when all workers are full (or there is none)
+
+    def __post_init__(self) -> None:
+        if self.user_max_concurrent < 1 or self.user_rate < 1:
+            raise ValueError("user_max_concurrent and user_rate must be at least 1")
+        if self.user_rate_window_s <= 0 or self.lease_s <= 0 or self.busy_retry_after_s < 0:
+            raise ValueError("windows and leases must be positive, retry-after not negative")
+
+
+@dataclass(frozen=True, slots=True)
+class Admitted:
+    request_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Refused:
+    reason: RefusalReason
+    retry_after_s: float  # whole seconds, at least 1
+    message: str  # for the end user
+
+
+class Admission(Protocol):
+    async def acquire(self, *, request_id: str, user_key: str, capacity: int) -> Admitted | Refused:
+        """Admit or refuse. Acquiring again a request_id that the same user still holds admits
+        it without counting it twice and renews its lease."""
+
+    async def release(self, *, request_id: str, user_key: str) -> None:
+        """Free the request's leases; idempotent."""
+
+    async def outstanding(self) -> int:
+        """Requests admitted and not yet released (live leases)."""
+
+    async def aclose(self) -> None:
+        """Release connections (nothing to do in process)."""
+
+
+def _whole_seconds(seconds: float) -> float:
+    # Rounded up so a client that waits this long is never early; the 1 ms slack absorbs float
+    # noise (1.0000001 s must not become 2 s).
+    return float(max(1, math.ceil(seconds - 0.001)))
+
+
+def _in(seconds: float) -> str:
+    n = int(seconds)
+    return f"{n} second" if n == 1 else f"{n} seconds"
+
+
+def _refused(reason: RefusalReason, retry_after_s: float, *, limits: AdmissionLimits) -> Refused:
+    retry = _whole_seconds(retry_after_s)
+    if reason == "no_worker":
+        message = f"The assistant is not available right now. Please try again in {_in(retry)}."
+    elif reason == "rate_limited":
+        message = f"You are sending messages too quickly. Please try again in {_in(retry)}."
+    elif reason == "user_concurrency":
+        if limits.user_max_concurrent == 1:
+            message = "Please wait for the current answer to finish before asking again."
+        else:
+            message = (
+                f"You already have {limits.user_max_concurrent} answers in progress. "
+                "Please wait for one to finish before asking again."
+            )
+    else:
+        message = f"The assistant is busy right now. Please try again in {_in(retry)}."
+    return Refused(reason=reason, retry_after_s=retry, message=message)
+
+
+def _no_worker(limits: AdmissionLimits) -> Refused:
+    return _refused("no_worker", limits.busy_retry_after_s, limits=limits)
+
+
+class LocalAdmission:
+    """In-process admission for the embedded default (one web process)."""
+
+    def __init__(self, *, limits: AdmissionLimits) -> None:
+        self._limits = limits
+        self._leases: dict[tuple[str, str], float] = {}  # (user_key, request_id) -> expiry
+        self._user_leases: dict[str, set[str]] = {}  # user_key -> request_ids holding a lease
+        self._starts: dict[str, deque[float]] = {}  # user_key -> start times within the window
+        # Check-and-take has no await inside, so no other coroutine can interleave; a thread
+        # lock (rather than an asyncio one) also covers callers on other threads' event loops.
+        self._lock = threading.Lock()
+
+    async def acquire(self, *, request_id: str, user_key: str, capacity: int) -> Admitted | Refused:
+        limits = self._limits
+        if capacity <= 0:
+            return _no_worker(limits)
+        now = time.monotonic()
+        with self._lock:
+            self._prune(now)
+            lease = (user_key, request_id)
+            if lease in self._leases:
+                self._leases[lease] = now + limits.lease_s
+                return Admitted(request_id)
+            starts = self._starts.get(user_key, deque())
+            if len(starts) >= limits.user_rate:
+                # a slot frees when enough of the oldest starts have left the window
+                leaving = starts[len(starts) - limits.user_rate]
+                wait = leaving + limits.user_rate_window_s - now
+                return _refused("rate_limited", wait, limits=limits)
+            if len(self._user_leases.get(user_key, ())) >= limits.user_max_concurrent:
+                return _refused("user_concurrency", limits.busy_retry_after_s, limits=limits)
+            if len(self._leases) >= capacity:
+                return _refused("busy", limits.busy_retry_after_s, limits=limits)
+            self._leases[lease] = now + limits.lease_s
+            self._user_leases.setdefault(user_key, set()).add(request_id)
+            starts.append(now)
+            self._starts[user_key] = starts
+            return Admitted(request_id)
+
+    async def release(self, *, request_id: str, user_key: str) -> None:
+        with self._lock:
+            self._drop((user_key, request_id))
+
+    async def outstanding(self) -> int:
+        now = time.monotonic()
+        with self._lock:
+            return sum(1 for expiry in self._leases.values() if expiry > now)
+
+    async def aclose(self) -> None:
+        return None
+
+    def _drop(self, lease: tuple[str, str]) -> None:
+        if self._leases.pop(lease, None) is None:
+            return
+        user_key, request_id = lease
+        held = self._user_leases[user_key]
+        held.discard(request_id)
+        if not held:
+            del self._user_leases[user_key]
+
+    def _prune(self, now: float) -> None:
+        # Everything, every call, so idle users leave nothing behind; the sets are bounded by
+        # capacity and by request rate x window, so this stays small.
+        for lease in [lease for lease, expiry in self._leases.items() if expiry <= now]:
+            self._drop(lease)
+        horizon = now - self._limits.user_rate_window_s
+        for user_key in list(self._starts):
+            starts = self._starts[user_key]
+            while starts and starts[0] <= horizon:
+                starts.popleft()
+            if not starts:
+                del self._starts[user_key]
+
+
+# KEYS: global leases, user leases, user starts (ZSETs; leases scored by expiry, starts by time).
+# ARGV: global member, request_id, now, capacity, user_max_concurrent, user_rate, window_s,
+#       lease_s, busy_retry_after_s.
+# Returns {'admitted'} or {reason, retry_after_seconds as a string (Lua numbers would be
+# truncated to integers on the way out)}.
+_ACQUIRE = """
+local member, request_id = ARGV[1], ARGV[2]
+local now, capacity = tonumber(ARGV[3]), tonumber(ARGV[4])
+local max_concurrent, rate = tonumber(ARGV[5]), tonumber(ARGV[6])
+local window, lease, busy_retry = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
+
+local function keep(key, seconds)
+  -- never shorten a key's life: another process may have leased later
+  local ms = math.ceil(seconds * 1000) + 1000
+  if redis.call('PTTL', key) < ms then redis.call('PEXPIRE', key, ms) end
+end
+
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now - window)
+
+if redis.call('ZSCORE', KEYS[2], request_id) then
+  redis.call('ZADD', KEYS[1], now + lease, member)
+  redis.call('ZADD', KEYS[2], now + lease, request_id)
+  keep(KEYS[1], lease)
+  keep(KEYS[2], lease)
+  return {'admitted'}
+end
+
+local started = redis.call('ZCARD', KEYS[3])
+if started >= rate then
+  local leaving = redis.call('ZRANGE', KEYS[3], started - rate, started - rate, 'WITHSCORES')
+  return {'rate_limited', tostring(tonumber(leaving[2]) + window - now)}
+end
+if redis.call('ZCARD', KEYS[2]) >= max_concurrent then
+  return {'user_concurrency', tostring(busy_retry)}
+end
+if redis.call('ZCARD', KEYS[1]) >= capacity then
+  return {'busy', tostring(busy_retry)}
+end
+
+redis.call('ZADD', KEYS[1], now + lease, member)
+redis.call('ZADD', KEYS[2], now + lease, request_id)
+redis.call('ZADD', KEYS[3], now, request_id)
+keep(KEYS[1], lease)
+keep(KEYS[2], lease)
+keep(KEYS[3], window)
+return {'admitted'}
+"""
+
+
+class RedisAdmission:
+    """Admission shared by all web processes through Redis.
+
+    `now` comes from this process's clock (time.time); web hosts are expected to be
+    NTP-synchronised, and a skew only shifts leases and windows by that much.
+    """
+
+    def __init__(
+        self, *, redis_url: str, limits: AdmissionLimits, prefix: str = "chat:admission"
+    ) -> None:
+        self._limits = limits
+        self._prefix = prefix
+        # Two quick retries on a fresh connection, so a pooled connection that died with a Redis
+        # restart does not fail the next request. Safe: a repeated acquire of the same request
+        # finds its own lease and is admitted without counting twice; release is idempotent.
+        # During an outage the ConnectionError reaches the caller.
+        self._redis: redis.Redis = redis.Redis.from_pool(
+            # Blocking: a burst of callers waits for a free connection instead of failing with
+            # "Too many connections" (the plain pool's limit is 100).
+            redis.BlockingConnectionPool.from_url(
+                redis_url,
+                max_connections=50,
+                timeout=5,
+                decode_responses=True,
+                retry=Retry(ExponentialWithJitterBackoff(cap=0.2, base=0.02), 2),
+            )
+        )
+        self._acquire = self._redis.register_script(_ACQUIRE)
+
+    def _leases_key(self) -> str:
+        return f"{self._prefix}:leases"
+
+    def _user_keys(self, user_key: str) -> tuple[str, str]:
+        return f"{self._prefix}:user:{user_key}:leases", f"{self._prefix}:user:{user_key}:starts"
+
+    @staticmethod
+    def _member(user_key: str, request_id: str) -> str:
+        # Request ids come from clients: scope them by user so one user cannot share another's
+        # lease; the length prefix keeps the pair unambiguous whatever characters they hold.
+        return f"{len(user_key)}:{user_key}:{request_id}"
+
+    async def acquire(self, *, request_id: str, user_key: str, capacity: int) -> Admitted | Refused:
+        limits = self._limits
+        if capacity <= 0:
+            return _no_worker(limits)
+        user_leases, user_starts = self._user_keys(user_key)
+        result: list[Any] = await self._acquire(
+            keys=[self._leases_key(), user_leases, user_starts],
+            args=[
+                self._member(user_key, request_id),
+                request_id,
+                repr(time.time()),
+                capacity,
+                limits.user_max_concurrent,
+                limits.user_rate,
+                repr(limits.user_rate_window_s),
+                repr(limits.lease_s),
+                repr(limits.busy_retry_after_s),
+            ],
+        )
+        if result[0] == "admitted":
+            return Admitted(request_id)
+        return _refused(result[0], float(result[1]), limits=limits)
+
+    async def release(self, *, request_id: str, user_key: str) -> None:
+        user_leases, _ = self._user_keys(user_key)
+        async with self._redis.pipeline(transaction=True) as pipe:
+            pipe.zrem(self._leases_key(), self._member(user_key, request_id))
+            pipe.zrem(user_leases, request_id)
+            await pipe.execute()
+
+    async def outstanding(self) -> int:
+        return int(await self._redis.zcount(self._leases_key(), f"({time.time()!r}", "+inf"))
+
+    async def aclose(self) -> None:
+        await self._redis.aclose()
+
+
+def admission_for(*, redis_url: str, limits: AdmissionLimits) -> Admission:
+    """Redis-backed when redis_url is set, else in process. Each call makes a new limiter with
+    its own counts (and Redis client): build one per process (or event loop) and share it."""
+    if redis_url:
+        return RedisAdmission(redis_url=redis_url, limits=limits)
+    return LocalAdmission(limits=limits)

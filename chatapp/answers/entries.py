@@ -1,0 +1,51 @@
+"""What an answer's stream log holds, in order: deltas `1..n`, then one end entry `n+1`.
+
+The same entries go live to every socket watching the answer and into the log a reconnecting
+socket replays from, so a client that knows the last `seq` it has can be given exactly the rest.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+EndStatus = Literal["complete", "stopped", "failed"]
+
+
+class _Entry(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class LoggedDelta(_Entry):
+    kind: Literal["delta"] = "delta"
+    seq: int = Field(ge=1)
+    text: str
+
+
+class LoggedEnd(_Entry):
+    kind: Literal["end"] = "end"
+    seq: int = Field(ge=1)
+    status: EndStatus
+    finish_reason: str = ""
+    # set when status is "failed", or "stopped" for a reason other than the user's Stop
+    error_code: str = ""
+    error_message: str = ""
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cached_prompt_tokens: int | None = None
+    queue_wait_ms: float | None = None
+    ttft_ms: float | None = None
+    total_ms: float | None = None
+    source: Literal["model", "faq"] = "model"
+    faq_entry_id: int | None = None
+
+
+LogEntry = LoggedDelta | LoggedEnd
+log_entry_adapter: TypeAdapter[LogEntry] = TypeAdapter(
+    Annotated[LogEntry, Field(discriminator="kind")]
+)
+
+
+def text_of(entries: list[LogEntry]) -> str:
+    return "".join(e.text for e in entries if isinstance(e, LoggedDelta))

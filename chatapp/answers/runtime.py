@@ -1,0 +1,105 @@
+"""One relay, log, admission and worker registry per event loop, built from settings.
+
+Redis clients and the relay's channel belong to the loop that made them; daphne has one loop
+per process, tests have one per test. `answer_runtime()` builds on first use and starts the
+relay; `answer_runtime_close()` stops it (tests, shutdown).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import weakref
+from dataclasses import dataclass
+
+from channels.layers import get_channel_layer
+from django.conf import settings
+
+from chatapp.admission.limiter import Admission, AdmissionLimits, admission_for
+from chatapp.answers.log import AnswerLog, LocalAnswerLog, RedisAnswerLog
+from chatapp.answers.relay import AnswerRelay, RelaySettings
+from inference.registry import WorkerRegistry, worker_registry
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerRuntime:
+    relay: AnswerRelay
+    log: AnswerLog
+    admission: Admission
+    registry: WorkerRegistry
+    task: asyncio.Task[None]
+
+
+_runtimes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AnswerRuntime] = (
+    weakref.WeakKeyDictionary()
+)
+# One embedded (in-memory) log per process: a socket of any loop must find the same answers.
+_local_log: LocalAnswerLog | None = None
+
+
+def relay_settings() -> RelaySettings:
+    return RelaySettings(
+        accept_timeout_s=settings.CHAT_ACCEPT_TIMEOUT_S,
+        stall_timeout_s=settings.CHAT_STALL_TIMEOUT_S,
+        disconnect_grace_s=settings.CHAT_DISCONNECT_GRACE_S,
+        heartbeat_s=settings.CHAT_RELAY_HEARTBEAT_S,
+        reap_every_s=settings.CHAT_REAP_EVERY_S,
+        reap_after_s=settings.CHAT_REAP_AFTER_S,
+    )
+
+
+def admission_limits() -> AdmissionLimits:
+    return AdmissionLimits(
+        user_max_concurrent=settings.CHAT_USER_MAX_CONCURRENT,
+        user_rate=settings.CHAT_USER_RATE,
+        user_rate_window_s=settings.CHAT_USER_RATE_WINDOW_S,
+        lease_s=settings.CHAT_ADMISSION_LEASE_S,
+        busy_retry_after_s=settings.CHAT_BUSY_RETRY_AFTER_S,
+    )
+
+
+def _answer_log() -> AnswerLog:
+    global _local_log
+    if settings.REDIS_URL:
+        return RedisAnswerLog(redis_url=settings.REDIS_URL, ttl_s=settings.CHAT_ANSWER_LOG_TTL_S)
+    if _local_log is None:
+        _local_log = LocalAnswerLog(ttl_s=settings.CHAT_ANSWER_LOG_TTL_S)
+    return _local_log
+
+
+async def answer_runtime() -> AnswerRuntime:
+    loop = asyncio.get_running_loop()
+    runtime = _runtimes.get(loop)
+    if runtime is not None and not runtime.task.done():
+        await runtime.relay.ready.wait()
+        return runtime
+    log = _answer_log()
+    admission = admission_for(redis_url=settings.REDIS_URL, limits=admission_limits())
+    relay = AnswerRelay(
+        layer=get_channel_layer(), log=log, admission=admission, settings=relay_settings()
+    )
+    task = loop.create_task(relay.run(), name="answer-relay")
+    runtime = AnswerRuntime(
+        relay=relay,
+        log=log,
+        admission=admission,
+        registry=worker_registry(redis_url=settings.REDIS_URL),
+        task=task,
+    )
+    _runtimes[loop] = runtime
+    await relay.ready.wait()
+    return runtime
+
+
+async def answer_runtime_close() -> None:
+    runtime = _runtimes.pop(asyncio.get_running_loop(), None)
+    if runtime is None:
+        return
+    runtime.task.cancel()
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await runtime.task
+    for resource in (runtime.log, runtime.admission, runtime.registry):
+        close = getattr(resource, "aclose", None)
+        if close is not None and resource is not _local_log:
+            with contextlib.suppress(Exception):
+                await close()

@@ -1,0 +1,166 @@
+"""Which inference workers are alive and how many requests each can hold.
+
+Workers announce their capacity (running slots + queue) with a time-to-live and re-announce
+before it runs out; a worker that dies simply stops announcing and drops out. The web tier sums
+the live capacities to tell "no worker" (0) from "busy" and to bound the requests it admits.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Protocol
+
+import redis.asyncio as redis
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialWithJitterBackoff
+
+
+class WorkerRegistry(Protocol):
+    async def announce(self, *, worker_id: str, capacity: int, ttl_s: float) -> None:
+        """Insert or refresh a worker; it counts as live until now + ttl_s."""
+
+    async def withdraw(self, *, worker_id: str) -> None:
+        """Remove a worker at once (clean shutdown); unknown ids are ignored."""
+
+    async def live_workers(self) -> dict[str, int]:
+        """worker_id -> capacity of the live workers; expired entries are pruned."""
+
+    async def capacity(self) -> int:
+        """Sum of the live workers' capacities: 0 means no worker at all."""
+
+    async def aclose(self) -> None:
+        """Release connections (nothing to do for the in-process registry)."""
+
+
+class LocalWorkerRegistry:
+    """In-process registry for the embedded mode, where worker and web share one process."""
+
+    def __init__(self) -> None:
+        self._workers: dict[str, tuple[int, float]] = {}  # worker_id -> (capacity, expiry)
+        # Plain lock: nothing inside awaits, and the embedded worker may run on another thread.
+        self._lock = threading.Lock()
+
+    async def announce(self, *, worker_id: str, capacity: int, ttl_s: float) -> None:
+        with self._lock:
+            self._workers[worker_id] = (capacity, time.monotonic() + ttl_s)
+
+    async def withdraw(self, *, worker_id: str) -> None:
+        with self._lock:
+            self._workers.pop(worker_id, None)
+
+    async def live_workers(self) -> dict[str, int]:
+        now = time.monotonic()
+        with self._lock:
+            for worker_id in [w for w, (_, expiry) in self._workers.items() if expiry <= now]:
+                del self._workers[worker_id]
+            return {worker_id: capacity for worker_id, (capacity, _) in self._workers.items()}
+
+    async def capacity(self) -> int:
+        return sum((await self.live_workers()).values())
+
+    async def aclose(self) -> None:
+        return None
+
+
+# Scripts read the clock with Redis TIME so that workers and web processes on different
+# machines agree on expiry whatever their own clocks say.
+_NOW_MS = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+"""
+
+# KEYS: expiry zset, capacity hash. ARGV: worker_id, capacity, ttl_ms.
+_ANNOUNCE = (
+    _NOW_MS
+    + """
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[1])
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+-- keep both keys as long as their longest-lived worker, so a silent fleet leaves nothing behind
+local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+local keep = math.max(tonumber(last[2]) - now, 1) + 1000
+redis.call('PEXPIRE', KEYS[1], keep)
+redis.call('PEXPIRE', KEYS[2], keep)
+"""
+)
+
+# KEYS: expiry zset, capacity hash. Returns a flat list: id, capacity, id, capacity, ...
+_LIVE = (
+    _NOW_MS
+    + """
+local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)
+if #expired > 0 then
+  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+  redis.call('HDEL', KEYS[2], unpack(expired))
+end
+local live = redis.call('ZRANGE', KEYS[1], 0, -1)
+local out = {}
+for _, id in ipairs(live) do
+  out[#out + 1] = id
+  out[#out + 1] = redis.call('HGET', KEYS[2], id) or '0'
+end
+return out
+"""
+)
+
+
+class RedisWorkerRegistry:
+    """Registry shared by every process over Redis: a ZSET of expiry times and a HASH of
+    capacities, both under `key`. After a Redis outage (or restart) the next call works again:
+    it reconnects and the scripts reload themselves (NOSCRIPT); a call during the outage raises
+    redis.exceptions.ConnectionError for the caller to retry later. Entries lost in a restart
+    come back with the workers' next announcements.
+    """
+
+    def __init__(self, *, redis_url: str, key: str = "inference:workers") -> None:
+        # Two quick retries, each on a fresh connection: a pooled connection that died with a
+        # Redis restart fails its next command, and without a retry that would reach the caller.
+        # Every command here is idempotent, so running one twice is harmless.
+        self._redis: redis.Redis = redis.Redis.from_pool(
+            # Blocking: a burst of callers waits for a free connection instead of failing with
+            # "Too many connections" (the plain pool's limit is 100).
+            redis.BlockingConnectionPool.from_url(
+                redis_url,
+                max_connections=50,
+                timeout=5,
+                decode_responses=True,
+                retry=Retry(ExponentialWithJitterBackoff(cap=0.2, base=0.02), 2),
+            )
+        )
+        self._expiry_key = f"{key}:expiry"
+        self._capacity_key = f"{key}:capacity"
+        self._announce = self._redis.register_script(_ANNOUNCE)
+        self._live = self._redis.register_script(_LIVE)
+
+    async def announce(self, *, worker_id: str, capacity: int, ttl_s: float) -> None:
+        ttl_ms = max(1, round(ttl_s * 1000))
+        await self._announce(
+            keys=[self._expiry_key, self._capacity_key], args=[worker_id, capacity, ttl_ms]
+        )
+
+    async def withdraw(self, *, worker_id: str) -> None:
+        async with self._redis.pipeline(transaction=True) as pipe:
+            pipe.zrem(self._expiry_key, worker_id)
+            pipe.hdel(self._capacity_key, worker_id)
+            await pipe.execute()
+
+    async def live_workers(self) -> dict[str, int]:
+        flat: list[Any] = await self._live(keys=[self._expiry_key, self._capacity_key])
+        return {str(flat[i]): int(flat[i + 1]) for i in range(0, len(flat), 2)}
+
+    async def capacity(self) -> int:
+        return sum((await self.live_workers()).values())
+
+    async def aclose(self) -> None:
+        await self._redis.aclose()
+
+
+_local_registry = LocalWorkerRegistry()
+
+
+def worker_registry(*, redis_url: str) -> WorkerRegistry:
+    """Redis-backed when redis_url is set; else the one in-process registry, so the embedded
+    worker and the web code of the same process see the same workers."""
+    if redis_url:
+        return RedisWorkerRegistry(redis_url=redis_url)
+    return _local_registry
