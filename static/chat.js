@@ -1526,6 +1526,9 @@ function formatAnswerStats(s) {
 }
 
 // src/protocol.ts
+function resumeFrame(id, messageId, lastSeq) {
+  return { type: "chat.resume", id, message_id: messageId, last_seq: Math.max(0, Math.floor(lastSeq)) };
+}
 function sendFrame(id, conversationId, text) {
   return { type: "chat.send", id, conversation_id: conversationId, text };
 }
@@ -1658,7 +1661,15 @@ function parseServerFrame(raw) {
       const code = str(data, "code");
       const message = str(data, "message");
       if (id === void 0 || message_id === void 0 || code === void 0 || message === void 0) return null;
-      return { type: "chat.error", id, message_id, code, message };
+      const retry = data["retry_after_s"];
+      const retry_after_s = typeof retry === "number" && Number.isFinite(retry) && retry >= 0 ? retry : null;
+      return { type: "chat.error", id, message_id, code, message, retry_after_s };
+    }
+    case "chat.snapshot": {
+      const message_id = str(data, "message_id");
+      const content = str(data, "content");
+      if (message_id === void 0 || content === void 0) return null;
+      return { type: "chat.snapshot", message_id, content };
     }
     case "chat.resend_full": {
       const id = str(data, "id");
@@ -2732,6 +2743,7 @@ var ChatController = class {
     this.feedbackSent = /* @__PURE__ */ new Map();
     /** A templated send is being prepared (patch + hash are computed asynchronously). */
     this.preparing = false;
+    this.countdown = null;
     this.store = null;
     this.draft = new TemplateDraft();
     this.doc = el.log.ownerDocument;
@@ -2773,6 +2785,10 @@ var ChatController = class {
       if (item.role === "assistant") {
         this.registerAnswer(view);
         if (isFinishedAnswer(item.status)) this.addAnswerActions(view, item.source, item.feedback);
+        else if (item.status === "streaming" && item.id !== null && this.active === null) {
+          view.restart();
+          this.startStreaming(item.id, view, this.now());
+        }
       }
     }
     this.el.log.scrollTop = this.el.log.scrollHeight;
@@ -2785,21 +2801,25 @@ var ChatController = class {
   }
   onOpen() {
     if (this.pending !== null) this.transmit(this.pending);
+    const r = this.regenerating;
+    if (r !== null) {
+      this.regenerating = null;
+      r.view.restart();
+      this.startStreaming(r.messageId, r.view, r.sentAt);
+    }
+    const a = this.active;
+    if (a !== null) {
+      a.view.setMeta("");
+      this.transport?.send(JSON.stringify(resumeFrame(newId(), a.messageId, a.lastSeq)));
+    }
   }
   onClose() {
     if (this.pending !== null) this.pending.transmitted = false;
     this.feedbackSent.clear();
-    const r = this.regenerating;
-    if (r !== null) {
-      this.regenerating = null;
-      r.view.setActionsEnabled(true);
-      this.showAlert("Connection lost while asking the assistant: reload the page to see the answer.");
-    }
     const a = this.active;
     if (a !== null) {
-      this.active = null;
-      a.view.setStatus("failed");
-      a.view.setMeta("connection lost · reload to see the saved answer");
+      a.stopId = null;
+      a.view.setMeta("connection lost · reconnecting to continue the answer…");
     }
     this.updateControls();
   }
@@ -2816,6 +2836,8 @@ var ChatController = class {
         return this.onDelta(frame);
       case "chat.done":
         return this.onDone(frame);
+      case "chat.snapshot":
+        return this.onSnapshot(frame);
       case "chat.feedback_recorded":
         return this.onFeedbackRecorded(frame);
       case "chat.error":
@@ -3005,6 +3027,14 @@ var ChatController = class {
     this.updateControls();
     this.el.input.focus();
   }
+  /** The server could not replay the missing part exactly: show its whole stored text. */
+  onSnapshot(f) {
+    const a = this.active;
+    if (a === null || a.messageId !== f.message_id) return;
+    a.view.restart();
+    a.view.append(f.content);
+    a.lastSeq = Number.MAX_SAFE_INTEGER;
+  }
   onFeedbackRecorded(f) {
     this.feedbackSent.delete(f.id);
     this.answers.get(f.message_id)?.setRating(f.rating);
@@ -3028,7 +3058,8 @@ var ChatController = class {
     );
   }
   onError(f) {
-    this.showAlert(f.message || `Error: ${f.code}`);
+    if (f.retry_after_s !== null && f.retry_after_s > 0) this.showCountdown(f.message || `Error: ${f.code}`, f.retry_after_s);
+    else this.showAlert(f.message || `Error: ${f.code}`);
     if (f.id !== null && this.feedbackSent.delete(f.id)) return;
     const r = this.regenerating;
     if (r !== null && f.id === r.id) {
@@ -3205,12 +3236,32 @@ var ChatController = class {
     });
   }
   showAlert(message) {
+    this.stopCountdown();
     this.el.alert.textContent = message;
     this.el.alert.hidden = false;
   }
   clearAlert() {
+    this.stopCountdown();
     this.el.alert.textContent = "";
     this.el.alert.hidden = true;
+  }
+  /** "Busy" with a retry-after: count the seconds down, then clear the alert. */
+  showCountdown(message, seconds) {
+    this.showAlert(message);
+    let left = Math.ceil(seconds);
+    const render = () => {
+      this.el.alert.textContent = `${message} (${left} s)`;
+    };
+    render();
+    this.countdown = setInterval(() => {
+      left -= 1;
+      if (left > 0) render();
+      else this.clearAlert();
+    }, 1e3);
+  }
+  stopCountdown() {
+    if (this.countdown !== null) clearInterval(this.countdown);
+    this.countdown = null;
   }
   updateUrl(conversationId) {
     const path = `/c/${encodeURIComponent(conversationId)}/`;

@@ -6,6 +6,7 @@ import {
   feedbackFrame,
   parseServerFrame,
   regenerateFrame,
+  resumeFrame,
   sendFrame,
   stopFrame,
   templatedSendFrame,
@@ -19,6 +20,7 @@ import {
   type Rating,
   type ResendFullFrame,
   type SendFrame,
+  type SnapshotFrame,
 } from "./protocol.ts";
 import { chatSocketUrl, ReconnectingSocket, type ConnectionState } from "./socket.ts";
 import {
@@ -128,6 +130,7 @@ export class ChatController {
   private readonly feedbackSent = new Map<string, { messageId: string; rating: Rating }>();
   /** A templated send is being prepared (patch + hash are computed asynchronously). */
   private preparing = false;
+  private countdown: ReturnType<typeof setInterval> | null = null;
   private store: TemplateStore | null = null;
   private readonly draft = new TemplateDraft();
   private readonly doc: Document;
@@ -180,6 +183,12 @@ export class ChatController {
       if (item.role === "assistant") {
         this.registerAnswer(view);
         if (isFinishedAnswer(item.status)) this.addAnswerActions(view, item.source, item.feedback);
+        // Still being generated (the page was reloaded mid-answer): follow it from the
+        // start once connected; the server replays what was said so far.
+        else if (item.status === "streaming" && item.id !== null && this.active === null) {
+          view.restart();
+          this.startStreaming(item.id, view, this.now());
+        }
       }
     }
     this.el.log.scrollTop = this.el.log.scrollHeight;
@@ -197,25 +206,31 @@ export class ChatController {
     // A send typed while offline, or cut off before chat.accepted, goes (again) now. The
     // server de-duplicates on the frame's id, so a repeat never starts a second answer.
     if (this.pending !== null) this.transmit(this.pending);
+    // A regenerate cut off before chat.accepted is not resent (a second one would answer a
+    // third time): follow the message instead; it shows the new answer if the server
+    // started one, the old one otherwise.
+    const r = this.regenerating;
+    if (r !== null) {
+      this.regenerating = null;
+      r.view.restart();
+      this.startStreaming(r.messageId, r.view, r.sentAt);
+    }
+    // The server kept generating while we were away: get the rest, from the last seq shown.
+    const a = this.active;
+    if (a !== null) {
+      a.view.setMeta("");
+      this.transport?.send(JSON.stringify(resumeFrame(newId(), a.messageId, a.lastSeq)));
+    }
   }
 
   onClose(): void {
     if (this.pending !== null) this.pending.transmitted = false;
-    // Replies to these cannot come any more. A regenerate is not resent: the server may
-    // already have started it, and a second one would answer a third time.
+    // Replies to these cannot come any more.
     this.feedbackSent.clear();
-    const r = this.regenerating;
-    if (r !== null) {
-      this.regenerating = null;
-      r.view.setActionsEnabled(true);
-      this.showAlert("Connection lost while asking the assistant: reload the page to see the answer.");
-    }
     const a = this.active;
     if (a !== null) {
-      // The server keeps (and stores) the answer; this page just stops following it.
-      this.active = null;
-      a.view.setStatus("failed");
-      a.view.setMeta("connection lost · reload to see the saved answer");
+      a.stopId = null;
+      a.view.setMeta("connection lost · reconnecting to continue the answer…");
     }
     this.updateControls();
   }
@@ -233,6 +248,8 @@ export class ChatController {
         return this.onDelta(frame);
       case "chat.done":
         return this.onDone(frame);
+      case "chat.snapshot":
+        return this.onSnapshot(frame);
       case "chat.feedback_recorded":
         return this.onFeedbackRecorded(frame);
       case "chat.error":
@@ -441,6 +458,15 @@ export class ChatController {
     this.el.input.focus();
   }
 
+  /** The server could not replay the missing part exactly: show its whole stored text. */
+  private onSnapshot(f: SnapshotFrame): void {
+    const a = this.active;
+    if (a === null || a.messageId !== f.message_id) return;
+    a.view.restart();
+    a.view.append(f.content);
+    a.lastSeq = Number.MAX_SAFE_INTEGER; // the done or error that follows ends it
+  }
+
   private onFeedbackRecorded(f: FeedbackRecordedFrame): void {
     this.feedbackSent.delete(f.id);
     this.answers.get(f.message_id)?.setRating(f.rating);
@@ -466,7 +492,8 @@ export class ChatController {
   }
 
   private onError(f: ErrorFrame): void {
-    this.showAlert(f.message || `Error: ${f.code}`);
+    if (f.retry_after_s !== null && f.retry_after_s > 0) this.showCountdown(f.message || `Error: ${f.code}`, f.retry_after_s);
+    else this.showAlert(f.message || `Error: ${f.code}`);
     // Answers to a rating or a regenerate first: their message_id may be the answer that
     // streams now, which they must not mark failed.
     if (f.id !== null && this.feedbackSent.delete(f.id)) return;
@@ -668,13 +695,35 @@ export class ChatController {
   }
 
   private showAlert(message: string): void {
+    this.stopCountdown();
     this.el.alert.textContent = message;
     this.el.alert.hidden = false;
   }
 
   private clearAlert(): void {
+    this.stopCountdown();
     this.el.alert.textContent = "";
     this.el.alert.hidden = true;
+  }
+
+  /** "Busy" with a retry-after: count the seconds down, then clear the alert. */
+  private showCountdown(message: string, seconds: number): void {
+    this.showAlert(message);
+    let left = Math.ceil(seconds);
+    const render = () => {
+      this.el.alert.textContent = `${message} (${left} s)`;
+    };
+    render();
+    this.countdown = setInterval(() => {
+      left -= 1;
+      if (left > 0) render();
+      else this.clearAlert();
+    }, 1000);
+  }
+
+  private stopCountdown(): void {
+    if (this.countdown !== null) clearInterval(this.countdown);
+    this.countdown = null;
   }
 
   private updateUrl(conversationId: string): void {

@@ -57,7 +57,15 @@ export interface FeedbackFrame {
   rating: Rating;
 }
 
-export type ClientFrame = SendFrame | StopFrame | RegenerateFrame | FeedbackFrame;
+/** After a reconnect: every delta of `message_id` after `last_seq`, then live ones (docs/protocol.md). */
+export interface ResumeFrame {
+  type: "chat.resume";
+  id: string;
+  message_id: string;
+  last_seq: number;
+}
+
+export type ClientFrame = SendFrame | StopFrame | RegenerateFrame | FeedbackFrame | ResumeFrame;
 
 export interface AcceptedFrame {
   type: "chat.accepted";
@@ -112,6 +120,15 @@ export interface ErrorFrame {
   message_id: string | null;
   code: string;
   message: string;
+  /** busy, rate_limited, no_worker: seconds until trying again makes sense. */
+  retry_after_s: number | null;
+}
+
+/** The whole text of an answer so far: replaces what is shown (a resume the log could not serve). */
+export interface SnapshotFrame {
+  type: "chat.snapshot";
+  message_id: string;
+  content: string;
 }
 
 /** The server could not reproduce a templated send exactly: send it again with the full text. */
@@ -131,10 +148,15 @@ export type ServerFrame =
   | AcceptedFrame
   | DeltaFrame
   | DoneFrame
+  | SnapshotFrame
   | FeedbackRecordedFrame
   | ErrorFrame
   | ResendFullFrame
   | TemplatesChangedFrame;
+
+export function resumeFrame(id: string, messageId: string, lastSeq: number): ResumeFrame {
+  return { type: "chat.resume", id, message_id: messageId, last_seq: Math.max(0, Math.floor(lastSeq)) };
+}
 
 export function sendFrame(id: string, conversationId: string | null, text: string): SendFrame {
   return { type: "chat.send", id, conversation_id: conversationId, text };
@@ -306,7 +328,15 @@ export function parseServerFrame(raw: unknown): ServerFrame | null {
       const code = str(data, "code");
       const message = str(data, "message");
       if (id === undefined || message_id === undefined || code === undefined || message === undefined) return null;
-      return { type: "chat.error", id, message_id, code, message };
+      const retry = data["retry_after_s"];
+      const retry_after_s = typeof retry === "number" && Number.isFinite(retry) && retry >= 0 ? retry : null;
+      return { type: "chat.error", id, message_id, code, message, retry_after_s };
+    }
+    case "chat.snapshot": {
+      const message_id = str(data, "message_id");
+      const content = str(data, "content");
+      if (message_id === undefined || content === undefined) return null;
+      return { type: "chat.snapshot", message_id, content };
     }
     case "chat.resend_full": {
       const id = str(data, "id");

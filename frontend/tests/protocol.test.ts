@@ -2,7 +2,16 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import { formatAnswerStats } from "../src/format.ts";
-import { feedbackFrame, parseRating, parseServerFrame, parseSource, regenerateFrame, sendFrame, stopFrame } from "../src/protocol.ts";
+import {
+  feedbackFrame,
+  parseRating,
+  parseServerFrame,
+  parseSource,
+  regenerateFrame,
+  resumeFrame,
+  sendFrame,
+  stopFrame,
+} from "../src/protocol.ts";
 import { parseHistory } from "../src/view.ts";
 
 test("parses chat.accepted", () => {
@@ -109,8 +118,29 @@ test("parses chat.error with null ids", () => {
     message_id: null,
     code: "bad_json",
     message: "Bad",
+    retry_after_s: null,
   });
   assert.equal(parseServerFrame('{"type":"chat.error","id":null,"message_id":null,"code":"x"}'), null);
+});
+
+test("parses the retry-after of a busy error, ignoring nonsense values", () => {
+  const busy = parseServerFrame('{"type":"chat.error","id":"c","message_id":null,"code":"busy","message":"Busy","retry_after_s":5}');
+  assert.equal(busy?.type === "chat.error" ? busy.retry_after_s : undefined, 5);
+  for (const v of ['"5"', "-1", "null"]) {
+    const f = parseServerFrame(`{"type":"chat.error","id":"c","message_id":null,"code":"busy","message":"B","retry_after_s":${v}}`);
+    assert.equal(f?.type === "chat.error" ? f.retry_after_s : undefined, null, v);
+  }
+});
+
+test("parses chat.snapshot and builds chat.resume", () => {
+  assert.deepEqual(parseServerFrame('{"type":"chat.snapshot","message_id":"a","content":"all of it"}'), {
+    type: "chat.snapshot",
+    message_id: "a",
+    content: "all of it",
+  });
+  assert.equal(parseServerFrame('{"type":"chat.snapshot","message_id":"a"}'), null);
+  assert.deepEqual(resumeFrame("r1", "a", 7), { type: "chat.resume", id: "r1", message_id: "a", last_seq: 7 });
+  assert.equal(resumeFrame("r1", "a", -3).last_seq, 0);
 });
 
 test("rejects non-JSON, non-objects and unknown types", () => {
