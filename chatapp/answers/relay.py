@@ -383,11 +383,17 @@ class AnswerRelay:
     # ---- helpers -----------------------------------------------------------------------
 
     async def _publish(self, tracked: _Tracked, entry: LogEntry) -> None:
+        await self._record(tracked, entry)
+        await self._broadcast(tracked, entry)
+
+    async def _record(self, tracked: _Tracked, entry: LogEntry) -> None:
         tracked.entries.append(entry)
         try:
             await self._log.append(message_id=tracked.message_id, entry=entry)
         except Exception as exc:  # live sockets still get it; only a later resume could miss it
             logger.warning("could not log seq %d of %s: %s", entry.seq, tracked.message_id, exc)
+
+    async def _broadcast(self, tracked: _Tracked, entry: LogEntry) -> None:
         frame = AnswerEntry(message_id=tracked.message_id, entry=entry).to_channel()
         for watcher in list(tracked.watchers):
             await self._send(watcher, frame)
@@ -397,8 +403,8 @@ class AnswerRelay:
             return  # ended already
         del self._by_message[tracked.message_id]
         self._by_request.pop(tracked.request_id, None)
-        await self._publish(tracked, end)
-        try:
+        await self._record(tracked, end)
+        try:  # stored before anyone is told it ended: a reload right after shows it stored
             await database_sync_to_async(services.answer_finish)(
                 message_id=tracked.message_id,
                 content=text_of(tracked.entries),
@@ -406,8 +412,9 @@ class AnswerRelay:
             )
         except Exception:  # the log has the end: the orphan reaper writes it later
             logger.exception("could not store the answer %s", tracked.message_id)
-        with contextlib.suppress(Exception):
+        with contextlib.suppress(Exception):  # freed before the user can ask again
             await self._admission.release(request_id=tracked.request_id, user_key=tracked.user_key)
+        await self._broadcast(tracked, end)
 
     async def _cancel_upstream(self, tracked: _Tracked) -> None:
         if tracked.worker_channel is not None:

@@ -76,3 +76,69 @@ def keep_draining(proc: subprocess.Popen[str]) -> list[str]:
 
     threading.Thread(target=_drain, daemon=True).start()
     return lines
+
+
+# ---- fault tests: a dedicated Redis, process lifetimes, polling --------------------------
+
+
+def redis_server_start(port: int, timeout: float = 15) -> subprocess.Popen[str]:
+    """A throw-away redis-server on `port` (no persistence): a restart loses everything."""
+    import redis
+
+    proc = subprocess.Popen(
+        [
+            "redis-server",
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--daemonize",
+            "no",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    output = keep_draining(proc)
+    client = redis.Redis(host="127.0.0.1", port=port, socket_timeout=1)
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            try:
+                if client.ping():
+                    return proc
+            except redis.RedisError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                raise AssertionError(f"redis-server on {port} did not start:\n{''.join(output)}")
+            time.sleep(0.05)
+    finally:
+        client.close()
+
+
+def process_stop(proc: subprocess.Popen[str], timeout: float = 15) -> None:
+    """Terminate, then kill if it does not go; a process that already exited is left alone."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=timeout)
+
+
+def wait_until(what: str, check: Any, timeout: float, interval: float = 0.05) -> Any:
+    """Poll `check()` until it returns something truthy; fail naming `what` after `timeout`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what} (last: {value!r})")
+        time.sleep(interval)
