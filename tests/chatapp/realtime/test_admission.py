@@ -21,16 +21,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 SLOW = "[[slow]] " + " ".join(["word"] * 100)
 
 
-@pytest.fixture
-async def alice() -> User:
-    return await sync_to_async(User.objects.create_user)("alice", password="pw-alice-123")
-
-
-@pytest.fixture
-async def bob() -> User:
-    return await sync_to_async(User.objects.create_user)("bob", password="pw-bob-123")
-
-
 async def test_one_user_cannot_run_more_answers_at_once_than_allowed(
     connect: Connect, alice: User, bob: User, scripted_worker: RunningWorker, settings: Any
 ) -> None:

@@ -22,16 +22,6 @@ from tests.conftest import Connect, RunningWorker
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.fixture
-async def alice() -> User:
-    return await sync_to_async(User.objects.create_user)("alice", password="pw-alice-123")
-
-
-@pytest.fixture
-async def bob() -> User:
-    return await sync_to_async(User.objects.create_user)("bob", password="pw-bob-123")
-
-
 async def open_socket(connect: Connect, user: User | None) -> WebsocketCommunicator:
     communicator = await connect(user)
     connected, _ = await communicator.connect()

@@ -78,11 +78,6 @@ async def faq_worker(embedder: Any) -> AsyncIterator[FaqWorker]:
     await asyncio.gather(*tasks, return_exceptions=True)
 
 
-@pytest.fixture
-async def alice() -> User:
-    return await sync_to_async(User.objects.create_user)("alice", password="pw-alice-123")
-
-
 def entry_create(**fields: Any) -> FaqEntry:
     values: dict[str, Any] = {
         "question": "How do I reset my password?",

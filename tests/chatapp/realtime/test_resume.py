@@ -31,16 +31,6 @@ QUESTION = f"[[slow]] {WORDS}"
 FULL_ANSWER = f"You said: {QUESTION}"
 
 
-@pytest.fixture
-async def alice() -> User:
-    return await sync_to_async(User.objects.create_user)("alice", password="pw-alice-123")
-
-
-@pytest.fixture
-async def bob() -> User:
-    return await sync_to_async(User.objects.create_user)("bob", password="pw-bob-123")
-
-
 def resume_frame(message_id: str, last_seq: int) -> dict[str, Any]:
     return {
         "type": "chat.resume",

@@ -27,11 +27,6 @@ RENDERED = "My order A-1042 has not arrived. I would like a refund."
 
 
 @pytest.fixture
-async def alice() -> User:
-    return await sync_to_async(User.objects.create_user)("alice", password="pw-alice-123")
-
-
-@pytest.fixture
 async def published(scripted_worker: RunningWorker) -> PromptTemplateVersion:
     """A published template; its warm-up goes through the scripted worker."""
     template = await sync_to_async(template_create)()
