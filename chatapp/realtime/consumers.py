@@ -131,8 +131,8 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
             await self._error("bad_json", "Frame is not valid JSON.")
             return
         client_id = client_id_of(raw)
-        if not isinstance(raw, dict) or raw.get("type") not in CLIENT_FRAME_TYPES:
-            kind = raw.get("type") if isinstance(raw, dict) else None
+        kind = raw.get("type") if isinstance(raw, dict) else None
+        if not isinstance(kind, str) or kind not in CLIENT_FRAME_TYPES:
             await self._error(
                 "unknown_type", f"Unknown frame type {str(kind)[:40]!r}.", client_id=client_id
             )
