@@ -13,3 +13,9 @@ class ApplicationError(Exception):
 
 class NotFoundError(ApplicationError):
     code = "not_found"
+
+
+class ConflictError(ApplicationError):
+    """The thing is busy (e.g. an answer still streams); trying again later can work."""
+
+    code = "busy"

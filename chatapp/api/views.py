@@ -1,4 +1,5 @@
-"""JSON API for the browser: the template preload list, revalidated with ETags."""
+"""JSON API for the browser: the template preload list (revalidated with ETags) and the
+user's conversations."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseNotModified, Json
 from django.utils.cache import patch_cache_control
 from django.views.decorators.http import require_GET
 
+from chatapp.conversations import selectors as conversation_selectors
 from chatapp.prompts import selectors
 
 
@@ -24,6 +26,20 @@ def templates_list(request: HttpRequest) -> HttpResponse:
     response["ETag"] = etag
     # The browser keeps its own copy and revalidates on every load.
     patch_cache_control(response, private=True, no_cache=True)
+    return response
+
+
+@require_GET
+def conversations_list(request: HttpRequest) -> HttpResponse:
+    if not request.user.is_authenticated:
+        return JsonResponse(
+            {"error": {"code": "unauthenticated", "message": "Log in to see conversations."}},
+            status=401,
+        )
+    response = JsonResponse(
+        {"conversations": conversation_selectors.conversation_list(owner=request.user)}
+    )
+    patch_cache_control(response, private=True, no_store=True)
     return response
 
 

@@ -91,3 +91,11 @@ def answer_get(*, owner: User, message_id: uuid.UUID) -> Message | None:
     return Message.objects.filter(
         id=message_id, role=Message.Role.ASSISTANT, conversation__owner=owner
     ).first()
+
+
+def conversation_list(*, owner: User, limit: int = 50) -> list[dict[str, str]]:
+    """The owner's conversations, newest first, as the page and the API show them."""
+    rows = Conversation.objects.filter(owner=owner).order_by("-updated_at")[:limit]
+    return [
+        {"id": str(c.id), "title": c.title, "updated_at": c.updated_at.isoformat()} for c in rows
+    ]

@@ -10,7 +10,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from chatapp.conversations.models import Conversation, Message
-from chatapp.errors import ApplicationError, NotFoundError
+from chatapp.errors import ApplicationError, ConflictError, NotFoundError
 from chatapp.faq import services as faq_services
 from chatapp.prompts.models import PromptTemplateVersion
 
@@ -158,23 +158,68 @@ def answer_restart(*, sender: User, message_id: uuid.UUID) -> TurnStart:
         newer = message.conversation.messages.filter(created_at__gt=message.created_at)
         if newer.exists():
             raise ApplicationError("Only the newest answer can be asked again.")
-        Message.objects.filter(pk=message.pk).update(
-            content="",
-            status=Message.Status.STREAMING,
-            finish_reason="",
-            error_code="",
-            source="model",
-            faq_entry=None,
-            feedback="",
-            finished_at=None,
-        )
-        message.refresh_from_db()
+        _answer_clear(message)
     return TurnStart(
         conversation=message.conversation,
         user_message=message.reply_to,
         assistant_message=message,
         created=True,
     )
+
+
+def turn_edit(*, sender: User, message_id: uuid.UUID, text: str) -> TurnStart:
+    """Edit-and-resend: replace one of the sender's questions and answer it again.
+
+    Every message after it in the conversation is deleted (the conversation continues from
+    the edited question) and its answer is cleared to be generated again into the same row.
+    Refused while any answer of the conversation is still streaming.
+    """
+    with transaction.atomic():
+        question = (
+            Message.objects.select_for_update(of=("self",))
+            .select_related("conversation")
+            .filter(id=message_id, role=Message.Role.USER, conversation__owner=sender)
+            .first()
+        )
+        if question is None:
+            raise NotFoundError("No such question in your conversations.")
+        conversation = question.conversation
+        if conversation.messages.filter(status=Message.Status.STREAMING).exists():
+            raise ConflictError("An answer is still streaming; stop it first.")
+        answer = Message.objects.filter(reply_to=question).first()
+        later = conversation.messages.filter(created_at__gt=question.created_at)
+        if answer is not None:
+            later = later.exclude(pk=answer.pk)
+        later.delete()
+        question.content = text
+        question.save(update_fields=["content"])
+        if answer is None:
+            answer = Message.objects.create(
+                conversation=conversation,
+                role=Message.Role.ASSISTANT,
+                status=Message.Status.STREAMING,
+                reply_to=question,
+            )
+        else:
+            _answer_clear(answer)
+        conversation.save(update_fields=["updated_at"])
+    return TurnStart(
+        conversation=conversation, user_message=question, assistant_message=answer, created=True
+    )
+
+
+def _answer_clear(message: Message) -> None:
+    Message.objects.filter(pk=message.pk).update(
+        content="",
+        status=Message.Status.STREAMING,
+        finish_reason="",
+        error_code="",
+        source="model",
+        faq_entry=None,
+        feedback="",
+        finished_at=None,
+    )
+    message.refresh_from_db()
 
 
 def message_feedback(*, sender: User, message_id: uuid.UUID, rating: str) -> Message:

@@ -47,6 +47,7 @@ from chatapp.realtime.schemas import (
     AnyServerFrame,
     DeltaFrame,
     DoneFrame,
+    EditFrame,
     ErrorCode,
     ErrorFrame,
     FeedbackFrame,
@@ -151,6 +152,8 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
                 await self._on_regenerate(frame)
             elif isinstance(frame, ResumeFrame):
                 await self._on_resume(frame)
+            elif isinstance(frame, EditFrame):
+                await self._on_edit(frame)
             else:
                 await self._on_feedback(frame)
         except Exception:  # the database or Redis failed under us: say so, keep the socket
@@ -253,6 +256,36 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
         await self._send_frame(_accepted(frame.id, turn))
         await self._generate(
             runtime, turn, request_id=request_id, client_id=frame.id, bypass_faq=frame.bypass_faq
+        )
+
+    async def _on_edit(self, frame: EditFrame) -> None:
+        if self._generating():
+            await self._error("busy", _BUSY_HERE, client_id=frame.id)
+            return
+        if len(frame.text) > settings.CHAT_MAX_MESSAGE_CHARS:
+            await self._error(
+                "too_large",
+                f"Messages are limited to {settings.CHAT_MAX_MESSAGE_CHARS} characters.",
+                client_id=frame.id,
+            )
+            return
+        runtime = await answer_runtime()
+        request_id = await self._admit(runtime, client_id=frame.id)
+        if request_id is None:
+            return
+        try:
+            turn = await database_sync_to_async(services.turn_edit)(
+                sender=self.scope["user"], message_id=frame.message_id, text=frame.text
+            )
+        except BaseException as exc:
+            await self._release(runtime, request_id)
+            if not isinstance(exc, ApplicationError):
+                raise
+            await self._app_error(exc, client_id=frame.id, message_id=frame.message_id)
+            return
+        await self._send_frame(_accepted(frame.id, turn))
+        await self._generate(
+            runtime, turn, request_id=request_id, client_id=frame.id, bypass_faq=False
         )
 
     async def _admit(self, runtime: AnswerRuntime, *, client_id: uuid.UUID) -> str | None:

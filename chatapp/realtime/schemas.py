@@ -100,6 +100,16 @@ class FeedbackFrame(_Frame):
     rating: Literal["up", "down"]
 
 
+class EditFrame(_Frame):
+    """Edit-and-resend: replace one of your questions; later messages are removed and the
+    question is answered again into its answer's message."""
+
+    type: Literal["chat.edit"]
+    id: uuid.UUID
+    message_id: uuid.UUID
+    text: str = Field(min_length=1)
+
+
 class ResumeFrame(_Frame):
     """Continue showing an answer after a reconnect: everything after `last_seq`, then live."""
 
@@ -109,11 +119,11 @@ class ResumeFrame(_Frame):
     last_seq: int = Field(default=0, ge=0, le=1_000_000)
 
 
-AnyClientFrame = SendFrame | StopFrame | RegenerateFrame | FeedbackFrame | ResumeFrame
+AnyClientFrame = SendFrame | StopFrame | RegenerateFrame | FeedbackFrame | ResumeFrame | EditFrame
 ClientFrame = Annotated[AnyClientFrame, Field(discriminator="type")]
 client_frame_adapter: TypeAdapter[AnyClientFrame] = TypeAdapter(ClientFrame)
 CLIENT_FRAME_TYPES = frozenset(
-    {"chat.send", "chat.stop", "chat.regenerate", "chat.feedback", "chat.resume"}
+    {"chat.send", "chat.stop", "chat.regenerate", "chat.feedback", "chat.resume", "chat.edit"}
 )
 
 

@@ -15,9 +15,9 @@ from chatapp.conversations import selectors
 @login_required
 @require_GET
 def chat_page(request: HttpRequest, conversation_id: uuid.UUID | None = None) -> HttpResponse:
+    assert request.user.is_authenticated
     history: list[dict[str, str]] = []
     if conversation_id is not None:
-        assert request.user.is_authenticated
         conversation = selectors.conversation_get(
             owner=request.user, conversation_id=conversation_id
         )
@@ -40,6 +40,7 @@ def chat_page(request: HttpRequest, conversation_id: uuid.UUID | None = None) ->
         {
             "conversation_id": str(conversation_id) if conversation_id else "",
             "history": history,
+            "conversations": selectors.conversation_list(owner=request.user),
         },
     )
 

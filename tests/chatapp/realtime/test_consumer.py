@@ -336,3 +336,58 @@ async def test_a_long_silent_prefill_is_not_taken_for_a_dead_worker(
     await ws.send_json_to(send_frame("[[stall]] patience"))
     frames = await receive_until(ws, "chat.done")
     assert answer_text(frames) == "You said: [[stall]] patience"
+
+
+async def test_edit_and_resend_replaces_the_question_and_drops_what_came_after(
+    connect: Connect, alice: User, scripted_worker: RunningWorker
+) -> None:
+    ws = await open_socket(connect, alice)
+    await ws.send_json_to(send_frame("first question"))
+    first = await receive_until(ws, "chat.done")
+    conversation_id = first[0]["conversation_id"]
+    await ws.send_json_to(send_frame("second question", conversation_id=conversation_id))
+    await receive_until(ws, "chat.done")
+
+    edit = {
+        "type": "chat.edit",
+        "id": str(uuid.uuid4()),
+        "message_id": first[0]["user_message_id"],
+        "text": "first question, reworded",
+    }
+    await ws.send_json_to(edit)
+    frames = await receive_until(ws, "chat.done")
+
+    assert frames[0]["type"] == "chat.accepted"
+    assert frames[0]["user_message_id"] == first[0]["user_message_id"]
+    assert frames[0]["assistant_message_id"] == first[0]["assistant_message_id"]
+    assert answer_text(frames) == "You said: first question, reworded"
+    stored = await sync_to_async(list)(
+        Message.objects.filter(conversation_id=conversation_id)
+        .order_by("created_at")
+        .values_list("role", "content")
+    )
+    assert stored == [
+        ("user", "first question, reworded"),
+        ("assistant", "You said: first question, reworded"),
+    ]
+
+
+async def test_editing_someone_elses_question_changes_nothing(
+    connect: Connect, alice: User, bob: User, scripted_worker: RunningWorker
+) -> None:
+    ws = await open_socket(connect, alice)
+    await ws.send_json_to(send_frame("alice asks"))
+    frames = await receive_until(ws, "chat.done")
+    intruder = await open_socket(connect, bob)
+    await intruder.send_json_to(
+        {
+            "type": "chat.edit",
+            "id": str(uuid.uuid4()),
+            "message_id": frames[0]["user_message_id"],
+            "text": "bob was here",
+        }
+    )
+    error = await intruder.receive_json_from(timeout=5)
+    assert (error["type"], error["code"]) == ("chat.error", "not_found")
+    question = await sync_to_async(Message.objects.get)(id=frames[0]["user_message_id"])
+    assert question.content == "alice asks"
