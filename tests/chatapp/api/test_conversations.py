@@ -34,7 +34,8 @@ def test_lists_only_my_conversations_newest_first_with_titles() -> None:
     items = response.json()["conversations"]
     assert [i["id"] for i in items] == [str(newer.conversation.id), str(older.conversation.id)]
     assert items[1]["title"] == "Where is my parcel?"
-    assert len(items[0]["title"]) == 60 and items[0]["title"].endswith("…")
+    assert len(items[0]["title"]) == 60
+    assert items[0]["title"].endswith("…")
     assert "bob" not in response.content.decode()
     assert "no-store" in response["Cache-Control"]
 

@@ -361,11 +361,12 @@ async def test_edit_and_resend_replaces_the_question_and_drops_what_came_after(
     assert frames[0]["user_message_id"] == first[0]["user_message_id"]
     assert frames[0]["assistant_message_id"] == first[0]["assistant_message_id"]
     assert answer_text(frames) == "You said: first question, reworded"
-    stored = await sync_to_async(list)(
-        Message.objects.filter(conversation_id=conversation_id)
-        .order_by("created_at")
-        .values_list("role", "content")
-    )
+
+    def stored_messages() -> list[tuple[str, str]]:
+        rows = Message.objects.filter(conversation_id=conversation_id).order_by("created_at")
+        return list(rows.values_list("role", "content"))
+
+    stored = await sync_to_async(stored_messages)()
     assert stored == [
         ("user", "first question, reworded"),
         ("assistant", "You said: first question, reworded"),
