@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { test } from "node:test";
+import { test } from "vitest";
 
 import { ASK_ASSISTANT_LABEL, canAskAssistant, FAQ_LABEL_TEXT, isFinishedAnswer, pressedStates, RATING_BUTTONS } from "../src/answers.ts";
 

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { test } from "node:test";
+import { test } from "vitest";
 
 import { backoffDelay, chatSocketUrl, ReconnectingSocket, type ConnectionState, type SocketLike } from "../src/socket.ts";
 

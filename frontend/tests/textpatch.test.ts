@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
-import { test } from "node:test";
+import { test } from "vitest";
 
 import DiffMatchPatch from "diff-match-patch";
 
