@@ -36,7 +36,7 @@ class Transport:
         self._layer = layer
 
     async def new_channel(self) -> str:
-        return await self._layer.new_channel(prefix="inference-worker")
+        return await self._layer.new_channel()  # one prefix per process: see AnswerRelay.run
 
     async def receive(self, channel: str) -> dict[str, Any]:
         return await self._layer.receive(channel)
@@ -71,8 +71,19 @@ class Transport:
             return True
 
 
-def redis_channel_layer(*, redis_url: str) -> ChannelLayer:
-    from channels_redis.core import RedisChannelLayer
+def redis_layer_config(*, redis_url: str) -> dict[str, Any]:
+    """The Redis channel layer's settings, the same for web processes and workers."""
+    return {
+        # redis-py's default 5 s socket timeout fires inside channels_redis's 5 s blocking
+        # read: an idle consumer would crash every few seconds (channels_redis#422).
+        "hosts": [{"address": redis_url, "socket_timeout": None}],
+        # a relay channel carries every event of every answer of its web process
+        "capacity": 5000,
+    }
 
-    layer: ChannelLayer = RedisChannelLayer(hosts=[redis_url])
+
+def redis_channel_layer(*, redis_url: str) -> ChannelLayer:
+    from inference.resilient_layer import ResilientRedisChannelLayer
+
+    layer: ChannelLayer = ResilientRedisChannelLayer(**redis_layer_config(redis_url=redis_url))
     return layer

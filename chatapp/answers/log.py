@@ -30,8 +30,14 @@ class AnswerLog(Protocol):
 
     async def append(self, *, message_id: uuid.UUID, entry: LogEntry) -> None: ...
 
-    async def heartbeat(self, *, message_ids: list[uuid.UUID]) -> None:
-        """The owning relay is alive and still tracks these answers."""
+    async def heartbeat(
+        self, *, relay_channel: str, lengths: dict[uuid.UUID, int]
+    ) -> list[uuid.UUID]:
+        """The owning relay is alive and still tracks these answers: (re)write the ownership.
+
+        `lengths` is how many entries each log must hold; returns the answers whose log does
+        not (Redis restarted under it), which the relay then writes again.
+        """
 
     async def ownership(self, *, message_id: uuid.UUID) -> Ownership | None: ...
 
@@ -63,16 +69,24 @@ class RedisAnswerLog:
             pipe.pexpire(log, self._ttl_ms)
             await pipe.execute()
 
-    async def heartbeat(self, *, message_ids: list[uuid.UUID]) -> None:
-        if not message_ids:
-            return
+    async def heartbeat(
+        self, *, relay_channel: str, lengths: dict[uuid.UUID, int]
+    ) -> list[uuid.UUID]:
+        if not lengths:
+            return []
         now = time.time()
         async with self._redis.pipeline(transaction=False) as pipe:
-            for message_id in message_ids:
-                _, owner = self._keys(message_id)
-                pipe.hset(owner, "heartbeat", now)
+            for message_id in lengths:
+                log, owner = self._keys(message_id)
+                pipe.hset(owner, mapping={"relay": relay_channel, "heartbeat": now})
                 pipe.pexpire(owner, self._ttl_ms)
-            await pipe.execute()
+                pipe.xlen(log)
+            results = await pipe.execute()
+        return [
+            message_id
+            for (message_id, expected), length in zip(lengths.items(), results[2::3], strict=True)
+            if length != expected
+        ]
 
     async def ownership(self, *, message_id: uuid.UUID) -> Ownership | None:
         _, owner = self._keys(message_id)
@@ -134,13 +148,19 @@ class LocalAnswerLog:
         log.entries.append(entry)
         log.expires_at = time.time() + self._ttl_s
 
-    async def heartbeat(self, *, message_ids: list[uuid.UUID]) -> None:
+    async def heartbeat(
+        self, *, relay_channel: str, lengths: dict[uuid.UUID, int]
+    ) -> list[uuid.UUID]:
         now = time.time()
-        for message_id in message_ids:
+        broken = []
+        for message_id, expected in lengths.items():
             log = self._live(message_id)
-            if log is not None:
-                log.heartbeat_at = now
-                log.expires_at = now + self._ttl_s
+            if log is None or len(log.entries) != expected:
+                broken.append(message_id)
+                continue
+            log.heartbeat_at = now
+            log.expires_at = now + self._ttl_s
+        return broken
 
     async def ownership(self, *, message_id: uuid.UUID) -> Ownership | None:
         log = self._live(message_id)

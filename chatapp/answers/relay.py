@@ -35,6 +35,7 @@ from chatapp.answers.messages import (
 )
 from chatapp.answers.recovery import outcome_of
 from chatapp.conversations import services
+from inference.registry import WorkerRegistry
 from inference.protocol import (
     Accepted,
     CancelRequest,
@@ -68,6 +69,7 @@ class ChannelLayer(Protocol):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RelaySettings:
     accept_timeout_s: float  # no worker took the request within this: no_worker
+    queue_timeout_s: float  # workers are alive but busy: wait this long in their queue
     stall_timeout_s: float  # accepted, then silent this long: worker_lost
     disconnect_grace_s: float  # nobody watching this long: abort the generation
     heartbeat_s: float  # how often watchers and the log hear the relay is alive
@@ -100,23 +102,28 @@ class AnswerRelay:
         layer: ChannelLayer,
         log: AnswerLog,
         admission: Admission,
+        registry: WorkerRegistry,
         settings: RelaySettings,
     ) -> None:
         self._layer = layer
         self._log = log
         self._admission = admission
+        self._registry = registry
         self._settings = settings
         self._by_request: dict[str, _Tracked] = {}
         self._by_message: dict[uuid.UUID, _Tracked] = {}
         self.channel = ""
         self.ready = asyncio.Event()
+        self._log_lock = asyncio.Lock()
 
     @property
     def active_answers(self) -> int:
         return len(self._by_message)
 
     async def run(self) -> None:
-        self.channel = await self._layer.new_channel(prefix="answers")
+        # The default prefix: channels_redis lets one receiver per prefix hold the process's read
+        # lock, so a prefix of our own would starve the sockets' channels (and vice versa).
+        self.channel = await self._layer.new_channel()
         self.ready.set()
         async with asyncio.TaskGroup() as group:
             group.create_task(self._receive_loop())
@@ -339,14 +346,20 @@ class AnswerRelay:
         for tracked in list(self._by_message.values()):
             silence = now - tracked.last_event
             if tracked.worker_channel is None and silence >= s.accept_timeout_s:
+                if silence < s.queue_timeout_s and await self._registry.capacity() > 0:
+                    continue  # queued behind other answers of live workers: keep waiting
+                alive = silence < s.queue_timeout_s
                 await self._end(
                     tracked,
                     LoggedEnd(
                         seq=tracked.next_seq,
                         status="failed",
-                        error_code="no_worker",
+                        error_code="no_worker" if alive else "busy",
                         error_message=(
                             "No inference worker is available right now. "
+                            "Please try again in a moment."
+                            if alive
+                            else "The assistant was too busy to start your answer. "
                             "Please try again in a moment."
                         ),
                     ),
@@ -378,7 +391,20 @@ class AnswerRelay:
         for answer in tracked:
             for watcher in list(answer.watchers):
                 await self._send(watcher, AnswerAlive(message_id=answer.message_id).to_channel())
-        await self._log.heartbeat(message_ids=[t.message_id for t in tracked])
+        # Under the lock: no entry is appended between counting and rewriting a log.
+        async with self._log_lock:
+            broken = await self._log.heartbeat(
+                relay_channel=self.channel,
+                lengths={t.message_id: len(t.entries) for t in tracked},
+            )
+            for message_id in broken:  # Redis restarted under it: write it again from memory
+                owned = self._by_message.get(message_id)
+                if owned is None:
+                    continue
+                logger.warning("the log of %s is incomplete; writing it again", message_id)
+                await self._log.begin(message_id=message_id, relay_channel=self.channel)
+                for entry in owned.entries:
+                    await self._log.append(message_id=message_id, entry=entry)
 
     # ---- helpers -----------------------------------------------------------------------
 
@@ -389,7 +415,8 @@ class AnswerRelay:
     async def _record(self, tracked: _Tracked, entry: LogEntry) -> None:
         tracked.entries.append(entry)
         try:
-            await self._log.append(message_id=tracked.message_id, entry=entry)
+            async with self._log_lock:
+                await self._log.append(message_id=tracked.message_id, entry=entry)
         except Exception as exc:  # live sockets still get it; only a later resume could miss it
             logger.warning("could not log seq %d of %s: %s", entry.seq, tracked.message_id, exc)
 
@@ -425,5 +452,5 @@ class AnswerRelay:
     async def _send(self, channel: str, message: dict[str, Any]) -> None:
         try:
             await self._layer.send(channel, message)
-        except Exception as exc:  # a full or vanished channel is that receiver's problem
-            logger.debug("send to %s failed: %s", channel, exc)
+        except Exception as exc:  # a full or vanished channel: the socket resyncs on a gap
+            logger.warning("send to %s failed: %s", channel, exc)

@@ -40,6 +40,7 @@ _local_log: LocalAnswerLog | None = None
 def relay_settings() -> RelaySettings:
     return RelaySettings(
         accept_timeout_s=settings.CHAT_ACCEPT_TIMEOUT_S,
+        queue_timeout_s=max(settings.CHAT_QUEUE_TIMEOUT_S, settings.CHAT_ACCEPT_TIMEOUT_S),
         stall_timeout_s=settings.CHAT_STALL_TIMEOUT_S,
         disconnect_grace_s=settings.CHAT_DISCONNECT_GRACE_S,
         heartbeat_s=settings.CHAT_RELAY_HEARTBEAT_S,
@@ -75,17 +76,16 @@ async def answer_runtime() -> AnswerRuntime:
         return runtime
     log = _answer_log()
     admission = admission_for(redis_url=settings.REDIS_URL, limits=admission_limits())
+    registry = worker_registry(redis_url=settings.REDIS_URL)
     relay = AnswerRelay(
-        layer=get_channel_layer(), log=log, admission=admission, settings=relay_settings()
-    )
-    task = loop.create_task(relay.run(), name="answer-relay")
-    runtime = AnswerRuntime(
-        relay=relay,
+        layer=get_channel_layer(),
         log=log,
         admission=admission,
-        registry=worker_registry(redis_url=settings.REDIS_URL),
-        task=task,
+        registry=registry,
+        settings=relay_settings(),
     )
+    task = loop.create_task(relay.run(), name="answer-relay")
+    runtime = AnswerRuntime(relay=relay, log=log, admission=admission, registry=registry, task=task)
     _runtimes[loop] = runtime
     await relay.ready.wait()
     return runtime

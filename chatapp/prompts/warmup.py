@@ -36,7 +36,7 @@ class WarmupFailed(Exception):
 
 async def warm_prefix(*, system_prompt: str, timeout_s: float) -> WarmResult:
     layer = get_channel_layer()
-    reply = await layer.new_channel(prefix="warmup")
+    reply = await layer.new_channel()  # the default prefix: see AnswerRelay.run
     request = GenerateRequest(
         request_id=f"warmup-{uuid.uuid4()}",
         reply_channel=reply,

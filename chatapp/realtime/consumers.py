@@ -25,6 +25,7 @@ from pydantic import ValidationError
 
 from chatapp.admission.limiter import Refused
 from chatapp.answers.entries import LogEntry, LoggedDelta, LoggedEnd
+from chatapp.answers.log import Ownership
 from chatapp.answers.messages import (
     AnswerAlive,
     AnswerEntry,
@@ -86,6 +87,7 @@ class _Watch:
     owner: str  # the channel of the relay that owns the answer
     client_id: uuid.UUID | None  # the frame that asked for it, echoed on errors
     last_heard: float = field(default_factory=time.monotonic)
+    resyncing: bool = False  # a gap was seen; the owner is replaying from next_seq
 
 
 class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is untyped
@@ -395,7 +397,7 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
             return  # this socket already shows it (a retry on the same socket)
         runtime = await answer_runtime()
         if message.status == Message.Status.STREAMING:
-            owner = await runtime.log.ownership(message_id=message.id)
+            owner = await self._owner_of(runtime, message)
             if owner is not None:
                 self.watching[message.id] = _Watch(
                     next_seq=after_seq + 1, owner=owner.relay_channel, client_id=client_id
@@ -407,15 +409,33 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
                     ).to_channel(),
                 )
                 return
-            # Streaming with no owner on record: its web process died before logging it.
-            await answer_abandon(log=runtime.log, message_id=message.id)
-            await database_sync_to_async(message.refresh_from_db)()
+            if message.status == Message.Status.STREAMING:
+                # Still no owner on record: its web process died before it could log it.
+                await answer_abandon(log=runtime.log, message_id=message.id)
+                await database_sync_to_async(message.refresh_from_db)()
         await self._show_ended(message, after_seq=after_seq, client_id=client_id)
+
+    async def _owner_of(self, runtime: AnswerRuntime, message: Message) -> Ownership | None:
+        """The relay owning a streaming answer. Its record can be missing for a moment (Redis
+        just restarted: the owner rewrites it every heartbeat), so look a few times."""
+        for attempt in range(5):
+            owner = await runtime.log.ownership(message_id=message.id)
+            if owner is not None:
+                return owner
+            await database_sync_to_async(message.refresh_from_db)()
+            if message.status != Message.Status.STREAMING or attempt == 4:
+                return None
+            await asyncio.sleep(settings.CHAT_RELAY_HEARTBEAT_S / 2)
+        return None
 
     async def _show_ended(self, message: Message, *, after_seq: int, client_id: uuid.UUID) -> None:
         runtime = await answer_runtime()
         entries = await runtime.log.entries_after(message_id=message.id, seq=after_seq)
-        if entries and isinstance(entries[-1], LoggedEnd):
+        if (
+            entries
+            and isinstance(entries[-1], LoggedEnd)
+            and [e.seq for e in entries] == list(range(after_seq + 1, after_seq + 1 + len(entries)))
+        ):
             for entry in entries:
                 await self._show(message.id, entry, client_id=client_id)
             return
@@ -527,6 +547,21 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
         if watch is not None:
             if entry.seq < watch.next_seq:
                 return  # replayed and live copies overlap: show once
+            if entry.seq > watch.next_seq:
+                # Something was lost on the way: show nothing out of order; ask the owner to
+                # replay from the last entry shown (once; what it sends is in order).
+                if not watch.resyncing:
+                    watch.resyncing = True
+                    await self.channel_layer.send(
+                        watch.owner,
+                        AttachAnswer(
+                            message_id=message_id,
+                            watcher=self.channel_name,
+                            after_seq=watch.next_seq - 1,
+                        ).to_channel(),
+                    )
+                return
+            watch.resyncing = False
             watch.next_seq = entry.seq + 1
         if isinstance(entry, LoggedDelta):
             await self._send_frame(
@@ -575,7 +610,10 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
         while True:
             await asyncio.sleep(interval)
             if self.watching:
-                await self.channel_layer.send(self.channel_name, {"type": "chat.watchdog"})
+                try:
+                    await self.channel_layer.send(self.channel_name, {"type": "chat.watchdog"})
+                except Exception as exc:  # Redis restarting: the next round tries again
+                    logger.warning("socket watchdog could not report: %s", exc)
 
     async def _send_frame(self, frame: AnyServerFrame) -> None:
         await self.send(text_data=frame.to_json())

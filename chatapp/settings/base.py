@@ -10,6 +10,7 @@ import dj_database_url
 import django_stubs_ext
 
 from inference.settings import data_dir_from_env
+from inference.transport import redis_layer_config
 
 # Lets admin/model generics be subscripted at runtime, as the type checker wants them.
 django_stubs_ext.monkeypatch()
@@ -80,8 +81,8 @@ REDIS_URL = os.environ.get("REDIS_URL", "")
 if REDIS_URL:
     CHANNEL_LAYERS: dict[str, Any] = {
         "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL]},
+            "BACKEND": "inference.resilient_layer.ResilientRedisChannelLayer",
+            "CONFIG": redis_layer_config(redis_url=REDIS_URL),
         }
     }
 else:
@@ -120,6 +121,8 @@ CHAT_MAX_FRAME_BYTES = int(os.environ.get("CHAT_MAX_FRAME_BYTES", "65536"))
 CHAT_MAX_MESSAGE_CHARS = int(os.environ.get("CHAT_MAX_MESSAGE_CHARS", "8000"))
 CHAT_HISTORY_TURNS = int(os.environ.get("CHAT_HISTORY_TURNS", "20"))
 CHAT_ACCEPT_TIMEOUT_S = float(os.environ.get("CHAT_ACCEPT_TIMEOUT_S", "30"))
+# Past the accept timeout a request still waits while live workers are busy, up to this.
+CHAT_QUEUE_TIMEOUT_S = float(os.environ.get("CHAT_QUEUE_TIMEOUT_S", "120"))
 # No event (delta or the worker's heartbeat, every INFERENCE_HEARTBEAT_S) for this long after
 # the worker accepted: the worker is taken as lost and the answer fails with what it had.
 CHAT_STALL_TIMEOUT_S = float(os.environ.get("CHAT_STALL_TIMEOUT_S", "10"))

@@ -265,7 +265,34 @@ async def test_no_worker_is_reported_at_once_and_nothing_is_stored(
     assert await sync_to_async(Message.objects.count)() == 0  # the browser keeps the text
 
 
-async def test_a_worker_that_never_takes_the_request_gives_a_clear_error(
+async def test_a_queued_request_waits_for_busy_workers_but_not_forever(
+    connect: Connect, alice: User, settings: Any
+) -> None:
+    from channels.layers import get_channel_layer
+
+    from inference.protocol import REQUEST_CHANNEL
+    from inference.registry import worker_registry
+
+    settings.CHAT_ACCEPT_TIMEOUT_S = 0.3
+    settings.CHAT_QUEUE_TIMEOUT_S = 1.5
+    registry = worker_registry(redis_url="")
+    await registry.announce(worker_id="wedged", capacity=4, ttl_s=30)  # alive, never pulls
+    try:
+        ws = await open_socket(connect, alice)
+        await ws.send_json_to(send_frame("anyone home?"))
+        accepted = await ws.receive_json_from(timeout=5)
+        # past the accept timeout, but a live worker may still take it: keep waiting
+        assert await ws.receive_nothing(timeout=0.8)
+        error = await ws.receive_json_from(timeout=5)
+        assert (error["type"], error["code"]) == ("chat.error", "busy")
+        message = await sync_to_async(Message.objects.get)(id=accepted["assistant_message_id"])
+        assert message.status == "failed"
+    finally:
+        await registry.withdraw(worker_id="wedged")
+    await get_channel_layer().receive(REQUEST_CHANNEL)  # the request nobody took
+
+
+async def test_a_worker_that_vanishes_before_taking_the_request_gives_no_worker(
     connect: Connect, alice: User, settings: Any
 ) -> None:
     from channels.layers import get_channel_layer
@@ -275,17 +302,13 @@ async def test_a_worker_that_never_takes_the_request_gives_a_clear_error(
 
     settings.CHAT_ACCEPT_TIMEOUT_S = 0.3
     registry = worker_registry(redis_url="")
-    await registry.announce(worker_id="wedged", capacity=4, ttl_s=30)  # announced, not pulling
-    try:
-        ws = await open_socket(connect, alice)
-        await ws.send_json_to(send_frame("anyone home?"))
-        frames = await receive_until(ws, "chat.error")
-        assert frames[-1]["code"] == "no_worker"
-        message = await sync_to_async(Message.objects.get)(id=frames[0]["assistant_message_id"])
-        assert message.status == "failed"
-    finally:
-        await registry.withdraw(worker_id="wedged")
-    # drain the request nobody took so it can't leak into the next test
+    await registry.announce(worker_id="doomed", capacity=4, ttl_s=30)
+    ws = await open_socket(connect, alice)
+    await ws.send_json_to(send_frame("anyone home?"))
+    await ws.receive_json_from(timeout=5)
+    await registry.withdraw(worker_id="doomed")
+    frames = await receive_until(ws, "chat.error")
+    assert frames[-1]["code"] == "no_worker"
     await get_channel_layer().receive(REQUEST_CHANNEL)
 
 
