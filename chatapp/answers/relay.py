@@ -35,7 +35,6 @@ from chatapp.answers.messages import (
 )
 from chatapp.answers.recovery import outcome_of
 from chatapp.conversations import services
-from inference.registry import WorkerRegistry
 from inference.protocol import (
     Accepted,
     CancelRequest,
@@ -46,6 +45,7 @@ from inference.protocol import (
     Heartbeat,
     worker_event_adapter,
 )
+from inference.registry import WorkerRegistry
 
 logger = logging.getLogger(__name__)
 
