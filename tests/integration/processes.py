@@ -9,6 +9,7 @@ import socket
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -132,7 +133,7 @@ def process_stop(proc: subprocess.Popen[str], timeout: float = 15) -> None:
             proc.wait(timeout=timeout)
 
 
-def wait_until(what: str, check: Any, timeout: float, interval: float = 0.05) -> Any:
+def wait_until(what: str, check: Callable[[], Any], timeout: float, interval: float = 0.05) -> Any:
     """Poll `check()` until it returns something truthy; fail naming `what` after `timeout`."""
     deadline = time.monotonic() + timeout
     while True:
@@ -140,5 +141,7 @@ def wait_until(what: str, check: Any, timeout: float, interval: float = 0.05) ->
         if value:
             return value
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what} (last: {value!r})")
+            raise AssertionError(
+                f"timed out after {timeout} s waiting for {what} (last: {value!r})"
+            )
         time.sleep(interval)

@@ -1,0 +1,884 @@
+"""Faults a user would notice, on real processes: web (daphne), scripted worker, Redis, Postgres.
+
+Every test runs the multi-process topology of the README (`manage.py serve --no-worker` and
+`python -m inference`) with the scripted engine (no model: it answers "You said: <question>"
+word by word, 20 ms a word, 50 ms with `[[slow]]` in the question), so a fault can be injected
+mid-answer at a known point:
+
+1. the worker is killed with SIGKILL mid-answer: the user gets `worker_lost` in bounded time
+   and the stored answer keeps exactly the text shown; with no worker left a send is refused
+   `no_worker` with a retry-after; once a new worker announces itself the same send is answered;
+2. Redis is killed and restarted mid-answer: the answer does not stay streaming, what the user
+   already read is not taken away, and a new message is answered;
+3. a browser drops mid-answer on web process A and resumes on web process B: exactly the rest,
+   at once, no gap, no duplicate, one generation;
+4. load: 50 sockets send 1,000 messages through two web processes to one worker; refused sends
+   are sent again with the same id after `retry_after_s`: nothing lost, nothing doubled;
+5. a socket left idle for a while is still open and answers the next message.
+
+Each group of tests gets its own redis-server on a free port (the shared one on 6379 is never
+touched) and its own PostgreSQL database, copied from one migrated template; all of them, and
+every process, are removed at the end. Process output is kept under the module's temporary
+directory, printed at the start with `-s`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+import websockets
+from websockets.asyncio.client import ClientConnection
+
+from inference.registry import RedisWorkerRegistry
+from tests.integration.processes import (
+    free_port,
+    keep_draining,
+    login,
+    process_stop,
+    redis_server_start,
+    wait_for_line,
+    wait_until,
+)
+
+pytestmark = [pytest.mark.redis, pytest.mark.asyncio(loop_scope="session")]
+
+REPO = Path(__file__).resolve().parents[2]
+PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
+PASSWORD = "faults-demo-pw-123"
+
+STALL_TIMEOUT_S = 3.0
+WORKER_HEARTBEAT_S = 0.5
+# How long the registry keeps a worker that stopped announcing (InferenceWorker._announce).
+WORKER_TTL_S = max(3.0, 3 * WORKER_HEARTBEAT_S)
+BUSY_RETRY_AFTER_S = 1
+MAX_ACTIVE = 16
+
+ENV = {
+    "DJANGO_SETTINGS_MODULE": "chatapp.settings.local",
+    "DEMO_PASSWORD": PASSWORD,
+    "DEBUG": "0",
+    "PYTHONUNBUFFERED": "1",
+    "INFERENCE_ENGINE": "scripted",
+    "INFERENCE_FAQ": "0",
+    "CHAT_FAQ_ENABLED": "0",
+    "INFERENCE_MAX_ACTIVE": str(MAX_ACTIVE),
+    "INFERENCE_HEARTBEAT_S": str(WORKER_HEARTBEAT_S),
+    "CHAT_STALL_TIMEOUT_S": str(STALL_TIMEOUT_S),
+    "CHAT_ACCEPT_TIMEOUT_S": "10",
+    "CHAT_DISCONNECT_GRACE_S": "10",
+    "CHAT_RELAY_HEARTBEAT_S": "0.5",
+    # the load test sends 1,000 messages as the one demo user
+    "CHAT_USER_MAX_CONCURRENT": "1000",
+    "CHAT_USER_RATE": "100000",
+    "CHAT_BUSY_RETRY_AFTER_S": str(BUSY_RETRY_AFTER_S),
+    # long enough for the slow answers below (the scripted engine stops at max_tokens words)
+    "CHAT_MAX_TOKENS": "400",
+}
+# The load test runs with these at their production defaults (2 s heartbeats, 10 s stall, 30 s
+# for a worker to take a request: a request admitted into a worker's queue may wait that long).
+LOAD_AT_DEFAULTS = (
+    "INFERENCE_HEARTBEAT_S",
+    "CHAT_RELAY_HEARTBEAT_S",
+    "CHAT_STALL_TIMEOUT_S",
+    "CHAT_ACCEPT_TIMEOUT_S",
+)
+
+
+def slow_question(words: int) -> tuple[str, str]:
+    """A question whose scripted answer streams one word per 50 ms; (question, answer)."""
+    question = "[[slow]] " + " ".join(f"w{i}" for i in range(words))
+    return question, f"You said: {question}"
+
+
+# ---- processes ------------------------------------------------------------------------------
+
+
+@dataclass
+class Stack:
+    """One Redis, one database, web processes and a worker, all started by this module."""
+
+    name: str
+    env: dict[str, str]
+    redis_port: int
+    database: str
+    logs_dir: Path
+    redis: subprocess.Popen[str] | None = None
+    webs: list[tuple[str, subprocess.Popen[str]]] = field(default_factory=list)
+    worker: subprocess.Popen[str] | None = None
+    dead: list[subprocess.Popen[str]] = field(default_factory=list)
+    output: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def redis_url(self) -> str:
+        return self.env["REDIS_URL"]
+
+    @property
+    def hosts(self) -> list[str]:
+        return [host for host, _ in self.webs]
+
+    def _spawn(self, args: list[str]) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            args,
+            env=self.env,
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+
+    def _drain(self, label: str, proc: subprocess.Popen[str]) -> None:
+        key, n = label, 1
+        while key in self.output:
+            n += 1
+            key = f"{label}-{n}"
+        self.output[key] = keep_draining(proc)
+
+    def start_redis(self) -> None:
+        self.redis = redis_server_start(self.redis_port)
+
+    def kill_redis(self) -> None:
+        assert self.redis is not None
+        self.redis.kill()
+        self.redis.wait(timeout=10)
+
+    def start(self, *, webs: int) -> None:
+        """Start `webs` web processes and one worker at once, then wait for all of them."""
+        starting = []
+        for _ in range(webs):
+            port = free_port()
+            manage = [sys.executable, str(REPO / "manage.py")]
+            serve = ["serve", "--no-worker", "--host", "127.0.0.1", "--port", str(port)]
+            starting.append((f"127.0.0.1:{port}", self._spawn([*manage, *serve])))
+        self.webs.extend(starting)
+        worker = self.start_worker(wait=False)
+        for host, proc in starting:
+            wait_for_line(proc, r"Serving on", 90)
+            self._drain(f"web-{host}", proc)
+        self._wait_worker(worker)
+
+    def start_worker(self, *, wait: bool = True) -> subprocess.Popen[str]:
+        assert self.worker is None or self.worker.poll() is not None, "one worker at a time"
+        if self.worker is not None:
+            self.dead.append(self.worker)
+        self.worker = self._spawn([sys.executable, "-m", "inference"])
+        if wait:
+            self._wait_worker(self.worker)
+        return self.worker
+
+    def _wait_worker(self, proc: subprocess.Popen[str]) -> None:
+        wait_for_line(proc, r"Inference worker ready", 90)
+        self._drain("worker", proc)
+
+    def kill_worker(self) -> None:
+        """SIGKILL: no error, no done, no withdrawal from the registry; it just vanishes."""
+        assert self.worker is not None
+        self.worker.kill()
+        self.worker.wait(timeout=10)
+
+    def stop(self) -> None:
+        procs = [p for _, p in self.webs] + [p for p in (self.worker, *self.dead) if p]
+        for proc in procs:
+            if proc.poll() is None:
+                proc.terminate()
+        for proc in procs:  # nothing of theirs needs a graceful end: the logs are read
+            process_stop(proc, timeout=5)
+        if self.redis is not None:
+            self.redis.kill()
+            self.redis.wait(timeout=10)
+        for label, lines in self.output.items():
+            name = f"{self.name}-{label}.log".replace(":", "-")
+            (self.logs_dir / name).write_text("".join(lines))
+
+
+@dataclass
+class Databases:
+    admin: psycopg.Connection[Any]
+    template: str
+    created: list[str] = field(default_factory=list)
+
+    def fresh(self) -> str:
+        """A new database: a copy of the migrated template, demo user included."""
+        name = f"chat_faults_{uuid.uuid4().hex[:8]}"
+        self.admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{self.template}"')
+        self.created.append(name)
+        return name
+
+
+def _base_env(data_dir: Path) -> dict[str, str]:
+    env = {**os.environ, **ENV, "CHAT_DATA_DIR": str(data_dir)}
+    for inherited in ("SECRET_KEY", "ALLOWED_HOSTS", "DATABASE_URL", "REDIS_URL"):
+        env.pop(inherited, None)
+    return env
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("faults")
+    print(f"\n[faults] process output and data under {path}")
+    return path
+
+
+@pytest.fixture(scope="module")
+def databases(workdir: Path) -> Iterator[Databases]:
+    """Migrate once into a template database; each stack gets its own copy of it."""
+    if subprocess.run(["redis-server", "--version"], capture_output=True).returncode != 0:
+        pytest.fail("these tests run their own redis-server: it must be on PATH")
+    try:
+        admin = psycopg.connect(PG_ADMIN, autocommit=True)
+    except psycopg.OperationalError as exc:
+        pytest.fail(f"these tests need PostgreSQL on 127.0.0.1:5432 (.ci/run starts it): {exc}")
+    template = f"chat_faults_tpl_{uuid.uuid4().hex[:8]}"
+    admin.execute(f'CREATE DATABASE "{template}"')
+    dbs = Databases(admin=admin, template=template)
+    try:
+        env = {
+            **_base_env(workdir / "data"),
+            "DATABASE_URL": f"postgresql://postgres@127.0.0.1:5432/{template}",
+        }
+        manage = [sys.executable, str(REPO / "manage.py")]
+        for command in (["migrate", "--noinput"], ["demo_user"]):
+            done = subprocess.run(
+                [*manage, *command], env=env, cwd=REPO, capture_output=True, text=True
+            )
+            assert done.returncode == 0, done.stdout + done.stderr
+        yield dbs
+    finally:
+        for name in [*dbs.created, template]:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.close()
+
+
+@contextlib.contextmanager
+def _running(
+    name: str, workdir: Path, databases: Databases, *, webs: int, at_defaults: tuple[str, ...] = ()
+) -> Iterator[Stack]:
+    database = databases.fresh()
+    redis_port = free_port()
+    env = {
+        **_base_env(workdir / "data"),
+        "DATABASE_URL": f"postgresql://postgres@127.0.0.1:5432/{database}",
+        "REDIS_URL": f"redis://127.0.0.1:{redis_port}/0",
+    }
+    for name_at_default in at_defaults:
+        env.pop(name_at_default)
+    stack = Stack(name=name, env=env, redis_port=redis_port, database=database, logs_dir=workdir)
+    try:
+        stack.start_redis()
+        stack.start(webs=webs)
+        yield stack
+    finally:
+        stack.stop()
+
+
+@pytest.fixture(scope="module")
+def stack(workdir: Path, databases: Databases) -> Iterator[Stack]:
+    """Two web processes and one worker: the worker-kill, resume and idle tests."""
+    with _running("main", workdir, databases, webs=2) as started:
+        yield started
+
+
+@pytest.fixture
+def live_stack(stack: Stack) -> Stack:
+    """The module's stack with a running worker (a test that killed it may have failed)."""
+    if stack.worker is None or stack.worker.poll() is not None:
+        stack.start_worker()
+    return stack
+
+
+@pytest.fixture(scope="module")
+def restart_stack(workdir: Path, databases: Databases) -> Iterator[Stack]:
+    """One web process and one worker on a Redis of their own, which the test restarts."""
+    with _running("restart", workdir, databases, webs=1) as started:
+        yield started
+
+
+@pytest.fixture(scope="module")
+def load_stack(workdir: Path, databases: Databases) -> Iterator[Stack]:
+    """Two web processes and one worker with production liveness intervals: the 0.5 s
+    heartbeats that keep the fault tests quick cost four channel messages a second for every
+    answer in flight, which is not what a loaded deployment runs with."""
+    with _running("load", workdir, databases, webs=2, at_defaults=LOAD_AT_DEFAULTS) as started:
+        yield started
+
+
+# ---- the browser side -----------------------------------------------------------------------
+
+
+@dataclass
+class Answer:
+    """What one socket showed of one answer."""
+
+    message_id: str
+    deltas: list[dict[str, Any]] = field(default_factory=list)
+    snapshot: str | None = None
+    end: dict[str, Any] | None = None
+    arrivals: list[float] = field(default_factory=list)  # monotonic time of each frame
+    shown: str = ""  # the text on screen: a snapshot replaces it, a delta appends
+
+    @property
+    def seqs(self) -> list[int]:
+        return [d["seq"] for d in self.deltas]
+
+    @property
+    def contiguous(self) -> bool:
+        return self.seqs == list(range(1, len(self.deltas) + 1))
+
+    def ended(self) -> dict[str, Any]:
+        assert self.end is not None, f"answer {self.message_id} has not ended"
+        return self.end
+
+    def done_complete(self) -> str:
+        """The text of an answer that ended with `chat.done` complete."""
+        end = self.ended()
+        assert end["type"] == "chat.done", end
+        assert end["status"] == "complete", end
+        return self.shown
+
+    def add(self, frame: dict[str, Any]) -> None:
+        if frame["type"] == "chat.delta":
+            self.deltas.append(frame)
+            self.shown += frame["text"]
+        elif frame["type"] == "chat.snapshot":
+            self.snapshot = self.shown = frame["content"]
+        else:
+            assert frame["type"] in ("chat.done", "chat.error"), frame
+            self.end = frame
+
+
+class Chat:
+    """A logged-in browser tab: one WebSocket to one web process."""
+
+    def __init__(self, ws: ClientConnection) -> None:
+        self.ws = ws
+
+    @classmethod
+    async def open(cls, host: str, session: str) -> Chat:
+        ws = await websockets.connect(
+            f"ws://{host}/ws/chat/",
+            additional_headers={"Cookie": f"sessionid={session}", "Origin": f"http://{host}"},
+            max_queue=None,
+        )
+        return cls(ws)
+
+    async def close(self) -> None:
+        await self.ws.close()
+
+    async def send(self, frame: dict[str, Any]) -> None:
+        await self.ws.send(json.dumps(frame))
+
+    async def recv(self, timeout: float) -> dict[str, Any]:
+        frame: dict[str, Any] = json.loads(await asyncio.wait_for(self.ws.recv(), timeout))
+        return frame
+
+    async def reply(self, client_id: str, timeout: float = 15) -> dict[str, Any]:
+        """The answer to a send: `chat.accepted`, or the error that refused it."""
+        frame = await self.recv(timeout)
+        assert frame["type"] in ("chat.accepted", "chat.error"), frame
+        assert frame["id"] == client_id, frame
+        return frame
+
+    async def accepted(self, frame: dict[str, Any]) -> dict[str, Any]:
+        """Send and expect `chat.accepted`."""
+        await self.send(frame)
+        reply = await self.reply(frame["id"])
+        assert reply["type"] == "chat.accepted", reply
+        return reply
+
+    async def ask(self, frame: dict[str, Any], timeout: float = 15) -> Answer:
+        """Send, expect `chat.accepted`, and read the answer to its end."""
+        accepted = await self.accepted(frame)
+        return await self.follow(Answer(accepted["assistant_message_id"]), timeout=timeout)
+
+    async def follow(
+        self, answer: Answer, *, timeout: float, until_deltas: int | None = None
+    ) -> Answer:
+        """Read frames of `answer` until it ends (or has `until_deltas` deltas)."""
+        deadline = time.monotonic() + timeout
+        while answer.end is None:
+            if until_deltas is not None and len(answer.deltas) >= until_deltas:
+                break
+            frame = await self.recv(max(0.01, deadline - time.monotonic()))
+            assert frame.get("message_id") == answer.message_id, frame
+            answer.arrivals.append(time.monotonic())
+            answer.add(frame)
+        return answer
+
+
+def send_frame(text: str, conversation_id: str | None = None) -> dict[str, Any]:
+    return {
+        "type": "chat.send",
+        "id": str(uuid.uuid4()),
+        "conversation_id": conversation_id,
+        "text": text,
+    }
+
+
+def resume_frame(message_id: str, last_seq: int) -> dict[str, Any]:
+    return {
+        "type": "chat.resume",
+        "id": str(uuid.uuid4()),
+        "message_id": message_id,
+        "last_seq": last_seq,
+    }
+
+
+async def session_for(host: str) -> str:
+    return await asyncio.to_thread(login, host, PASSWORD)
+
+
+# ---- the stored side ------------------------------------------------------------------------
+
+
+def _db(stack: Stack) -> psycopg.Connection[Any]:
+    return psycopg.connect(
+        f"postgresql://postgres@127.0.0.1:5432/{stack.database}", autocommit=True
+    )
+
+
+def _one(stack: Stack, sql: str, *params: Any) -> Any:
+    with _db(stack) as db:
+        row = db.execute(sql, params).fetchone()
+    assert row is not None
+    return row[0] if len(row) == 1 else row
+
+
+def stored(stack: Stack, message_id: str) -> tuple[str, str, str]:
+    """(status, error_code, content) of a message."""
+    row: tuple[str, str, str] = _one(
+        stack,
+        "SELECT status, error_code, content FROM conversations_message WHERE id = %s",
+        message_id,
+    )
+    return row
+
+
+def stored_when_ended(stack: Stack, message_id: str, timeout: float) -> tuple[str, str, str]:
+    """The message once it is no longer `streaming` (fails after `timeout`)."""
+    row: tuple[str, str, str] = wait_until(
+        f"message {message_id} to stop streaming",
+        lambda: (r := stored(stack, message_id))[0] != "streaming" and r,
+        timeout,
+        interval=0.1,
+    )
+    return row
+
+
+def messages_in(stack: Stack, conversation_id: str) -> int:
+    count: int = _one(
+        stack,
+        "SELECT count(*) FROM conversations_message WHERE conversation_id = %s",
+        conversation_id,
+    )
+    return count
+
+
+async def workers_become(
+    stack: Stack, check: Callable[[dict[str, int]], bool], what: str, timeout: float
+) -> dict[str, int]:
+    """Poll the worker registry (in the stack's Redis) until `check` holds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        registry = RedisWorkerRegistry(redis_url=stack.redis_url)
+        try:
+            workers = await registry.live_workers()
+        finally:
+            await registry.aclose()
+        if check(workers):
+            return workers
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the registry never showed {what}; last: {workers}")
+        await asyncio.sleep(0.1)
+
+
+# ---- 1. the worker dies mid-answer ----------------------------------------------------------
+
+
+async def test_killed_worker_fails_the_answer_in_bounded_time_and_a_new_worker_serves(
+    live_stack: Stack,
+) -> None:
+    stack = live_stack
+    host = stack.hosts[0]
+    before = await workers_become(stack, lambda w: len(w) == 1, "one live worker", 10)
+    chat = await Chat.open(host, await session_for(host))
+    try:
+        question, full = slow_question(80)  # ~4 s of streaming
+        frame = send_frame(question)
+        accepted = await chat.accepted(frame)
+        answer = Answer(accepted["assistant_message_id"])
+        await chat.follow(answer, timeout=15, until_deltas=3)
+
+        stack.kill_worker()
+        killed_at = time.monotonic()
+        await chat.follow(answer, timeout=STALL_TIMEOUT_S + 10)
+        noticed_after = time.monotonic() - killed_at
+        print(f"\n[worker kill] worker_lost reached the user {noticed_after:.2f} s after SIGKILL")
+
+        end = answer.ended()
+        assert (end["type"], end["code"]) == ("chat.error", "worker_lost"), end
+        assert (end["id"], end["message_id"]) == (frame["id"], answer.message_id), end
+        assert answer.contiguous, answer.seqs
+        assert answer.snapshot is None
+        assert answer.shown, "the kill came after three deltas"
+        assert full.startswith(answer.shown), answer.shown
+        assert answer.shown != full, "the answer was still streaming at the kill"
+        status, error_code, content = stored_when_ended(stack, answer.message_id, 10)
+        assert (status, error_code) == ("failed", "worker_lost")
+        assert content == answer.shown  # what the user read is what is kept
+
+        # No worker at all now: once the dead one's announcement lapses, a send is refused at
+        # once with a retry-after, and nothing is stored for it.
+        await workers_become(stack, lambda w: not w, "no live worker", WORKER_TTL_S + 5)
+        retry = send_frame("are you back?")
+        await chat.send(retry)
+        refused = await chat.reply(retry["id"])
+        assert (refused["type"], refused["code"]) == ("chat.error", "no_worker"), refused
+        assert refused["retry_after_s"] is not None, refused
+        assert refused["retry_after_s"] >= 1, refused
+        stored_for_it = _one(
+            stack,
+            "SELECT count(*) FROM conversations_message WHERE client_message_id = %s",
+            retry["id"],
+        )
+        assert stored_for_it == 0
+
+        # A new worker: the registry shows it, and only it, and the same frame is answered.
+        stack.start_worker()
+        after = await workers_become(
+            stack,
+            lambda w: len(w) == 1 and not set(w) & set(before),
+            "exactly the new worker",
+            10,
+        )
+        assert list(after.values()) == list(before.values())  # the same capacity is back
+        fresh = await chat.ask(retry)
+        assert fresh.done_complete() == "You said: are you back?"
+        assert stored_when_ended(stack, fresh.message_id, 10) == (
+            "complete",
+            "",
+            "You said: are you back?",
+        )
+
+        # Stated last, so that everything above is checked whatever the timing.
+        assert noticed_after < STALL_TIMEOUT_S + 3, (
+            f"worker_lost took {noticed_after:.2f} s with a {STALL_TIMEOUT_S} s stall timeout"
+        )
+    finally:
+        await chat.close()
+
+
+# ---- 2. Redis restarts mid-answer -----------------------------------------------------------
+
+
+async def test_redis_restart_mid_answer_ends_the_answer_and_service_recovers(
+    restart_stack: Stack,
+) -> None:
+    stack = restart_stack
+    host = stack.hosts[0]
+    await workers_become(stack, lambda w: len(w) == 1, "one live worker", 10)
+    session = await session_for(host)
+    chat = await Chat.open(host, session)
+    try:
+        question, full = slow_question(100)  # ~5 s of streaming
+        accepted = await chat.accepted(send_frame(question))
+        answer = Answer(accepted["assistant_message_id"])
+        await chat.follow(answer, timeout=15, until_deltas=3)
+        read_before_fault = answer.shown
+
+        stack.kill_redis()
+        down_at = time.monotonic()
+        await asyncio.sleep(0.7)  # the outage itself: Redis is away this long
+        stack.start_redis()
+        print(f"\n[redis restart] Redis was down {time.monotonic() - down_at:.2f} s")
+
+        bound = STALL_TIMEOUT_S + 15
+        try:
+            await chat.follow(answer, timeout=bound)
+            outcome = f"stayed open; the answer ended with {answer.end}"
+        except websockets.ConnectionClosed as closed:
+            outcome = f"was closed by the server ({closed.rcvd}) after {len(answer.deltas)} deltas"
+        print(
+            f"[redis restart] the open socket {outcome}, "
+            f"{time.monotonic() - down_at:.2f} s after Redis went down"
+        )
+        if answer.end is None:  # the socket was closed: reconnect and resume, as the page does
+            with contextlib.suppress(Exception):
+                await chat.close()
+            chat = await Chat.open(host, session)
+            last_seq = answer.seqs[-1] if answer.seqs else 0
+            await chat.send(resume_frame(answer.message_id, last_seq))
+            await chat.follow(answer, timeout=bound)
+            print(
+                f"[redis restart] the resume after seq {last_seq} ended with {answer.end}, "
+                f"snapshot {answer.snapshot!r}, {time.monotonic() - down_at:.2f} s after the fault"
+            )
+
+        end = answer.ended()
+        if end["type"] == "chat.done":
+            assert answer.done_complete() == full
+        else:
+            assert end["code"] in ("interrupted", "worker_lost"), end
+        # What the user read before the fault is still on screen, and the rest fits.
+        assert answer.shown.startswith(read_before_fault), (read_before_fault, answer.shown)
+        assert full.startswith(answer.shown), answer.shown
+
+        status, error_code, content = stored_when_ended(stack, answer.message_id, bound)
+        print(f"[redis restart] stored: {status} {error_code!r}, {len(content)} characters")
+        assert content == answer.shown, (status, error_code, content, answer.shown)
+        assert status == ("complete" if end["type"] == "chat.done" else "failed")
+
+        # Web and worker are back on the new Redis: a new message is answered completely.
+        await workers_become(stack, lambda w: len(w) == 1, "the worker announced again", 10)
+        fresh = await chat.ask(send_frame("after the restart"), timeout=bound)
+        assert fresh.done_complete() == "You said: after the restart"
+        assert stored_when_ended(stack, fresh.message_id, 10)[0] == "complete"
+    finally:
+        with contextlib.suppress(Exception):
+            await chat.close()
+
+
+# ---- 3. a reconnect to another web process resumes the stream -------------------------------
+
+
+async def test_disconnect_on_one_web_process_and_resume_on_another(live_stack: Stack) -> None:
+    stack = live_stack
+    host_a, host_b = stack.hosts
+    session = await session_for(host_a)
+    question, full = slow_question(60)  # ~3 s of streaming
+
+    chat_a = await Chat.open(host_a, session)
+    frame = send_frame(question)
+    accepted = await chat_a.accepted(frame)
+    answer = Answer(accepted["assistant_message_id"])
+    await chat_a.follow(answer, timeout=15, until_deltas=3)
+    await chat_a.close()  # the tab goes away mid-answer
+    last_seq = answer.seqs[-1]
+    assert answer.contiguous, answer.seqs
+
+    chat_b = await Chat.open(host_b, session)
+    try:
+        assert stored(stack, answer.message_id)[0] == "streaming"  # still mid-answer
+        resumed = Answer(answer.message_id)
+        await chat_b.send(resume_frame(answer.message_id, last_seq))
+        resumed_at = time.monotonic()
+        await chat_b.follow(resumed, timeout=20)
+        first_after = resumed.arrivals[0] - resumed_at
+        gaps = [b - a for a, b in zip(resumed.arrivals, resumed.arrivals[1:], strict=False)]
+        print(
+            f"\n[resume] first frame on web B {first_after:.2f} s after chat.resume; "
+            f"{len(resumed.deltas)} deltas, longest pause {max(gaps, default=0):.2f} s, "
+            f"done {resumed.arrivals[-1] - resumed_at:.2f} s after"
+        )
+        assert resumed.done_complete()
+        assert resumed.ended()["finish_reason"] == "stop"
+        assert resumed.snapshot is None
+        seqs = answer.seqs + resumed.seqs
+        assert seqs == list(range(1, len(seqs) + 1)), seqs  # no gap, no duplicate
+        assert resumed.seqs[0] == last_seq + 1, resumed.seqs
+        assert answer.shown + resumed.shown == full
+
+        # One generation: one question, one answer, stored with exactly that text.
+        assert stored_when_ended(stack, answer.message_id, 10) == ("complete", "", full)
+        assert messages_in(stack, accepted["conversation_id"]) == 2
+
+        # Resuming again after the end replays the whole answer from the log.
+        await chat_b.send(resume_frame(answer.message_id, 0))
+        replay = await chat_b.follow(Answer(answer.message_id), timeout=10)
+        assert replay.done_complete() == full
+        assert replay.seqs == seqs
+
+        # The same send again (a retry) shows that answer and starts no second generation.
+        assert await chat_b.accepted(frame) == accepted
+        again = await chat_b.follow(Answer(answer.message_id), timeout=10)
+        assert again.done_complete() == full
+        assert messages_in(stack, accepted["conversation_id"]) == 2
+
+        # How it felt, last so that everything above is checked whatever the timing: the answer
+        # carried on at once on B (A's relay replays from memory; nothing waits for a worker).
+        assert first_after < 1.0, f"the resumed answer froze {first_after:.2f} s on web B"
+    finally:
+        await chat_b.close()
+
+
+# ---- 4. load: nothing lost, nothing doubled -------------------------------------------------
+
+CLIENTS = 50
+MESSAGES_PER_CLIENT = 20
+LOAD_TIME_LIMIT_S = 180  # a hard stop; the time it took is printed
+
+
+@dataclass
+class LoadStats:
+    refusals: Counter[str] = field(default_factory=Counter)
+    sent: dict[str, str] = field(default_factory=dict)  # client id -> text
+    answers: dict[str, str] = field(default_factory=dict)  # client id -> text shown
+    conversations: set[str] = field(default_factory=set)
+    problems: Counter[str] = field(default_factory=Counter)  # kind -> how many
+    examples: dict[str, str] = field(default_factory=dict)  # kind -> the first one seen
+    latencies: list[float] = field(default_factory=list)  # last send -> end of its answer
+
+    def problem(self, kind: str, detail: Any) -> None:
+        self.problems[kind] += 1
+        self.examples.setdefault(kind, repr(detail)[:500])
+
+
+async def _load_client(index: int, host: str, session: str, stats: LoadStats) -> None:
+    """Send 20 messages one after another, as follow-ups in one conversation.
+
+    A refused send (`busy`, `rate_limited`) is sent again, the same frame with the same id,
+    after `retry_after_s`. A failed answer is recorded and the client goes on with its next
+    message, as a user would; a silent or closed socket, or a stray frame, ends the client.
+    """
+    chat = await Chat.open(host, session)
+    try:
+        conversation_id: str | None = None
+        for n in range(MESSAGES_PER_CLIENT):
+            text = f"load client {index} message {n} {uuid.uuid4().hex[:6]}"
+            frame = send_frame(text, conversation_id)
+            stats.sent[frame["id"]] = text
+            while True:
+                asked = time.monotonic()
+                await chat.send(frame)
+                reply = await chat.reply(frame["id"], timeout=30)
+                if reply["type"] == "chat.accepted":
+                    break
+                if reply["code"] not in ("busy", "rate_limited"):
+                    stats.problem(f"refused {reply['code']}", reply)
+                    break
+                stats.refusals[reply["code"]] += 1
+                await asyncio.sleep(reply.get("retry_after_s") or BUSY_RETRY_AFTER_S)
+            if reply["type"] != "chat.accepted":
+                continue
+            if conversation_id is None:
+                conversation_id = reply["conversation_id"]
+                stats.conversations.add(reply["conversation_id"])
+            if reply["conversation_id"] != conversation_id:
+                stats.problem("wrong conversation", reply)
+            answer = await chat.follow(Answer(reply["assistant_message_id"]), timeout=30)
+            stats.latencies.append(time.monotonic() - asked)
+            end = answer.ended()
+            if frame["id"] in stats.answers:
+                stats.problem("answered twice", frame)
+            stats.answers[frame["id"]] = answer.shown
+            if end["type"] == "chat.error":
+                stats.problem(f"error {end['code']}", end)
+            elif end["status"] != "complete":
+                stats.problem(f"done {end['status']}", end)
+            elif answer.snapshot is not None:
+                stats.problem("snapshot", answer.snapshot)
+            elif not answer.contiguous:
+                stats.problem("seq gap or repeat", answer.seqs)
+            elif answer.shown != f"You said: {text}":
+                stats.problem("wrong text", (answer.shown, text))
+    except TimeoutError as exc:
+        stats.problem("socket silent for 30 s", exc)
+    except websockets.ConnectionClosed as exc:
+        stats.problem("socket closed by the server", exc)
+    except AssertionError as exc:
+        stats.problem("unexpected frame", exc)
+    finally:
+        await chat.close()
+
+
+async def test_load_1000_messages_from_50_sockets_nothing_lost_or_doubled(
+    load_stack: Stack,
+) -> None:
+    stack = load_stack
+    await workers_become(stack, lambda w: len(w) == 1, "one live worker", 10)
+    sessions = {host: await session_for(host) for host in stack.hosts}
+    stats = LoadStats()
+    started = time.monotonic()
+    clients = [
+        asyncio.create_task(_load_client(i, host, sessions[host], stats))
+        for i, host in ((i, stack.hosts[i % len(stack.hosts)]) for i in range(CLIENTS))
+    ]
+    _, unfinished = await asyncio.wait(clients, timeout=LOAD_TIME_LIMIT_S)
+    for task in unfinished:
+        task.cancel()
+    await asyncio.gather(*clients, return_exceptions=True)
+    elapsed = time.monotonic() - started
+    total = CLIENTS * MESSAGES_PER_CLIENT
+    latencies = sorted(stats.latencies) or [0.0]
+    print(
+        f"\n[load] {len(stats.answers)}/{total} answers ended in {elapsed:.1f} s "
+        f"({len(stats.answers) / elapsed:.1f}/s), {CLIENTS} sockets over {len(stack.hosts)} web "
+        f"processes, 1 worker (max_active {MAX_ACTIVE}); send->end median "
+        f"{latencies[len(latencies) // 2]:.2f} s, max {latencies[-1]:.2f} s; "
+        f"refusals: {dict(stats.refusals) or 'none'}"
+    )
+    for kind, example in stats.examples.items():
+        print(f"[load] {stats.problems[kind]} x {kind}; the first: {example}")
+    assert not unfinished, f"{len(unfinished)} clients still busy after {LOAD_TIME_LIMIT_S} s"
+    assert not stats.problems, dict(stats.problems)
+
+    # every client saw every answer exactly once, complete and right
+    assert len(stats.sent) == total
+    assert stats.answers == {cid: f"You said: {text}" for cid, text in stats.sent.items()}
+
+    # and the database holds exactly that: 1,000 questions, 1,000 complete answers
+    conversations = list(stats.conversations)
+    with _db(stack) as db:
+        rows = db.execute(
+            """
+            SELECT u.client_message_id::text, u.content, a.status, a.content
+            FROM conversations_message u
+            JOIN conversations_message a ON a.reply_to_id = u.id
+            WHERE u.conversation_id = ANY(%s::uuid[])
+            """,
+            (conversations,),
+        ).fetchall()
+        messages = db.execute(
+            "SELECT count(*) FROM conversations_message WHERE conversation_id = ANY(%s::uuid[])",
+            (conversations,),
+        ).fetchone()
+    assert len(conversations) == CLIENTS
+    assert messages == (2 * total,)
+    assert len(rows) == total
+    assert {r[0] for r in rows} == set(stats.sent)  # 1,000 distinct client ids
+    for client_id, question, status, content in rows:
+        assert question == stats.sent[client_id]
+        assert (status, content) == ("complete", f"You said: {question}"), client_id
+
+
+# ---- 5. an idle socket stays usable ---------------------------------------------------------
+
+IDLE_S = 12.0  # more than twice the channel layer's 5 s blocking read
+
+
+async def test_an_idle_socket_stays_open_and_answers_the_next_message(live_stack: Stack) -> None:
+    """A user reads an answer, thinks for a while, asks again: the socket is still there."""
+    host = live_stack.hosts[0]
+    chat = await Chat.open(host, await session_for(host))
+    try:
+        first = await chat.ask(send_frame("first question"))
+        assert first.done_complete() == "You said: first question"
+
+        idle_from = time.monotonic()
+        try:  # nothing is due: a frame, or a close, ends the wait at once
+            frame: dict[str, Any] | None = await chat.recv(IDLE_S)
+        except TimeoutError:
+            frame = None
+        except websockets.ConnectionClosed as closed:
+            raise AssertionError(
+                f"the server closed an idle socket after {time.monotonic() - idle_from:.1f} s: "
+                f"{closed.rcvd}"
+            ) from closed
+        assert frame is None, frame
+
+        second = await chat.ask(send_frame("second question"))
+        assert second.done_complete() == "You said: second question"
+    finally:
+        await chat.close()
