@@ -7,7 +7,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 export CHAT_DATA_DIR ?= $(CURDIR)/data
 
-.PHONY: run test install install-dev prepare-model lint typecheck importlint pytest frontend-check worker web celery clean-venv
+.PHONY: e2e screenshots run test install install-dev prepare-model lint typecheck importlint pytest frontend-check worker web celery clean-venv
 
 # --- setup ---------------------------------------------------------------------------------
 $(VENV)/.installed-cpu: pyproject.toml
@@ -71,6 +71,13 @@ frontend-check:
 	else echo "npm not found: skipping the front-end check"; fi
 
 test: lint typecheck importlint frontend-check pytest
+
+# The browser tests alone (part of `pytest`); screenshots for docs/screenshots/.
+e2e: install-dev
+	$(VENV)/bin/pytest -m e2e tests/e2e
+
+screenshots: install-dev
+	$(PY) -m tests.e2e.screenshots
 
 clean-venv:
 	rm -rf $(VENV)
