@@ -5,6 +5,8 @@ import type { AnswerSource, Rating } from "./protocol.ts";
 
 export const FAQ_LABEL_TEXT = "From FAQ";
 export const ASK_ASSISTANT_LABEL = "Ask the assistant instead";
+export const REGENERATE_LABEL = "Regenerate";
+export const EDIT_LABEL = "Edit";
 
 /** Visible text and accessible name of each rating button. */
 export const RATING_BUTTONS: readonly { rating: Rating; text: string; label: string }[] = [
@@ -29,6 +31,16 @@ export interface AskAssistantState {
 /** Whether "Ask the assistant instead" may be used now (else the button is disabled). */
 export function canAskAssistant(s: AskAssistantState): boolean {
   return s.source === "faq" && !s.busy && s.newestAnswerId !== null && s.messageId === s.newestAnswerId;
+}
+
+/** An answer that may be generated again ("Regenerate"): finished, or failed. */
+export function isRegenerable(status: string): boolean {
+  return isFinishedAnswer(status) || status === "failed";
+}
+
+/** Whether "Regenerate" shows under this answer: the conversation's newest one only. */
+export function showsRegenerate(messageId: string, newestAnswerId: string | null): boolean {
+  return newestAnswerId !== null && messageId === newestAnswerId;
 }
 
 /** `aria-pressed` of each rating button for the recorded rating (null: none yet). */

@@ -1,8 +1,11 @@
 // Entry point: wires the chat page's DOM to the WebSocket protocol.
 
-import { canAskAssistant, isFinishedAnswer } from "./answers.ts";
+import { canAskAssistant, isFinishedAnswer, isRegenerable, showsRegenerate } from "./answers.ts";
+import { AutoScroller } from "./autoscroll.ts";
+import { ConversationList, parseConversations, type FetchJson } from "./conversations.ts";
 import { formatAnswerStats } from "./format.ts";
 import {
+  editFrame,
   feedbackFrame,
   parseServerFrame,
   regenerateFrame,
@@ -23,6 +26,7 @@ import {
   type SnapshotFrame,
 } from "./protocol.ts";
 import { chatSocketUrl, ReconnectingSocket, type ConnectionState } from "./socket.ts";
+import { defaultScheduler, type FrameScheduler } from "./stream.ts";
 import {
   browserStorage,
   buildTemplatedSend,
@@ -41,7 +45,7 @@ import {
   renderTemplateOptions,
   renderVariableFields,
   selectedTemplateId,
-  setMessageStatus,
+  type Role,
 } from "./view.ts";
 
 /** The template picker (`#template-picker` with `#template-select` and `#template-variables`). */
@@ -61,6 +65,19 @@ export interface ChatElements {
   status: HTMLElement;
   /** null: the page has no template picker. */
   templates: TemplateElements | null;
+}
+
+export interface ControllerOptions {
+  /** Clock for the TTFT measurements (default performance.now). */
+  now?: () => number;
+  /** When streamed answer text is rendered (default requestAnimationFrame). */
+  scheduler?: FrameScheduler;
+  /**
+   * Reload the page. Used when the connection dropped between an edit and its
+   * `chat.accepted`: whether the server applied it is unknown, and a repeated `chat.edit`
+   * would answer again, so the page shows the server's state instead.
+   */
+  reload?: () => void;
 }
 
 /** The transport the controller needs; ReconnectingSocket implements it. */
@@ -86,6 +103,17 @@ interface PendingRegenerate {
   messageId: string;
   view: MessageView;
   /** When the frame went out: the browser TTFT of the new answer counts from here. */
+  sentAt: number;
+}
+
+/** A chat.edit waiting for chat.accepted. */
+interface PendingEdit {
+  id: string;
+  /** The question being edited. */
+  view: MessageView;
+  /** Its text before the edit (shown again if the edit is refused). */
+  oldText: string;
+  text: string;
   sentAt: number;
 }
 
@@ -123,9 +151,22 @@ export class ChatController {
   private pending: PendingSend | null = null;
   private active: ActiveAnswer | null = null;
   private regenerating: PendingRegenerate | null = null;
+  private editing: PendingEdit | null = null;
+  /** Every message view on the page, by element. */
+  private readonly views = new Map<HTMLElement, MessageView>();
   /** The assistant messages on the page, by id, and the conversation's newest one. */
   private readonly answers = new Map<string, MessageView>();
   private newestAnswerId: string | null = null;
+  /** The user messages on the page, by id (they have "Edit"). */
+  private readonly questions = new Map<string, MessageView>();
+  /** The question whose inline editor is open. */
+  private editorView: MessageView | null = null;
+  private readonly scroller: AutoScroller;
+  private conversations: ConversationList | null = null;
+  private fetchJson: FetchJson | null = null;
+  private connectedBefore = false;
+  /** Rendering the page's history: one scroll at the end instead of one per message. */
+  private loadingHistory = false;
   /** chat.feedback frames waiting for chat.feedback_recorded, by client id. */
   private readonly feedbackSent = new Map<string, { messageId: string; rating: Rating }>();
   /** A templated send is being prepared (patch + hash are computed asynchronously). */
@@ -134,13 +175,20 @@ export class ChatController {
   private store: TemplateStore | null = null;
   private readonly draft = new TemplateDraft();
   private readonly doc: Document;
+  private readonly now: () => number;
+  private readonly scheduler: FrameScheduler;
+  private readonly reload: () => void;
 
   constructor(
     private readonly el: ChatElements,
     private conversationId: string | null,
-    private readonly now: () => number = () => performance.now(),
+    options: ControllerOptions = {},
   ) {
     this.doc = el.log.ownerDocument;
+    this.now = options.now ?? (() => performance.now());
+    this.scheduler = options.scheduler ?? defaultScheduler();
+    this.reload = options.reload ?? (() => globalThis.location.reload());
+    this.scroller = new AutoScroller(el.log);
   }
 
   attach(transport: Transport): void {
@@ -176,22 +224,43 @@ export class ChatController {
     this.onTemplateList();
   }
 
+  /**
+   * The sidebar's conversation list (`nav[aria-label="Conversations"]`), filled from the
+   * page's `conversations` block; `fetchJson` refreshes it after a reconnect.
+   */
+  attachConversations(list: ConversationList, data: unknown, fetchJson: FetchJson | null = null): void {
+    this.conversations = list;
+    this.fetchJson = fetchJson;
+    list.show(parseConversations(data));
+  }
+
+  /** Reload the conversation list from the server (no-op without one). */
+  refreshConversations(): void {
+    const list = this.conversations;
+    if (list !== null && this.fetchJson !== null) void list.refresh(this.fetchJson);
+  }
+
   renderHistory(data: unknown): void {
+    this.loadingHistory = true;
     for (const item of parseHistory(data)) {
-      const view = new MessageView(this.doc, item.role, item.status, item.id, item.content);
+      const view = this.newView(item.role, item.status, item.id, item.content);
       this.el.log.appendChild(view.element);
-      if (item.role === "assistant") {
-        this.registerAnswer(view);
-        if (isFinishedAnswer(item.status)) this.addAnswerActions(view, item.source, item.feedback);
-        // Still being generated (the page was reloaded mid-answer): follow it from the
-        // start once connected; the server replays what was said so far.
-        else if (item.status === "streaming" && item.id !== null && this.active === null) {
-          view.restart();
-          this.startStreaming(item.id, view, this.now());
-        }
+      if (item.role === "user") {
+        this.registerQuestion(view);
+        continue;
+      }
+      this.registerAnswer(view);
+      if (isFinishedAnswer(item.status)) this.addAnswerActions(view, item.source, item.feedback);
+      else if (item.status === "failed") this.addAnswerActions(view, item.source, null, false);
+      // Still being generated (the page was reloaded mid-answer): follow it from the
+      // start once connected; the server replays what was said so far.
+      else if (item.status === "streaming" && item.id !== null && this.active === null) {
+        view.restart();
+        this.startStreaming(item.id, view, this.now());
       }
     }
-    this.el.log.scrollTop = this.el.log.scrollHeight;
+    this.loadingHistory = false;
+    this.scroller.jumpToBottom();
     this.updateAnswerControls();
   }
 
@@ -203,6 +272,15 @@ export class ChatController {
   }
 
   onOpen(): void {
+    // An edit cut off before chat.accepted: the server may or may not have applied it, and
+    // sending it again would answer again. Show what the server has.
+    if (this.editing !== null) {
+      this.reload();
+      return;
+    }
+    // Titles or new conversations from other tabs, while we were away.
+    if (this.connectedBefore) this.refreshConversations();
+    this.connectedBefore = true;
     // A send typed while offline, or cut off before chat.accepted, goes (again) now. The
     // server de-duplicates on the frame's id, so a repeat never starts a second answer.
     if (this.pending !== null) this.transmit(this.pending);
@@ -265,7 +343,12 @@ export class ChatController {
   // ---- user actions ----
 
   get busy(): boolean {
-    return this.preparing || this.pending !== null || this.regenerating !== null || this.active !== null;
+    return this.preparing || this.pending !== null || this.regenerating !== null || this.editing !== null || this.active !== null;
+  }
+
+  /** Whether the log follows the streaming answer (the user has not scrolled up). */
+  get followingStream(): boolean {
+    return this.scroller.following;
   }
 
   submit(): void {
@@ -319,8 +402,10 @@ export class ChatController {
   }
 
   private startSend(frame: SendFrame, fullText: string): void {
-    const user = new MessageView(this.doc, "user", "pending", null, fullText);
-    this.appendToLog(user.element, true);
+    this.closeEditor();
+    const user = this.newView("user", "pending", null, fullText);
+    this.el.log.appendChild(user.element);
+    this.scroller.jumpToBottom();
     this.pending = { frame, user, transmitted: false, sentAt: this.now(), fullText, resent: false };
     this.transmit(this.pending);
     this.updateControls();
@@ -347,15 +432,59 @@ export class ChatController {
     const view = this.answers.get(messageId);
     if (view === undefined) return;
     if (!canAskAssistant({ source: view.source, messageId, newestAnswerId: this.newestAnswerId, busy: this.busy })) return;
+    this.startRegenerate(view, messageId, true);
+  }
+
+  /** "Regenerate" under the newest answer: answer the same question again (FAQ first, as for a send). */
+  regenerate(messageId: string): void {
+    const view = this.answers.get(messageId);
+    if (view === undefined || this.busy || !showsRegenerate(messageId, this.newestAnswerId) || !isRegenerable(view.status)) return;
+    this.startRegenerate(view, messageId, false);
+  }
+
+  private startRegenerate(view: MessageView, messageId: string, bypassFaq: boolean): void {
     const id = newId();
     const sentAt = this.now();
-    if (this.transport?.send(JSON.stringify(regenerateFrame(id, messageId, true))) !== true) {
-      this.showAlert("Not connected: could not ask the assistant.");
+    if (this.transport?.send(JSON.stringify(regenerateFrame(id, messageId, bypassFaq))) !== true) {
+      this.showAlert(bypassFaq ? "Not connected: could not ask the assistant." : "Not connected: could not regenerate the answer.");
       return;
     }
     this.clearAlert();
+    this.closeEditor();
     this.regenerating = { id, messageId, view, sentAt };
     view.setActionsEnabled(false);
+    this.updateControls();
+  }
+
+  /** "Edit" under a question: open its inline editor with its text. */
+  startEdit(messageId: string): void {
+    const view = this.questions.get(messageId);
+    if (view === undefined || this.busy) return;
+    this.openEditor(view, view.text);
+  }
+
+  /**
+   * Save an edited question: `chat.edit`. The question shows the new text (pending) until
+   * `chat.accepted`; then every later message is removed and the answer streams again.
+   */
+  submitEdit(messageId: string, text: string): void {
+    const view = this.questions.get(messageId);
+    if (view === undefined || this.busy) return;
+    if (text.trim() === "") {
+      this.showAlert("The question cannot be empty.");
+      return;
+    }
+    const id = newId();
+    const sentAt = this.now();
+    if (this.transport?.send(JSON.stringify(editFrame(id, messageId, text))) !== true) {
+      this.showAlert("Not connected: could not send the edited question.");
+      return;
+    }
+    this.clearAlert();
+    this.editing = { id, view, oldText: view.text, text, sentAt };
+    this.closeEditor();
+    view.setText(text);
+    view.setStatus("pending");
     this.updateControls();
   }
 
@@ -377,19 +506,53 @@ export class ChatController {
       this.onRegenerateAccepted(r, f);
       return;
     }
+    const e = this.editing;
+    if (e !== null && e.id === f.id) {
+      this.onEditAccepted(e, f);
+      return;
+    }
     const p = this.pending;
     if (p === null || p.frame.id !== f.id) return;
     this.pending = null;
+    const isNew = this.conversationId === null;
     this.conversationId = f.conversation_id;
     this.updateUrl(f.conversation_id);
+    this.conversations?.touch(f.conversation_id, isNew ? p.fullText : null);
     if (this.el.input.value === p.fullText) this.el.input.value = "";
     this.closeTemplates();
     p.user.messageId = f.user_message_id;
     p.user.setStatus("complete");
-    const view = new MessageView(this.doc, "assistant", "streaming", f.assistant_message_id);
-    this.appendToLog(view.element, true);
+    this.registerQuestion(p.user);
+    const view = this.newView("assistant", "streaming", f.assistant_message_id);
+    this.el.log.appendChild(view.element);
+    this.scroller.contentChanged();
     this.registerAnswer(view);
     this.startStreaming(f.assistant_message_id, view, p.sentAt);
+  }
+
+  /** The edit is stored: later messages go, the answer streams again right under the question. */
+  private onEditAccepted(e: PendingEdit, f: AcceptedFrame): void {
+    this.editing = null;
+    const question = e.view;
+    question.setStatus("complete");
+    if (question.messageId !== f.user_message_id) {
+      const old = question.messageId;
+      if (old !== null) this.questions.delete(old);
+      question.messageId = f.user_message_id;
+      this.registerQuestion(question);
+    }
+    let answer = this.answers.get(f.assistant_message_id) ?? null;
+    answer?.restart();
+    this.removeAfter(question, answer);
+    if (answer === null) {
+      answer = this.newView("assistant", "streaming", f.assistant_message_id);
+      const last = question.nodes.at(-1) ?? question.element;
+      last.after(answer.element);
+    }
+    this.registerAnswer(answer);
+    this.conversations?.touch(f.conversation_id, null);
+    this.scroller.jumpToBottom();
+    this.startStreaming(f.assistant_message_id, answer, e.sentAt);
   }
 
   /** The server restarted the answer: stream the new one into the same message element. */
@@ -414,26 +577,26 @@ export class ChatController {
     this.updateControls();
   }
 
+  /**
+   * A delta only extends the streaming answer's text; its body renders at the next animation
+   * frame (all deltas of a frame at once), and nothing else on the page is touched.
+   */
   private onDelta(f: DeltaFrame): void {
     const a = this.active;
     if (a === null || a.messageId !== f.message_id) return;
     if (f.seq <= a.lastSeq) return; // repeated frame
     if (f.seq !== a.lastSeq + 1) console.warn(`chat: delta gap, expected seq ${a.lastSeq + 1}, got ${f.seq}`);
     a.lastSeq = f.seq;
-    const stick = this.nearBottom();
+    if (a.firstDeltaAt === null && f.text !== "") a.firstDeltaAt = this.now();
     a.view.append(f.text);
-    if (stick) this.el.log.scrollTop = this.el.log.scrollHeight;
-    if (a.firstDeltaAt === null && f.text !== "") {
-      a.firstDeltaAt = this.now();
-      // The frame callback runs right before the browser paints the first token.
-      if (typeof requestAnimationFrame === "function") {
-        requestAnimationFrame(() => {
-          a.firstPaintAt = this.now();
-          // chat.done may already be here when a short answer arrives in one burst.
-          if (a.done !== null) this.renderStats(a, a.done);
-        });
-      }
-    }
+  }
+
+  /** An answer's body was rendered (in an animation frame, or flushed at its end). */
+  private onBodyRendered(view: MessageView): void {
+    const a = this.active;
+    // The frame callback runs right before the browser paints the first token.
+    if (a !== null && a.view === view && a.firstPaintAt === null && a.firstDeltaAt !== null) a.firstPaintAt = this.now();
+    if (!this.loadingHistory) this.scroller.contentChanged();
   }
 
   private onDone(f: DoneFrame): void {
@@ -444,17 +607,21 @@ export class ChatController {
         this.setStatusById(f.message_id, f.status);
         return;
       }
+      view.flush();
       view.setStatus(f.status);
       this.addAnswerActions(view, f.source, view.rating);
       this.updateControls();
       return;
     }
+    a.view.flush();
     this.active = null;
     a.done = f;
     a.view.setStatus(f.status);
     this.renderStats(a, f);
     this.addAnswerActions(a.view, f.source, null);
     this.updateControls();
+    // The stats line and the buttons are part of the answer: keep them in view.
+    this.scroller.contentChanged();
     this.el.input.focus();
   }
 
@@ -462,8 +629,7 @@ export class ChatController {
   private onSnapshot(f: SnapshotFrame): void {
     const a = this.active;
     if (a === null || a.messageId !== f.message_id) return;
-    a.view.restart();
-    a.view.append(f.content);
+    a.view.setText(f.content);
     a.lastSeq = Number.MAX_SAFE_INTEGER; // the done or error that follows ends it
   }
 
@@ -505,6 +671,17 @@ export class ChatController {
       this.updateControls();
       return;
     }
+    const e = this.editing;
+    if (e !== null && f.id === e.id) {
+      // Not accepted: nothing changed on the server. The question shows its old text again
+      // and the editor reopens with the edited one.
+      this.editing = null;
+      e.view.setText(e.oldText);
+      e.view.setStatus("complete");
+      this.updateControls();
+      this.openEditor(e.view, e.text);
+      return;
+    }
     const p = this.pending;
     if (p !== null && f.id === p.frame.id) {
       // Not accepted: drop the bubble, keep the typed text in the textbox.
@@ -517,10 +694,13 @@ export class ChatController {
     }
     const a = this.active;
     if (a !== null && f.message_id === a.messageId && (a.stopId === null || f.id !== a.stopId)) {
+      a.view.flush();
       this.active = null;
       a.view.setStatus("failed");
       a.view.setMeta("failed");
+      this.addAnswerActions(a.view, a.view.source, null, false);
       this.updateControls();
+      this.scroller.contentChanged();
       return;
     }
     if (a !== null && a.stopId !== null && f.id === a.stopId) {
@@ -665,12 +845,27 @@ export class ChatController {
     this.updateAnswerControls();
   }
 
-  /** "Ask the assistant instead" is usable on the newest answer only, while nothing streams. */
+  /**
+   * Under the answers: "Ask the assistant instead" and "Regenerate" on the newest answer only,
+   * usable while nothing is sent or streaming; "Edit" on the questions, likewise.
+   */
   private updateAnswerControls(): void {
     const busy = this.busy;
     for (const [messageId, view] of this.answers) {
       view.setAskEnabled(canAskAssistant({ source: view.source, messageId, newestAnswerId: this.newestAnswerId, busy }));
+      const shown = showsRegenerate(messageId, this.newestAnswerId);
+      view.setRegenerateState(shown, shown && !busy && isRegenerable(view.status));
     }
+    for (const view of this.questions.values()) view.setEditEnabled(!busy);
+  }
+
+  private newView(role: Role, status: string, messageId: string | null, content = ""): MessageView {
+    const view = new MessageView(this.doc, role, status, messageId, content, {
+      scheduler: this.scheduler,
+      onRender: (v) => this.onBodyRendered(v),
+    });
+    this.views.set(view.element, view);
+    return view;
   }
 
   private registerAnswer(view: MessageView): void {
@@ -680,18 +875,92 @@ export class ChatController {
     this.newestAnswerId = id;
   }
 
-  /** The FAQ label and the buttons under a finished answer. */
-  private addAnswerActions(view: MessageView, source: AnswerSource, rating: Rating | null): void {
-    view.showAnswerActions(source, rating, {
-      onAskAssistant: () => {
+  /** A stored question: it gets "Edit". */
+  private registerQuestion(view: MessageView): void {
+    const id = view.messageId;
+    if (id === null || id === "") return;
+    this.questions.set(id, view);
+    view.showQuestionActions(() => {
+      const current = view.messageId;
+      if (current !== null) this.startEdit(current);
+    });
+    view.setEditEnabled(!this.busy);
+  }
+
+  /** Remove every message after `view` from the page (`keep`, if given, stays). */
+  private removeAfter(view: MessageView, keep: MessageView | null): void {
+    const last = view.nodes.at(-1) ?? view.element;
+    const later: ChildNode[] = [];
+    for (let n = last.nextSibling; n !== null; n = n.nextSibling) later.push(n);
+    for (const n of later) {
+      if (!n.isConnected || (keep !== null && n === keep.element)) continue;
+      const v = this.views.get(n as HTMLElement);
+      if (v === undefined) {
+        n.remove();
+        continue;
+      }
+      this.forget(v);
+      v.remove();
+    }
+    if (this.newestAnswerId !== null && !this.answers.has(this.newestAnswerId)) this.newestAnswerId = null;
+  }
+
+  private forget(view: MessageView): void {
+    this.views.delete(view.element);
+    const id = view.messageId;
+    if (id === null) return;
+    if (this.answers.get(id) === view) this.answers.delete(id);
+    if (this.questions.get(id) === view) this.questions.delete(id);
+    if (this.editorView === view) this.editorView = null;
+  }
+
+  private openEditor(view: MessageView, text: string): void {
+    if (this.editorView !== null && this.editorView !== view) this.editorView.closeEditor();
+    this.editorView = view;
+    const input = view.openEditor(text, {
+      onSave: (t) => {
         const id = view.messageId;
-        if (id !== null) this.askAssistant(id);
+        if (id !== null) this.submitEdit(id, t);
       },
-      onRate: (r) => {
-        const id = view.messageId;
-        if (id !== null) this.rate(id, r);
+      onCancel: () => {
+        this.editorView = null;
+        view.closeEditor(true);
       },
     });
+    input.focus();
+    input.setSelectionRange(input.value.length, input.value.length);
+  }
+
+  private closeEditor(): void {
+    this.editorView?.closeEditor();
+    this.editorView = null;
+  }
+
+  /**
+   * The FAQ label and the buttons under an answer. `rate`: a finished answer (labelled and
+   * rated); a failed one only gets "Regenerate".
+   */
+  private addAnswerActions(view: MessageView, source: AnswerSource, rating: Rating | null, rate = true): void {
+    view.showAnswerActions(
+      source,
+      rating,
+      {
+        onAskAssistant: () => {
+          const id = view.messageId;
+          if (id !== null) this.askAssistant(id);
+        },
+        onRate: (r) => {
+          const id = view.messageId;
+          if (id !== null) this.rate(id, r);
+        },
+        onRegenerate: () => {
+          const id = view.messageId;
+          if (id !== null) this.regenerate(id);
+        },
+      },
+      rate,
+    );
+    this.updateAnswerControls();
   }
 
   private showAlert(message: string): void {
@@ -706,12 +975,23 @@ export class ChatController {
     this.el.alert.hidden = true;
   }
 
-  /** "Busy" with a retry-after: count the seconds down, then clear the alert. */
+  /**
+   * "Busy" with a retry-after: the message (announced once: `#chat-alert` is `role="alert"`)
+   * and the seconds left, counted down in a `role="timer"` span (not announced at each tick);
+   * `data-retry-in` on the alert holds the seconds. Then the alert clears.
+   */
   private showCountdown(message: string, seconds: number): void {
     this.showAlert(message);
+    const alert = this.el.alert;
+    const timer = this.doc.createElement("span");
+    timer.className = "alert-countdown";
+    timer.setAttribute("role", "timer");
+    timer.setAttribute("aria-live", "off");
+    alert.append(" ", timer);
     let left = Math.ceil(seconds);
     const render = () => {
-      this.el.alert.textContent = `${message} (${left} s)`;
+      timer.textContent = `(${left} s)`;
+      alert.dataset["retryIn"] = String(left);
     };
     render();
     this.countdown = setInterval(() => {
@@ -724,6 +1004,7 @@ export class ChatController {
   private stopCountdown(): void {
     if (this.countdown !== null) clearInterval(this.countdown);
     this.countdown = null;
+    delete this.el.alert.dataset["retryIn"];
   }
 
   private updateUrl(conversationId: string): void {
@@ -733,19 +1014,10 @@ export class ChatController {
 
   /** Status change for a message this page is not streaming (e.g. one from the history). */
   private setStatusById(messageId: string, status: string): void {
-    for (const el of Array.from(this.el.log.querySelectorAll<HTMLElement>(".message[data-message-id]"))) {
-      if (el.dataset["messageId"] === messageId) setMessageStatus(el, status);
+    for (const view of this.views.values()) {
+      if (view.messageId === messageId) view.setStatus(status);
     }
-  }
-
-  private nearBottom(): boolean {
-    const log = this.el.log;
-    return log.scrollHeight - log.scrollTop - log.clientHeight < 48;
-  }
-
-  private appendToLog(node: HTMLElement, scroll: boolean): void {
-    this.el.log.appendChild(node);
-    if (scroll) this.el.log.scrollTop = this.el.log.scrollHeight;
+    this.updateAnswerControls();
   }
 }
 
@@ -763,8 +1035,15 @@ function templateElements(doc: Document): TemplateElements | null {
   return { picker, select, variables };
 }
 
-export function start(doc: Document = document): ChatController {
-  const el: ChatElements = {
+/** The sidebar's `nav[aria-label="Conversations"]`, if the page has one. */
+export function conversationNav(doc: Document): HTMLElement | null {
+  const nav = doc.querySelector('nav[aria-label="Conversations"]');
+  return nav instanceof HTMLElement ? nav : null;
+}
+
+/** The page's elements (`web/chat.html`); throws when one is missing. */
+export function pageElements(doc: Document): ChatElements {
+  return {
     log: required(doc, "chat-log", HTMLElement),
     form: required(doc, "chat-form", HTMLFormElement),
     input: required(doc, "chat-input", HTMLTextAreaElement),
@@ -774,8 +1053,25 @@ export function start(doc: Document = document): ChatController {
     status: required(doc, "connection-status", HTMLElement),
     templates: templateElements(doc),
   };
+}
+
+export function start(doc: Document = document): ChatController {
+  const el = pageElements(doc);
   const conv = readJsonScript(doc, "conversation-id");
-  const controller = new ChatController(el, typeof conv === "string" && conv !== "" ? conv : null);
+  const conversationId = typeof conv === "string" && conv !== "" ? conv : null;
+  const controller = new ChatController(el, conversationId);
+  const nav = conversationNav(doc);
+  if (nav !== null) {
+    controller.attachConversations(new ConversationList(nav, conversationId), readJsonScript(doc, "conversations"), (url, init) => fetch(url, init));
+    // Back to a tab (or back to a page from the back/forward cache): other tabs may have
+    // started or continued conversations.
+    doc.addEventListener("visibilitychange", () => {
+      if (doc.visibilityState === "visible") controller.refreshConversations();
+    });
+    addEventListener("pageshow", (ev) => {
+      if (ev.persisted) controller.refreshConversations();
+    });
+  }
   controller.renderHistory(readJsonScript(doc, "chat-history"));
   const store = new TemplateStore({ fetch: (url, init) => fetch(url, init), storage: browserStorage() });
   store.load();

@@ -65,7 +65,19 @@ export interface ResumeFrame {
   last_seq: number;
 }
 
-export type ClientFrame = SendFrame | StopFrame | RegenerateFrame | FeedbackFrame | ResumeFrame;
+/**
+ * Edit-and-resend: replace the text of one of your questions (`message_id`); every later
+ * message of the conversation is deleted and the question is answered again into its
+ * answer's message (`chat.accepted` with the same message ids, then the stream).
+ */
+export interface EditFrame {
+  type: "chat.edit";
+  id: string;
+  message_id: string;
+  text: string;
+}
+
+export type ClientFrame = SendFrame | StopFrame | RegenerateFrame | FeedbackFrame | ResumeFrame | EditFrame;
 
 export interface AcceptedFrame {
   type: "chat.accepted";
@@ -205,6 +217,10 @@ export function stopFrame(id: string, messageId: string | null): StopFrame {
 
 export function regenerateFrame(id: string, messageId: string, bypassFaq: boolean): RegenerateFrame {
   return { type: "chat.regenerate", id, message_id: messageId, bypass_faq: bypassFaq };
+}
+
+export function editFrame(id: string, messageId: string, text: string): EditFrame {
+  return { type: "chat.edit", id, message_id: messageId, text };
 }
 
 export function feedbackFrame(id: string, messageId: string, rating: Rating): FeedbackFrame {

@@ -1,37 +1,78 @@
-// DOM helpers for one chat message. All model and user text goes in through text nodes
-// (textContent / Text.appendData), never innerHTML.
+// DOM helpers for one chat message. User text goes in through text nodes only (never
+// innerHTML); an answer's markdown is rendered by MarkdownBody (src/stream.ts), which puts
+// only sanitized nodes in the page (src/markdown.ts).
 
-import { ASK_ASSISTANT_LABEL, FAQ_LABEL_TEXT, pressedStates, RATING_BUTTONS } from "./answers.ts";
+import { ASK_ASSISTANT_LABEL, EDIT_LABEL, FAQ_LABEL_TEXT, pressedStates, RATING_BUTTONS, REGENERATE_LABEL } from "./answers.ts";
 import { parseRating, parseSource, type AnswerSource, type Rating } from "./protocol.ts";
+import { MarkdownBody, type FrameScheduler } from "./stream.ts";
 
 export type Role = "user" | "assistant";
 /** The documented statuses, plus "pending" for a user message the server has not accepted yet. */
 export type ViewStatus = "pending" | "streaming" | "complete" | "stopped" | "failed";
 
-/** What the buttons under a finished answer do. */
+/** What the buttons under an answer do. */
 export interface AnswerActionHandlers {
   onAskAssistant(): void;
   onRate(rating: Rating): void;
+  onRegenerate(): void;
 }
+
+export interface MessageViewOptions {
+  /** When an answer's streamed text is rendered (default: requestAnimationFrame). */
+  scheduler?: FrameScheduler;
+  /** After each render of an answer's body. */
+  onRender?: (view: MessageView) => void;
+}
+
+/** The inline editor of a user message (edit-and-resend). */
+export interface EditorHandlers {
+  onSave(text: string): void;
+  onCancel(): void;
+}
+
+/** Accessible names in the inline editor (none contains "Message", "Send" or "Stop"). */
+export const EDITOR_LABEL = "Edit question";
+export const EDITOR_SAVE_LABEL = "Save";
+export const EDITOR_CANCEL_LABEL = "Cancel";
 
 export class MessageView {
   readonly element: HTMLElement;
-  private text: Text | null = null;
+  /** `.message-body`: the message's content and nothing else. */
+  readonly body: HTMLElement;
+  /** The markdown renderer of an answer; null for a user message (plain text). */
+  private readonly markdown: MarkdownBody | null;
+  private userText = "";
   private meta: HTMLElement | null = null;
-  /** The row under a finished answer: FAQ label, "Ask the assistant instead", ratings. */
+  /** The row under the message: for an answer the FAQ label and its buttons; for a question "Edit". */
   private actions: HTMLElement | null = null;
   private askButton: HTMLButtonElement | null = null;
+  private regenerateButton: HTMLButtonElement | null = null;
+  private editButton: HTMLButtonElement | null = null;
   private rateButtons: [Rating, HTMLButtonElement][] = [];
   private currentRating: Rating | null = null;
+  private editor: HTMLFormElement | null = null;
 
-  constructor(doc: Document, role: Role, status: ViewStatus | (string & {}), messageId: string | null, content = "") {
+  constructor(doc: Document, role: Role, status: ViewStatus | (string & {}), messageId: string | null, content = "", options: MessageViewOptions = {}) {
     const el = doc.createElement("div");
     el.className = `message message-${role}`;
     el.dataset["role"] = role;
     if (messageId !== null) el.dataset["messageId"] = messageId;
+    const body = doc.createElement("div");
+    body.className = "message-body";
+    el.appendChild(body);
     this.element = el;
+    this.body = body;
+    const onRender = options.onRender;
+    this.markdown = role === "assistant" ? new MarkdownBody(body, options.scheduler, onRender ? () => onRender(this) : null) : null;
     this.setStatus(status);
-    if (content !== "") this.append(content);
+    if (content !== "") {
+      this.append(content);
+      this.flush();
+    }
+  }
+
+  get role(): Role {
+    return this.element.dataset["role"] === "assistant" ? "assistant" : "user";
   }
 
   get messageId(): string | null {
@@ -41,6 +82,11 @@ export class MessageView {
   set messageId(id: string | null) {
     if (id === null) delete this.element.dataset["messageId"];
     else this.element.dataset["messageId"] = id;
+    for (const n of [this.meta, this.actions]) {
+      if (n === null) continue;
+      if (id === null) delete n.dataset["for"];
+      else n.dataset["for"] = id;
+    }
   }
 
   get status(): string {
@@ -51,20 +97,50 @@ export class MessageView {
     setMessageStatus(this.element, status);
   }
 
-  /** Append text without touching what is already rendered (extends one text node). */
+  /** The message's text as sent or received (an answer's markdown source). */
+  get text(): string {
+    return this.markdown?.text ?? this.userText;
+  }
+
+  /**
+   * Append text. A user message extends its one text node; an answer shows the delta at the
+   * next animation frame, together with the others that arrive until then.
+   */
   append(text: string): void {
     if (text === "") return;
-    if (this.text === null) {
-      this.text = this.element.ownerDocument.createTextNode(text);
-      this.element.appendChild(this.text);
-    } else {
-      this.text.appendData(text);
+    if (this.markdown !== null) {
+      this.markdown.append(text);
+      return;
     }
+    this.userText += text;
+    const last = this.body.lastChild;
+    if (last !== null && last.nodeType === 3) (last as Text).appendData(text);
+    else this.body.appendChild(this.element.ownerDocument.createTextNode(text));
+  }
+
+  /** Replace the whole text (a snapshot of an answer, an edited question). */
+  setText(text: string): void {
+    if (this.markdown !== null) {
+      this.markdown.set(text);
+      return;
+    }
+    this.userText = text;
+    this.body.textContent = text;
+  }
+
+  /** Render now what waits for the next frame. */
+  flush(): void {
+    this.markdown?.flush();
+  }
+
+  /** The streaming renderer's counters (null for a user message). */
+  get renderStats(): { renders: number; blocksRendered: number } | null {
+    return this.markdown?.stats ?? null;
   }
 
   /**
    * The small muted line under the message. It is a sibling of the message element (not a
-   * child), so the message element's text is exactly the message content.
+   * child), so the message element holds only the message.
    */
   setMeta(line: string, data: Record<string, string> = {}): void {
     if (this.meta === null) {
@@ -88,22 +164,19 @@ export class MessageView {
   }
 
   /**
-   * Label a finished answer with its source (`data-source` on the message element) and add
-   * the row of controls under it (a sibling, like the stats line, so the message element's
-   * text stays exactly the answer): for a FAQ answer the "From FAQ" label (`.faq-label`) and
-   * "Ask the assistant instead", then "Good answer" / "Bad answer". Replaces an earlier row.
+   * The row of controls under an answer (a sibling, like the stats line): for a finished
+   * answer (`rate`) it is labelled with its source (`data-source` on the message element);
+   * for a FAQ answer the "From FAQ" label (`.faq-label`) and "Ask the assistant instead";
+   * then "Regenerate" (shown on the newest answer only, see setRegenerateState) and, when
+   * `rate`, "Good answer" / "Bad answer". Replaces an earlier row.
    */
-  showAnswerActions(source: AnswerSource, rating: Rating | null, handlers: AnswerActionHandlers): void {
+  showAnswerActions(source: AnswerSource, rating: Rating | null, handlers: AnswerActionHandlers, rate = true): void {
     this.removeActions();
     const doc = this.element.ownerDocument;
     const id = this.messageId;
-    this.element.dataset["source"] = source;
-    const row = doc.createElement("div");
-    row.className = "message-actions";
-    row.setAttribute("role", "group");
-    row.setAttribute("aria-label", "Answer actions");
-    if (id !== null) row.dataset["for"] = id;
-    if (source === "faq") {
+    if (rate) this.element.dataset["source"] = source;
+    const row = this.newActionRow("Answer actions");
+    if (rate && source === "faq") {
       const label = doc.createElement("span");
       label.className = "faq-label";
       label.textContent = FAQ_LABEL_TEXT;
@@ -111,29 +184,38 @@ export class MessageView {
         label.id = `faq-label-${id}`;
         this.element.setAttribute("aria-describedby", label.id);
       }
-      const ask = doc.createElement("button");
-      ask.type = "button";
-      ask.className = "message-action ask-assistant";
-      ask.textContent = ASK_ASSISTANT_LABEL;
-      ask.addEventListener("click", () => handlers.onAskAssistant());
+      const ask = actionButton(doc, "ask-assistant", ASK_ASSISTANT_LABEL, () => handlers.onAskAssistant());
       row.append(label, ask);
       this.askButton = ask;
     }
-    for (const { rating: r, text, label } of RATING_BUTTONS) {
-      const b = doc.createElement("button");
-      b.type = "button";
-      b.className = `message-action rate rate-${r}`;
-      b.textContent = text;
-      b.title = label;
-      b.setAttribute("aria-label", label);
-      b.dataset["rating"] = r;
-      b.addEventListener("click", () => handlers.onRate(r));
-      row.appendChild(b);
-      this.rateButtons.push([r, b]);
+    const regenerate = actionButton(doc, "regenerate", REGENERATE_LABEL, () => handlers.onRegenerate());
+    regenerate.hidden = true;
+    row.appendChild(regenerate);
+    this.regenerateButton = regenerate;
+    if (rate) {
+      for (const { rating: r, text, label } of RATING_BUTTONS) {
+        const b = actionButton(doc, `rate rate-${r}`, text, () => handlers.onRate(r));
+        b.title = label;
+        b.setAttribute("aria-label", label);
+        b.dataset["rating"] = r;
+        row.appendChild(b);
+        this.rateButtons.push([r, b]);
+      }
     }
     (this.meta ?? this.element).after(row);
     this.actions = row;
     this.setRating(rating);
+  }
+
+  /** "Edit" under a question (edit-and-resend). Replaces an earlier row. */
+  showQuestionActions(onEdit: () => void): void {
+    this.removeActions();
+    const row = this.newActionRow("Question actions");
+    const edit = actionButton(this.element.ownerDocument, "edit", EDIT_LABEL, onEdit);
+    row.appendChild(edit);
+    (this.meta ?? this.element).after(row);
+    this.actions = row;
+    this.editButton = edit;
   }
 
   /** Mark the recorded rating: `aria-pressed="true"` on its button, "false" on the other. */
@@ -148,40 +230,152 @@ export class MessageView {
     if (this.askButton !== null) this.askButton.disabled = !enabled;
   }
 
+  /** "Regenerate" is shown under the newest answer only, enabled while nothing else runs. */
+  setRegenerateState(visible: boolean, enabled: boolean): void {
+    const b = this.regenerateButton;
+    if (b === null) return;
+    b.hidden = !visible;
+    b.disabled = !enabled;
+  }
+
+  /** Enable or disable "Edit" (no-op without one). */
+  setEditEnabled(enabled: boolean): void {
+    if (this.editButton !== null) this.editButton.disabled = !enabled;
+  }
+
   /** Disable every button under the answer (e.g. while it is being asked again). */
   setActionsEnabled(enabled: boolean): void {
     for (const [, b] of this.rateButtons) b.disabled = !enabled;
-    if (!enabled) this.setAskEnabled(false);
+    if (!enabled) {
+      this.setAskEnabled(false);
+      if (this.regenerateButton !== null) this.regenerateButton.disabled = true;
+    }
+  }
+
+  get editing(): boolean {
+    return this.editor !== null;
   }
 
   /**
-   * The answer is generated again into this message (`chat.accepted` of a `chat.regenerate`):
-   * empty it, drop its label, buttons and stats line, and mark it streaming.
+   * Edit a question in place: the body is hidden and a form takes its place, with a textbox
+   * ("Edit question"; Enter saves, Shift+Enter is a new line, Escape cancels), "Save" and
+   * "Cancel". The handlers decide when to close it (closeEditor).
+   */
+  openEditor(text: string, handlers: EditorHandlers): HTMLTextAreaElement {
+    this.closeEditor();
+    const doc = this.element.ownerDocument;
+    const form = doc.createElement("form");
+    form.className = "message-editor";
+    form.noValidate = true;
+    const input = doc.createElement("textarea");
+    input.className = "message-editor-input";
+    input.setAttribute("aria-label", EDITOR_LABEL);
+    input.rows = Math.min(10, Math.max(2, text.split("\n").length));
+    input.value = text;
+    const save = doc.createElement("button");
+    save.type = "submit";
+    save.className = "message-editor-save";
+    save.textContent = EDITOR_SAVE_LABEL;
+    save.title = "Replace the question and get a new answer; later messages are removed";
+    const cancel = doc.createElement("button");
+    cancel.type = "button";
+    cancel.className = "secondary message-editor-cancel";
+    cancel.textContent = EDITOR_CANCEL_LABEL;
+    const buttons = doc.createElement("div");
+    buttons.className = "message-editor-actions";
+    buttons.append(save, cancel);
+    form.append(input, buttons);
+    form.addEventListener("submit", (ev) => {
+      ev.preventDefault();
+      handlers.onSave(input.value);
+    });
+    input.addEventListener("keydown", (ev) => {
+      if (ev.key === "Escape") {
+        ev.preventDefault();
+        handlers.onCancel();
+      } else if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing && ev.keyCode !== 229) {
+        ev.preventDefault();
+        handlers.onSave(input.value);
+      }
+    });
+    cancel.addEventListener("click", () => handlers.onCancel());
+    this.body.hidden = true;
+    this.element.appendChild(form);
+    this.element.classList.add("message-editing");
+    this.editor = form;
+    if (this.actions !== null) this.actions.hidden = true;
+    return input;
+  }
+
+  /** Close the editor (if open) and show the body again; focus goes back to "Edit" when asked. */
+  closeEditor(focusEdit = false): void {
+    if (this.editor === null) return;
+    this.editor.remove();
+    this.editor = null;
+    this.body.hidden = false;
+    this.element.classList.remove("message-editing");
+    if (this.actions !== null) this.actions.hidden = false;
+    if (focusEdit) this.editButton?.focus();
+  }
+
+  /**
+   * The answer is generated again into this message (`chat.accepted` of a regenerate or an
+   * edit): empty it, drop its label, buttons and stats line, and mark it streaming.
    */
   restart(): void {
     this.removeActions();
     this.meta?.remove();
     this.meta = null;
-    this.text = null;
-    this.element.replaceChildren();
+    if (this.markdown !== null) this.markdown.clear();
+    else {
+      this.userText = "";
+      this.body.replaceChildren();
+    }
     delete this.element.dataset["source"];
     this.element.removeAttribute("aria-describedby");
     this.setStatus("streaming");
   }
 
+  /** The message's nodes in the log: the element, then its stats line and action row. */
+  get nodes(): HTMLElement[] {
+    return [this.element, this.meta, this.actions].filter((n): n is HTMLElement => n !== null);
+  }
+
   remove(): void {
     this.removeActions();
+    this.closeEditor();
     this.meta?.remove();
     this.element.remove();
+  }
+
+  private newActionRow(label: string): HTMLElement {
+    const row = this.element.ownerDocument.createElement("div");
+    row.className = `message-actions message-actions-${this.role}`;
+    row.setAttribute("role", "group");
+    row.setAttribute("aria-label", label);
+    const id = this.messageId;
+    if (id !== null) row.dataset["for"] = id;
+    return row;
   }
 
   private removeActions(): void {
     this.actions?.remove();
     this.actions = null;
     this.askButton = null;
+    this.regenerateButton = null;
+    this.editButton = null;
     this.rateButtons = [];
     this.currentRating = null;
   }
+}
+
+function actionButton(doc: Document, cls: string, text: string, onClick: () => void): HTMLButtonElement {
+  const b = doc.createElement("button");
+  b.type = "button";
+  b.className = `message-action ${cls}`;
+  b.textContent = text;
+  b.addEventListener("click", onClick);
+  return b;
 }
 
 /** Set `data-status` on a message element (also one this page did not create). */

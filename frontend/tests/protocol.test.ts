@@ -3,6 +3,7 @@ import { test } from "vitest";
 
 import { formatAnswerStats } from "../src/format.ts";
 import {
+  editFrame,
   feedbackFrame,
   parseRating,
   parseServerFrame,
@@ -163,6 +164,10 @@ test("chat.regenerate and chat.feedback frames", () => {
   assert.deepEqual(regenerateFrame("i", "m", false), { type: "chat.regenerate", id: "i", message_id: "m", bypass_faq: false });
   assert.deepEqual(feedbackFrame("i", "m", "up"), { type: "chat.feedback", id: "i", message_id: "m", rating: "up" });
   assert.equal(JSON.stringify(feedbackFrame("i", "m", "down")), '{"type":"chat.feedback","id":"i","message_id":"m","rating":"down"}');
+});
+
+test("chat.edit frame", () => {
+  assert.equal(JSON.stringify(editFrame("i", "m", "new text")), '{"type":"chat.edit","id":"i","message_id":"m","text":"new text"}');
 });
 
 test("answer stats line", () => {
