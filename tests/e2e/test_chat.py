@@ -228,11 +228,6 @@ def test_model_output_with_html_and_script_stays_inert(tab: Tab) -> None:
     assert_inert(tab)
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="markdown rendering with a sanitizer into .message-body is not built yet "
-    "(the page shows answers as plain text)",
-)
 def test_markdown_answers_render_formatting_but_no_script(tab: Tab) -> None:
     question = (
         "Here is **bold text** and `inline code` and [our docs](https://example.com/help) "
@@ -242,7 +237,7 @@ def test_markdown_answers_render_formatting_but_no_script(tab: Tab) -> None:
     answer = tab.ask(question)
     expect(answer).to_have_attribute("data-status", "complete", timeout=TIMEOUT_MS)
     body = answer.locator(".message-body")
-    expect(body).to_have_count(1, timeout=2_000)  # fail fast while it is not built
+    expect(body).to_have_count(1, timeout=2_000)
     expect(body.locator("strong")).to_have_text("bold text")
     expect(body.locator("code")).to_have_text("inline code")
     expect(body.get_by_role("link", name="our docs")).to_have_attribute(
@@ -251,10 +246,6 @@ def test_markdown_answers_render_formatting_but_no_script(tab: Tab) -> None:
     assert_inert(tab)
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason='the conversation list (nav[aria-label="Conversations"]) is not built yet',
-)
 def test_the_conversation_list_links_the_new_conversation(tab: Tab) -> None:
     answer = tab.ask("Do you ship to Norway?")
     expect(answer).to_have_attribute("data-status", "complete", timeout=TIMEOUT_MS)
@@ -264,12 +255,6 @@ def test_the_conversation_list_links_the_new_conversation(tab: Tab) -> None:
     expect(nav.locator(f'a[href*="{match.group(1)}"]')).to_have_count(1, timeout=2_000)
 
 
-_UI_IN_PROGRESS = (
-    "Regenerate / Edit-and-resend (chat.edit) buttons are not in the committed static/chat.js yet"
-)
-
-
-@pytest.mark.xfail(strict=False, reason=_UI_IN_PROGRESS)
 def test_regenerate_streams_a_new_answer_into_the_same_message(tab: Tab) -> None:
     question = "Can I change my delivery address?"
     answer = tab.ask(question)
@@ -286,7 +271,6 @@ def test_regenerate_streams_a_new_answer_into_the_same_message(tab: Tab) -> None
     expect(tab.answers()).to_have_count(1)
 
 
-@pytest.mark.xfail(strict=False, reason=_UI_IN_PROGRESS)
 def test_edit_and_resend_replaces_the_question_and_answers_it_again(tab: Tab) -> None:
     answer = tab.ask("Do you deliver on Sundys?")
     expect(answer).to_have_attribute("data-status", "complete", timeout=TIMEOUT_MS)
