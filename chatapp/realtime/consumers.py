@@ -134,6 +134,13 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
             await self._error("bad_json", "Frame is not valid JSON.")
             return
         client_id = client_id_of(raw)
+        try:  # JSON escapes can smuggle in lone surrogates ("\ud800"): no text may hold them
+            json.dumps(raw, ensure_ascii=False).encode()
+        except UnicodeEncodeError:
+            await self._error(
+                "invalid", "Frame text is not valid Unicode (lone surrogate).", client_id=client_id
+            )
+            return
         kind = raw.get("type") if isinstance(raw, dict) else None
         if not isinstance(kind, str) or kind not in CLIENT_FRAME_TYPES:
             await self._error(

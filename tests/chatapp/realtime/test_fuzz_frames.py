@@ -261,6 +261,8 @@ def expected_error_codes(hostile: Hostile) -> frozenset[str] | None:
         return CLIENT_ERROR_CODES
     if value is _NOT_JSON:
         return frozenset({"bad_json"})
+    if not _unicode_clean(value):  # escaped lone surrogates: no text can be stored with them
+        return frozenset({"invalid"})
     # NaN and Infinity are Python's extensions, not JSON: refusing them as bad_json is fine too
     lenient = frozenset() if _strict_json(hostile.text) else frozenset({"bad_json"})
     if _client_type(value) is None:
@@ -274,6 +276,14 @@ def expected_error_codes(hostile: Hostile) -> frozenset[str] | None:
     if frame.type == "chat.send" and frame.text is not None and len(frame.text) > MAX_MESSAGE_CHARS:
         return frozenset({"too_large", "invalid"})
     return None
+
+
+def _unicode_clean(value: Any) -> bool:
+    try:
+        json.dumps(value, ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _strict_json(text: str) -> bool:
