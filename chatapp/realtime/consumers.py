@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -210,31 +212,22 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
                 return
             text, template_version = resolved.text, resolved.version
         assert text is not None  # the frame schema requires text without a template
-        if len(text) > settings.CHAT_MAX_MESSAGE_CHARS:
-            await self._error(
-                "too_large",
-                f"Messages are limited to {settings.CHAT_MAX_MESSAGE_CHARS} characters.",
-                client_id=frame.id,
-            )
+        if await self._too_long(text, client_id=frame.id):
             return
-        runtime = await answer_runtime()
-        request_id = await self._admit(runtime, client_id=frame.id)
-        if request_id is None:
-            return
-        try:
-            turn = await database_sync_to_async(services.turn_start)(
+        admitted = await self._admitted_write(
+            functools.partial(
+                services.turn_start,
                 sender=self.scope["user"],
                 conversation_id=frame.conversation_id,
                 client_message_id=frame.id,
                 text=text,
                 template_version=template_version,
-            )
-        except BaseException as exc:
-            await self._release(runtime, request_id)
-            if not isinstance(exc, ApplicationError):
-                raise
-            await self._app_error(exc, client_id=frame.id)
+            ),
+            client_id=frame.id,
+        )
+        if admitted is None:
             return
+        runtime, request_id, turn = admitted
         await self._send_frame(_accepted(frame.id, turn))
         if not turn.created:  # a concurrent retry with this id won the race
             await self._release(runtime, request_id)
@@ -248,20 +241,16 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
         if self._generating():
             await self._error("busy", _BUSY_HERE, client_id=frame.id)
             return
-        runtime = await answer_runtime()
-        request_id = await self._admit(runtime, client_id=frame.id)
-        if request_id is None:
+        admitted = await self._admitted_write(
+            functools.partial(
+                services.answer_restart, sender=self.scope["user"], message_id=frame.message_id
+            ),
+            client_id=frame.id,
+            message_id=frame.message_id,
+        )
+        if admitted is None:
             return
-        try:
-            turn = await database_sync_to_async(services.answer_restart)(
-                sender=self.scope["user"], message_id=frame.message_id
-            )
-        except BaseException as exc:
-            await self._release(runtime, request_id)
-            if not isinstance(exc, ApplicationError):
-                raise
-            await self._app_error(exc, client_id=frame.id, message_id=frame.message_id)
-            return
+        runtime, request_id, turn = admitted
         await self._send_frame(_accepted(frame.id, turn))
         await self._generate(
             runtime, turn, request_id=request_id, client_id=frame.id, bypass_faq=frame.bypass_faq
@@ -271,31 +260,58 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
         if self._generating():
             await self._error("busy", _BUSY_HERE, client_id=frame.id)
             return
-        if len(frame.text) > settings.CHAT_MAX_MESSAGE_CHARS:
-            await self._error(
-                "too_large",
-                f"Messages are limited to {settings.CHAT_MAX_MESSAGE_CHARS} characters.",
-                client_id=frame.id,
-            )
+        if await self._too_long(frame.text, client_id=frame.id):
             return
-        runtime = await answer_runtime()
-        request_id = await self._admit(runtime, client_id=frame.id)
-        if request_id is None:
+        admitted = await self._admitted_write(
+            functools.partial(
+                services.turn_edit,
+                sender=self.scope["user"],
+                message_id=frame.message_id,
+                text=frame.text,
+            ),
+            client_id=frame.id,
+            message_id=frame.message_id,
+        )
+        if admitted is None:
             return
-        try:
-            turn = await database_sync_to_async(services.turn_edit)(
-                sender=self.scope["user"], message_id=frame.message_id, text=frame.text
-            )
-        except BaseException as exc:
-            await self._release(runtime, request_id)
-            if not isinstance(exc, ApplicationError):
-                raise
-            await self._app_error(exc, client_id=frame.id, message_id=frame.message_id)
-            return
+        runtime, request_id, turn = admitted
         await self._send_frame(_accepted(frame.id, turn))
         await self._generate(
             runtime, turn, request_id=request_id, client_id=frame.id, bypass_faq=False
         )
+
+    async def _too_long(self, text: str, *, client_id: uuid.UUID) -> bool:
+        if len(text) <= settings.CHAT_MAX_MESSAGE_CHARS:
+            return False
+        await self._error(
+            "too_large",
+            f"Messages are limited to {settings.CHAT_MAX_MESSAGE_CHARS} characters.",
+            client_id=client_id,
+        )
+        return True
+
+    async def _admitted_write(
+        self,
+        write: Callable[[], services.TurnStart],
+        *,
+        client_id: uuid.UUID,
+        message_id: uuid.UUID | None = None,
+    ) -> tuple[AnswerRuntime, str, services.TurnStart] | None:
+        """Admit a new generation, then store its turn; None (the user told why) if either
+        is refused. A failed write gives the admission slot back: nothing half-done stays."""
+        runtime = await answer_runtime()
+        request_id = await self._admit(runtime, client_id=client_id)
+        if request_id is None:
+            return None
+        try:
+            turn = await database_sync_to_async(write)()
+        except BaseException as exc:
+            await self._release(runtime, request_id)
+            if not isinstance(exc, ApplicationError):
+                raise
+            await self._app_error(exc, client_id=client_id, message_id=message_id)
+            return None
+        return runtime, request_id, turn
 
     async def _admit(self, runtime: AnswerRuntime, *, client_id: uuid.UUID) -> str | None:
         """Take an admission slot for a new generation; on refusal tell the browser why."""
