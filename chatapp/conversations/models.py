@@ -75,6 +75,9 @@ class Message(models.Model):
     queue_wait_ms = models.FloatField(null=True, blank=True)
     ttft_ms = models.FloatField(null=True, blank=True)
     total_ms = models.FloatField(null=True, blank=True)
+    # Time to first token as the sender's browser measured it (send to first painted token),
+    # reported once by a `chat.client_timing` frame; None until reported.
+    client_ttft_ms = models.FloatField(null=True, blank=True)
     # "faq": the answer came from an admin-approved FAQ entry, not the model.
     source = models.CharField(max_length=8, default="model")
     faq_entry = models.ForeignKey(
