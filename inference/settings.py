@@ -58,6 +58,8 @@ class EngineSettings:
     max_model_len: int
     kv_cache_gib: float
     enforce_eager: bool
+    # vLLM's automatic prefix caching; off only to measure what it buys (bench/load.py)
+    prefix_caching: bool = True
 
     @classmethod
     def from_env(cls, *, default_model_dir: Path | None = None) -> EngineSettings:
@@ -77,6 +79,7 @@ class EngineSettings:
             max_model_len=_env_int("VLLM_MAX_MODEL_LEN", 4096),
             kv_cache_gib=_env_float("VLLM_CPU_KVCACHE_SPACE", 2.0),
             enforce_eager=_env_bool("VLLM_ENFORCE_EAGER", True),
+            prefix_caching=_env_bool("VLLM_PREFIX_CACHING", True),
         )
 
 

