@@ -2,10 +2,13 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from chatapp.metrics import views as metrics_views
+
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/", include("chatapp.api.urls")),
+    path("metrics", metrics_views.metrics, name="metrics"),
     path("", include("chatapp.web.urls")),
 ]

@@ -10,6 +10,7 @@ import signal
 import sys
 
 from inference.engines.base import EngineError
+from inference.metrics import MetricsPortError, serve_metrics
 from inference.models import ModelNotReadyError
 from inference.runtime import build_engine, build_faq_cache, start_worker
 from inference.settings import WorkerSettings
@@ -65,8 +66,14 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     try:
+        if settings.metrics_port:  # before the model loads: a taken port fails in a second
+            serve_metrics(host=settings.metrics_host, port=settings.metrics_port)
+            print(
+                f"Metrics on http://{settings.metrics_host}:{settings.metrics_port}/metrics",
+                flush=True,
+            )
         asyncio.run(_serve(settings))
-    except (ModelNotReadyError, EngineError) as exc:
+    except (ModelNotReadyError, EngineError, MetricsPortError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     return 0

@@ -24,6 +24,13 @@ def _env_int(name: str, default: int) -> int:
         raise ValueError(f"{name} must be an integer, got {raw!r}") from exc
 
 
+def _env_port(name: str, default: int) -> int:
+    port = _env_int(name, default)
+    if not 0 <= port <= 65535:
+        raise ValueError(f"{name} must be a TCP port (1-65535) or 0 for off, got {port}")
+    return port
+
+
 def _env_float(name: str, default: float) -> float:
     raw = os.environ.get(name)
     if raw is None or raw == "":
@@ -99,6 +106,9 @@ class WorkerSettings:
     # requests that may wait for this worker beyond max_active: admission refuses past
     # (max_active + max_queue) summed over live workers
     max_queue: int = 16
+    # a standalone worker serves Prometheus metrics here (0: off); docs/metrics.md
+    metrics_port: int = 9400
+    metrics_host: str = "127.0.0.1"
 
     @classmethod
     def from_env(cls) -> WorkerSettings:
@@ -117,4 +127,6 @@ class WorkerSettings:
             background_channel=os.environ.get("INFERENCE_BACKGROUND_CHANNEL", BACKGROUND_CHANNEL),
             max_background=_env_int("INFERENCE_MAX_BACKGROUND", 2),
             max_queue=_env_int("INFERENCE_MAX_QUEUE", 16),
+            metrics_port=_env_port("INFERENCE_METRICS_PORT", 9400),
+            metrics_host=os.environ.get("INFERENCE_METRICS_HOST") or "127.0.0.1",
         )

@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 
 from pydantic import ValidationError
 
-from inference.engines.base import Engine, EngineRequest
+from inference import metrics
+from inference.engines.base import Engine, EngineRequest, EngineStats
 from inference.faq.cache import FaqCache
 from inference.protocol import (
     FAQ_SNAPSHOT_CHANNEL,
@@ -92,12 +93,31 @@ class InferenceWorker:
             max(1, min(settings.max_background, settings.max_active))
         )
         self._active: dict[str, _Active] = {}
+        self._in_engine: set[str] = set()  # requests handed to the engine (for metrics)
         self.channel: str | None = None
         self.ready = asyncio.Event()
 
     @property
     def active_requests(self) -> int:
         return len(self._active)
+
+    # ---- read by inference.metrics at scrape time ----
+
+    @property
+    def engine_key(self) -> int:
+        return id(self._engine)
+
+    def engine_stats(self) -> EngineStats:
+        return self._engine.stats()
+
+    @property
+    def queued_requests(self) -> int:
+        """Taken from the channel, not yet handed to the engine (FAQ lookup, rendering)."""
+        return sum(1 for request_id in list(self._active) if request_id not in self._in_engine)
+
+    @property
+    def background_requests(self) -> int:
+        return sum(1 for active in list(self._active.values()) if active.background)
 
     async def run(self) -> None:
         """Serve until cancelled; on cancel, abort every running request."""
@@ -109,6 +129,7 @@ class InferenceWorker:
                 FAQ_SNAPSHOT_CHANNEL, FaqSnapshotRequest(reply_channel=self.channel)
             )
         self.ready.set()
+        metrics.worker_started(self)
         logger.info(
             "worker ready on %s (own channel %s)", self._settings.request_channel, self.channel
         )
@@ -119,6 +140,7 @@ class InferenceWorker:
                 group.create_task(self._pull_control(self.channel))
                 group.create_task(self._announce())
         finally:
+            metrics.worker_stopped(self)
             with contextlib.suppress(Exception):
                 await self._registry.withdraw(worker_id=self.channel)
                 if self._faq is not None:
@@ -229,6 +251,7 @@ class InferenceWorker:
 
     def _finished(self, request_id: str, _task: asyncio.Task[None]) -> None:
         active = self._active.pop(request_id, None)
+        self._in_engine.discard(request_id)
         self._slots.release()
         if active is not None and active.background:
             self._background_slots.release()
@@ -290,6 +313,7 @@ class InferenceWorker:
             stop=tuple(fmt.stop),
             priority=request.priority,
         )
+        self._in_engine.add(request.request_id)
         stream = coalesce(
             self._engine.stream(engine_request),
             interval_s=self._settings.coalesce_ms / 1000.0,

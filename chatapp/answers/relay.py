@@ -35,6 +35,7 @@ from chatapp.answers.messages import (
 )
 from chatapp.answers.recovery import outcome_of
 from chatapp.conversations import services
+from chatapp.metrics import recording as metrics
 from inference.protocol import (
     Accepted,
     CancelRequest,
@@ -89,6 +90,8 @@ class _Tracked:
     stop_code: str | None = None
     last_event: float = field(default_factory=time.monotonic)
     unwatched_since: float | None = None
+    faq_lookup: bool = False  # the request asked the FAQ cache first
+    started_at: float = field(default_factory=time.monotonic)
 
     @property
     def next_seq(self) -> int:
@@ -115,6 +118,7 @@ class AnswerRelay:
         self.channel = ""
         self.ready = asyncio.Event()
         self._log_lock = asyncio.Lock()
+        metrics.relay_started(self)
 
     @property
     def active_answers(self) -> int:
@@ -154,6 +158,7 @@ class AnswerRelay:
             request_id=request.request_id,
             user_key=user_key,
             watchers={watcher},
+            faq_lookup=request.faq_lookup is not None,
         )
         self._by_request[request.request_id] = tracked
         self._by_message[message_id] = tracked
@@ -334,6 +339,7 @@ class AnswerRelay:
                 if now - last_heartbeat >= s.heartbeat_s:
                     last_heartbeat = now
                     await self._heartbeat()
+                    metrics.admission_sampled(in_flight=await self._admission.outstanding())
                 if now - last_reap >= s.reap_every_s:
                     last_reap = now
                     await orphaned_answers_finish(log=self._log, stale_after_s=s.reap_after_s)
@@ -430,6 +436,7 @@ class AnswerRelay:
             return  # ended already
         del self._by_message[tracked.message_id]
         self._by_request.pop(tracked.request_id, None)
+        metrics.answer_ended(end, faq_lookup=tracked.faq_lookup, elapsed_s=_since(tracked))
         await self._record(tracked, end)
         try:  # stored before anyone is told it ended: a reload right after shows it stored
             await database_sync_to_async(services.answer_finish)(
@@ -454,3 +461,7 @@ class AnswerRelay:
             await self._layer.send(channel, message)
         except Exception as exc:  # a full or vanished channel: the socket resyncs on a gap
             logger.warning("send to %s failed: %s", channel, exc)
+
+
+def _since(tracked: _Tracked) -> float:
+    return time.monotonic() - tracked.started_at

@@ -218,8 +218,25 @@ def _answer_clear(message: Message) -> None:
         faq_entry=None,
         feedback="",
         finished_at=None,
+        client_ttft_ms=None,  # the new answer gets its own measurement
     )
     message.refresh_from_db()
+
+
+def answer_client_ttft_record(*, sender: User, message_id: uuid.UUID, ttft_ms: float) -> None:
+    """Store the browser-measured time to first token of one of the sender's answers, once.
+
+    A second report for the same answer (until it is generated again) is refused, so a
+    replayed or forged frame cannot count twice.
+    """
+    answers = Message.objects.filter(
+        id=message_id, role=Message.Role.ASSISTANT, conversation__owner=sender
+    )
+    if answers.filter(client_ttft_ms__isnull=True).update(client_ttft_ms=ttft_ms) == 1:
+        return
+    if not answers.exists():
+        raise NotFoundError("No such answer in your conversations.")
+    raise ApplicationError("The time to first token of this answer was already reported.")
 
 
 def message_feedback(*, sender: User, message_id: uuid.UUID, rating: str) -> Message:

@@ -41,6 +41,7 @@ from chatapp.answers.runtime import AnswerRuntime, answer_runtime
 from chatapp.conversations import selectors, services
 from chatapp.conversations.models import Message
 from chatapp.errors import ApplicationError
+from chatapp.metrics import recording as metrics
 from chatapp.prompts.events import TEMPLATES_GROUP
 from chatapp.prompts.resolution import ResendFull, templated_message_resolve
 from chatapp.realtime.schemas import (
@@ -48,6 +49,7 @@ from chatapp.realtime.schemas import (
     ERROR_CODES,
     AcceptedFrame,
     AnyServerFrame,
+    ClientTimingFrame,
     DeltaFrame,
     DoneFrame,
     EditFrame,
@@ -94,6 +96,7 @@ class _Watch:
 
 class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is untyped
     watching: dict[uuid.UUID, _Watch]
+    _frame_bytes = 0  # size of the frame being handled, as received
     watchdog: asyncio.Task[None] | None = None
 
     async def connect(self) -> None:
@@ -125,7 +128,8 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
         if text_data is None:
             await self._error("invalid", "Send JSON text frames, not binary.")
             return
-        if len(text_data.encode(errors="surrogatepass")) > settings.CHAT_MAX_FRAME_BYTES:
+        self._frame_bytes = len(text_data.encode(errors="surrogatepass"))
+        if self._frame_bytes > settings.CHAT_MAX_FRAME_BYTES:
             await self._error(
                 "too_large", f"Frame is larger than {settings.CHAT_MAX_FRAME_BYTES} bytes."
             )
@@ -165,6 +169,8 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
                 await self._on_resume(frame)
             elif isinstance(frame, EditFrame):
                 await self._on_edit(frame)
+            elif isinstance(frame, ClientTimingFrame):
+                await self._on_client_timing(frame)
             else:
                 await self._on_feedback(frame)
         except Exception:  # the database or Redis failed under us: say so, keep the socket
@@ -228,6 +234,7 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
         if admitted is None:
             return
         runtime, request_id, turn = admitted
+        metrics.request_frame(kind=_kind_of(frame), frame_bytes=self._frame_bytes, prompt_text=text)
         await self._send_frame(_accepted(frame.id, turn))
         if not turn.created:  # a concurrent retry with this id won the race
             await self._release(runtime, request_id)
@@ -275,6 +282,7 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
         if admitted is None:
             return
         runtime, request_id, turn = admitted
+        metrics.request_frame(kind="text", frame_bytes=self._frame_bytes, prompt_text=frame.text)
         await self._send_frame(_accepted(frame.id, turn))
         await self._generate(
             runtime, turn, request_id=request_id, client_id=frame.id, bypass_faq=False
@@ -322,6 +330,7 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
             capacity=await runtime.registry.capacity(),
         )
         if isinstance(decision, Refused):
+            metrics.admission_refused(reason=decision.reason)
             code: ErrorCode = (
                 "no_worker"
                 if decision.reason == "no_worker"
@@ -329,6 +338,7 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
                 if decision.reason == "rate_limited"
                 else "busy"
             )
+            metrics.error_sent(code=code)
             await self._send_frame(
                 ErrorFrame(
                     id=client_id,
@@ -466,7 +476,7 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
         await self._send_frame(SnapshotFrame(message_id=message.id, content=message.content))
         if message.status == Message.Status.FAILED:
             code = message.error_code if message.error_code in ERROR_CODES else "engine"
-            await self._error(
+            await self._answer_failed(
                 code,  # type: ignore[arg-type]
                 "This answer failed; ask again to get a new one.",
                 client_id=client_id,
@@ -511,6 +521,18 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
         await self._send_frame(
             FeedbackRecordedFrame(id=frame.id, message_id=frame.message_id, rating=frame.rating)
         )
+
+    async def _on_client_timing(self, frame: ClientTimingFrame) -> None:
+        """The browser's time to first token of one of the user's answers: stored once,
+        observed once. No reply unless it is refused."""
+        try:
+            await database_sync_to_async(services.answer_client_ttft_record)(
+                sender=self.scope["user"], message_id=frame.message_id, ttft_ms=frame.ttft_ms
+            )
+        except ApplicationError as exc:
+            await self._app_error(exc, client_id=frame.id, message_id=frame.message_id)
+            return
+        metrics.client_ttft(ttft_ms=frame.ttft_ms)
 
     # ---- relay -> socket (channel layer handlers) ---------------------------------------
 
@@ -594,7 +616,7 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
         self.watching.pop(message_id, None)
         if entry.status == "failed":
             code = entry.error_code if entry.error_code in ERROR_CODES else "engine"
-            await self._error(
+            await self._answer_failed(
                 code,  # type: ignore[arg-type]
                 entry.error_message or "The answer failed.",
                 client_id=client_id,
@@ -659,6 +681,16 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
         client_id: uuid.UUID | None = None,
         message_id: uuid.UUID | None = None,
     ) -> None:
+        """Refuse a client frame (counted in chat:errors_total)."""
+        metrics.error_sent(code=code)
+        await self._send_frame(
+            ErrorFrame(id=client_id, message_id=message_id, code=code, message=message)
+        )
+
+    async def _answer_failed(
+        self, code: ErrorCode, message: str, *, client_id: uuid.UUID | None, message_id: uuid.UUID
+    ) -> None:
+        """Show that an answer failed (counted once per answer by its relay, not here)."""
         await self._send_frame(
             ErrorFrame(id=client_id, message_id=message_id, code=code, message=message)
         )
@@ -689,6 +721,13 @@ def _done_frame(message: Message) -> DoneFrame:
         source="faq" if message.source == "faq" else "model",
         faq_entry_id=message.faq_entry_id,
     )
+
+
+def _kind_of(frame: SendFrame) -> metrics.FrameKind:
+    """How the frame carried the text: a patch, a bare template reference, or the text."""
+    if frame.patch is not None:
+        return "patch"
+    return "text" if frame.text is not None else "template"
 
 
 def _describe(exc: ValidationError) -> str:

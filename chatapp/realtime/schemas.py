@@ -119,11 +119,40 @@ class ResumeFrame(_Frame):
     last_seq: int = Field(default=0, ge=0, le=1_000_000)
 
 
-AnyClientFrame = SendFrame | StopFrame | RegenerateFrame | FeedbackFrame | ResumeFrame | EditFrame
+CLIENT_TTFT_MAX_MS = 600_000.0  # ten minutes: anything longer is not a measurement
+
+
+class ClientTimingFrame(_Frame):
+    """The browser's time to first token of one of your answers: from sending the frame that
+    asked for it to painting its first token. Reported once per answer (for metrics)."""
+
+    type: Literal["chat.client_timing"]
+    id: uuid.UUID
+    message_id: uuid.UUID
+    ttft_ms: float = Field(gt=0, le=CLIENT_TTFT_MAX_MS, allow_inf_nan=False, strict=True)
+
+
+AnyClientFrame = (
+    SendFrame
+    | StopFrame
+    | RegenerateFrame
+    | FeedbackFrame
+    | ResumeFrame
+    | EditFrame
+    | ClientTimingFrame
+)
 ClientFrame = Annotated[AnyClientFrame, Field(discriminator="type")]
 client_frame_adapter: TypeAdapter[AnyClientFrame] = TypeAdapter(ClientFrame)
 CLIENT_FRAME_TYPES = frozenset(
-    {"chat.send", "chat.stop", "chat.regenerate", "chat.feedback", "chat.resume", "chat.edit"}
+    {
+        "chat.send",
+        "chat.stop",
+        "chat.regenerate",
+        "chat.feedback",
+        "chat.resume",
+        "chat.edit",
+        "chat.client_timing",
+    }
 )
 
 

@@ -147,6 +147,16 @@ CHAT_BUSY_RETRY_AFTER_S = float(os.environ.get("CHAT_BUSY_RETRY_AFTER_S", "5"))
 CHAT_FAQ_ENABLED = os.environ.get("CHAT_FAQ_ENABLED", "1") == "1"
 CHAT_MAX_TOKENS = int(os.environ.get("CHAT_MAX_TOKENS", "0")) or None
 
+# Prometheus /metrics (docs/metrics.md): with METRICS_TOKEN set, scrapes must send
+# "Authorization: Bearer <token>" (401 otherwise); without it, only these networks get them
+# (403 otherwise). Behind a reverse proxy every client has the proxy's address: set a token.
+METRICS_TOKEN = os.environ.get("METRICS_TOKEN", "")
+METRICS_ALLOWED_NETS: list[str] = [
+    n.strip()
+    for n in os.environ.get("METRICS_ALLOWED_NETS", "127.0.0.1/32,::1/128").split(",")
+    if n.strip()
+]
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

@@ -1,0 +1,1 @@
+"""Prometheus metrics of the web process and the protected `/metrics` endpoint."""

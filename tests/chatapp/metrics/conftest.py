@@ -1,0 +1,5 @@
+"""The socket tests' users (alice and bob) for the metrics tests too."""
+
+from tests.chatapp.realtime.conftest import alice, bob
+
+__all__ = ["alice", "bob"]
