@@ -5,6 +5,7 @@ from django.urls import include, path
 from chatapp.metrics import views as metrics_views
 
 urlpatterns = [
+    path("admin/latency/", include("chatapp.latency.urls")),
     path("admin/", admin.site.urls),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),

@@ -38,6 +38,7 @@ INSTALLED_APPS = [
     "chatapp.faq",
     "chatapp.conversations",
     "chatapp.web",
+    "chatapp.latency",
 ]
 
 MIDDLEWARE = [

@@ -1,0 +1,21 @@
+"""Number formats of the latency dashboard's server-rendered tables (latency.ts has the same)."""
+
+from __future__ import annotations
+
+from django import template
+
+register = template.Library()
+
+NO_DATA = "\N{EN DASH}"
+
+
+@register.filter
+def percent(rate: float | None) -> str:
+    """0.4567 -> "45.7 %"; no data -> NO_DATA."""
+    return NO_DATA if rate is None else f"{rate * 100:.1f} %"
+
+
+@register.filter
+def number(value: float | None) -> str:
+    """A latency or rate with at most one decimal (12.0 -> "12"); no data -> NO_DATA."""
+    return NO_DATA if value is None else f"{value:.1f}".removesuffix(".0")
