@@ -10,6 +10,7 @@ urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/", include("chatapp.api.urls")),
+    path("v1/", include("chatapp.openai_api.urls")),  # OpenAI-compatible API (docs/api.md)
     path("metrics", metrics_views.metrics, name="metrics"),
     path("", include("chatapp.web.urls")),
 ]

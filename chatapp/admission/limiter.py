@@ -54,9 +54,18 @@ class Refused:
 
 
 class Admission(Protocol):
-    async def acquire(self, *, request_id: str, user_key: str, capacity: int) -> Admitted | Refused:
+    async def acquire(
+        self,
+        *,
+        request_id: str,
+        user_key: str,
+        capacity: int,
+        limits: AdmissionLimits | None = None,
+    ) -> Admitted | Refused:
         """Admit or refuse. Acquiring again a request_id that the same user still holds admits
-        it without counting it twice and renews its lease."""
+        it without counting it twice and renews its lease. `limits` replaces the limiter's own
+        for this user (API keys carry their own rate and concurrency); the global capacity is
+        shared either way."""
 
     async def release(self, *, request_id: str, user_key: str) -> None:
         """Free the request's leases; idempotent."""
@@ -110,16 +119,26 @@ class LocalAdmission:
         self._leases: dict[tuple[str, str], float] = {}  # (user_key, request_id) -> expiry
         self._user_leases: dict[str, set[str]] = {}  # user_key -> request_ids holding a lease
         self._starts: dict[str, deque[float]] = {}  # user_key -> start times within the window
+        self._windows: dict[str, float] = {}  # user_key -> its rate window, when not the default
         # Check-and-take has no await inside, so no other coroutine can interleave; a thread
         # lock (rather than an asyncio one) also covers callers on other threads' event loops.
         self._lock = threading.Lock()
 
-    async def acquire(self, *, request_id: str, user_key: str, capacity: int) -> Admitted | Refused:
-        limits = self._limits
+    async def acquire(
+        self,
+        *,
+        request_id: str,
+        user_key: str,
+        capacity: int,
+        limits: AdmissionLimits | None = None,
+    ) -> Admitted | Refused:
+        limits = limits or self._limits
         if capacity <= 0:
             return _no_worker(limits)
         now = time.monotonic()
         with self._lock:
+            if limits.user_rate_window_s != self._limits.user_rate_window_s:
+                self._windows[user_key] = limits.user_rate_window_s
             self._prune(now)
             lease = (user_key, request_id)
             if lease in self._leases:
@@ -167,13 +186,14 @@ class LocalAdmission:
         # capacity and by request rate x window, so this stays small.
         for lease in [lease for lease, expiry in self._leases.items() if expiry <= now]:
             self._drop(lease)
-        horizon = now - self._limits.user_rate_window_s
         for user_key in list(self._starts):
+            window = self._windows.get(user_key, self._limits.user_rate_window_s)
             starts = self._starts[user_key]
-            while starts and starts[0] <= horizon:
+            while starts and starts[0] <= now - window:
                 starts.popleft()
             if not starts:
                 del self._starts[user_key]
+                self._windows.pop(user_key, None)
 
 
 # KEYS: global leases, user leases, user starts (ZSETs; leases scored by expiry, starts by time).
@@ -268,8 +288,15 @@ class RedisAdmission:
         # lease; the length prefix keeps the pair unambiguous whatever characters they hold.
         return f"{len(user_key)}:{user_key}:{request_id}"
 
-    async def acquire(self, *, request_id: str, user_key: str, capacity: int) -> Admitted | Refused:
-        limits = self._limits
+    async def acquire(
+        self,
+        *,
+        request_id: str,
+        user_key: str,
+        capacity: int,
+        limits: AdmissionLimits | None = None,
+    ) -> Admitted | Refused:
+        limits = limits or self._limits
         if capacity <= 0:
             return _no_worker(limits)
         user_leases, user_starts = self._user_keys(user_key)

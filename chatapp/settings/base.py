@@ -38,6 +38,7 @@ INSTALLED_APPS = [
     "chatapp.faq",
     "chatapp.conversations",
     "chatapp.web",
+    "chatapp.apikeys",
     "chatapp.latency",
 ]
 
@@ -157,6 +158,10 @@ METRICS_ALLOWED_NETS: list[str] = [
     for n in os.environ.get("METRICS_ALLOWED_NETS", "127.0.0.1/32,::1/128").split(",")
     if n.strip()
 ]
+# The model id the OpenAI-compatible API (docs/api.md) answers to: the model folder's name.
+CHAT_API_MODEL = (
+    os.environ.get("CHAT_API_MODEL") or Path(os.environ.get("MODEL") or "gemma-3-270m").name
+)
 
 LOGGING = {
     "version": 1,

@@ -1,0 +1,168 @@
+"""The OpenAI-compatible endpoints (docs/api.md). Thin: parse, authenticate, hand over to
+`answers`, shape the reply. Every failure is an `ApiError` in OpenAI's JSON shape."""
+
+from __future__ import annotations
+
+import functools
+import logging
+import time
+from collections.abc import AsyncIterator, Callable, Coroutine
+from typing import Any
+
+from channels.db import database_sync_to_async
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
+from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.http.response import HttpResponseBase
+from django.views.decorators.csrf import csrf_exempt
+
+from chatapp.answers.entries import LogEntry, LoggedEnd, text_of
+from chatapp.openai_api import responses
+from chatapp.openai_api.answers import ApiAnswer, answer_start
+from chatapp.openai_api.auth import api_key_of
+from chatapp.openai_api.errors import ApiError, answer_failed
+from chatapp.openai_api.parsing import chat_request_parse
+from chatapp.openai_api.prompting import prompt_build
+from chatapp.openai_api.schemas import ModelCard, ModelList
+from chatapp.openai_api.streaming import sse_stream
+
+logger = logging.getLogger(__name__)
+
+View = Callable[..., Coroutine[Any, Any, HttpResponseBase]]
+# When the model "was created": the web process's start is as good as any for clients.
+_STARTED = int(time.time())
+
+
+def api_view(*methods: str) -> Callable[[View], View]:
+    """CSRF-exempt (key auth, no cookies), method check, ApiError -> JSON error response."""
+
+    def decorate(view: View) -> View:
+        @csrf_exempt
+        @functools.wraps(view)
+        async def wrapper(
+            request: HttpRequest, *args: object, **kwargs: object
+        ) -> HttpResponseBase:
+            try:
+                if request.method not in methods:
+                    raise ApiError(
+                        status=405,
+                        message=f"Use {' or '.join(methods)} for {request.path}.",
+                        code="method_not_allowed",
+                    )
+                return await view(request, *args, **kwargs)
+            except ApiError as exc:
+                return exc.response()
+            except Exception:
+                logger.exception("API request %s failed", request.path)
+                return ApiError(
+                    status=500,
+                    type="server_error",
+                    code="internal",
+                    message="The server failed; nothing was generated. Please try again.",
+                ).response()
+
+        return wrapper
+
+    return decorate
+
+
+@api_view("GET")
+async def models_list(request: HttpRequest) -> HttpResponse:
+    await api_key_of(request)
+    return JsonResponse(ModelList(data=[_model_card()]).model_dump(mode="json"))
+
+
+@api_view("GET")
+async def model_detail(request: HttpRequest, model: str) -> HttpResponse:
+    await api_key_of(request)
+    if model != settings.CHAT_API_MODEL:
+        raise _unknown_model(model)
+    return JsonResponse(_model_card().model_dump(mode="json"))
+
+
+@api_view("POST")
+async def chat_completions(request: HttpRequest) -> HttpResponseBase:
+    key = await api_key_of(request)
+    try:
+        body = request.body
+    except RequestDataTooBig as exc:
+        raise ApiError(
+            status=413, code="request_too_large", message="The request body is too large."
+        ) from exc
+    parsed = chat_request_parse(body)
+    if parsed.model != settings.CHAT_API_MODEL:
+        raise _unknown_model(parsed.model)
+    prompt = await database_sync_to_async(prompt_build)(parsed)
+    background = (parsed.priority or key.priority) == "background"
+    answer: ApiAnswer | None = await answer_start(key=key, prompt=prompt, background=background)
+    assert answer is not None
+    try:
+        entries = answer.entries()
+        # Wait for the first entry before answering, so that an answer that fails before its
+        # first token (no worker took it, the queue timed out) gets its own status code.
+        first = await anext(entries)
+        if isinstance(first, LoggedEnd) and first.status == "failed":
+            raise _failed(first)
+        if not parsed.stream:
+            return await _completion(answer, [first], entries)
+        include_usage = bool(parsed.stream_options and parsed.stream_options.include_usage)
+        response = StreamingHttpResponse(
+            sse_stream(
+                answer,
+                first=first,
+                rest=entries,
+                include_usage=include_usage,
+                retry_after_s=settings.CHAT_BUSY_RETRY_AFTER_S,
+            ),
+            content_type="text/event-stream",
+        )
+        response["Cache-Control"] = "no-cache"
+        response["X-Accel-Buffering"] = "no"  # nginx: pass events through at once
+        answer = None  # the stream owns it now and stops it when the client leaves
+        return response
+    finally:
+        # Client gone (Django cancels this task), an error, or done: never leave it running.
+        if answer is not None:
+            await answer.close()
+
+
+async def _completion(
+    answer: ApiAnswer, collected: list[LogEntry], rest: AsyncIterator[LogEntry]
+) -> HttpResponse:
+    async for entry in rest:
+        collected.append(entry)
+    end = collected[-1]
+    assert isinstance(end, LoggedEnd)
+    if end.status == "failed":
+        raise _failed(end)
+    body = responses.completion(
+        message_id=answer.message_id, text=text_of(collected), end=end
+    ).model_dump(mode="json")
+    if body["x_faq"] is None:
+        del body["x_faq"]
+    reply = JsonResponse(body)
+    reply["X-Answer-Source"] = end.source  # "faq" when an approved FAQ entry answered
+    return reply
+
+
+def _failed(end: LoggedEnd) -> ApiError:
+    return answer_failed(
+        error_code=end.error_code,
+        message=end.error_message or "The answer failed.",
+        retry_after_s=settings.CHAT_BUSY_RETRY_AFTER_S,
+    )
+
+
+def _model_card() -> ModelCard:
+    return ModelCard(id=settings.CHAT_API_MODEL, created=_STARTED)
+
+
+def _unknown_model(model: str) -> ApiError:
+    return ApiError(
+        status=404,
+        type="not_found_error",
+        code="model_not_found",
+        param="model",
+        message=f"The model '{model[:100]}' does not exist. This server serves "
+        f"'{settings.CHAT_API_MODEL}' (GET /v1/models).",
+    )

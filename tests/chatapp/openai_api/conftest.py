@@ -1,0 +1,84 @@
+"""The API through the full ASGI app (httpx or the official openai client, in process), with
+a scripted worker on the in-memory channel layer."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import openai
+import pytest
+from asgiref.sync import sync_to_async
+from django.contrib.auth.models import User
+
+from chatapp.answers.runtime import answer_runtime_close
+from chatapp.apikeys import services
+from chatapp.apikeys.models import ApiKey
+from chatapp.asgi import application
+
+
+
+@dataclass(frozen=True)
+class Key:
+    key: ApiKey
+    secret: str
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.secret}"}
+
+
+def key_create(username: str = "api-user", **fields: Any) -> Key:
+    user, _ = User.objects.get_or_create(username=username)
+    issued = services.api_key_create(user=user, name=f"{username} key", **fields)
+    return Key(issued.key, issued.secret)
+
+
+@pytest.fixture
+async def api_key() -> Key:
+    return await sync_to_async(key_create)()
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[httpx.AsyncClient]:
+    transport = httpx.ASGITransport(app=application)
+    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+        yield client
+    await answer_runtime_close()  # the relay belongs to this test's event loop
+
+
+@pytest.fixture
+async def client(http: httpx.AsyncClient, api_key: Key) -> openai.AsyncOpenAI:
+    """The official client, talking to the app in process (max_retries=0: see every error)."""
+    return openai.AsyncOpenAI(
+        api_key=api_key.secret,
+        base_url="http://testserver/v1",
+        http_client=http,
+        max_retries=0,
+    )
+
+
+def chat(text: str, **fields: Any) -> dict[str, Any]:
+    from django.conf import settings
+
+    return {
+        "model": settings.CHAT_API_MODEL,
+        "messages": [{"role": "user", "content": text}],
+        **fields,
+    }
+
+
+def sse_events(body: str) -> list[Any]:
+    """`data:` payloads of a server-sent-event body, JSON-decoded ("[DONE]" kept as is)."""
+    import json
+
+    events: list[Any] = []
+    for block in body.split("\n\n"):
+        if not block.strip():
+            continue
+        assert block.startswith("data: "), block
+        data = block.removeprefix("data: ")
+        events.append(data if data == "[DONE]" else json.loads(data))
+    return events

@@ -1,0 +1,195 @@
+"""Chat completions with the official openai client (and raw HTTP for the wire format)."""
+
+from __future__ import annotations
+
+import uuid
+
+import httpx
+import openai
+import pytest
+from asgiref.sync import sync_to_async
+from django.conf import settings
+
+from chatapp.conversations.models import Message
+from tests.chatapp.openai_api.conftest import Key, chat, sse_events
+from tests.conftest import RunningWorker
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+QUESTION = "where is my parcel number 42"
+
+
+async def test_a_completion_answers_and_is_stored_as_the_keys_conversation(
+    client: openai.AsyncOpenAI, api_key: Key, scripted_worker: RunningWorker
+) -> None:
+    completion = await client.chat.completions.create(
+        model=settings.CHAT_API_MODEL, messages=[{"role": "user", "content": QUESTION}]
+    )
+
+    assert completion.choices[0].message.content == f"You said: {QUESTION}"
+    assert completion.choices[0].finish_reason == "stop"
+    assert completion.model == settings.CHAT_API_MODEL
+    usage = completion.usage
+    assert usage is not None
+    assert usage.completion_tokens == len(f"You said: {QUESTION}".split())
+    assert usage.prompt_tokens > 0
+    assert usage.total_tokens == usage.prompt_tokens + usage.completion_tokens
+    assert completion.id.startswith("chatcmpl-")
+    stored = await sync_to_async(Message.objects.select_related("conversation").get)(
+        id=uuid.UUID(completion.id.removeprefix("chatcmpl-"))
+    )
+    assert (stored.status, stored.content) == ("complete", f"You said: {QUESTION}")
+    assert stored.conversation.owner_id == api_key.key.user_id
+    assert stored.reply_to_id is not None
+
+
+async def test_the_whole_conversation_reaches_the_model_in_order(
+    client: openai.AsyncOpenAI, scripted_worker: RunningWorker
+) -> None:
+    completion = await client.chat.completions.create(
+        model=settings.CHAT_API_MODEL,
+        messages=[
+            {"role": "system", "content": "You answer about parcels."},
+            {"role": "user", "content": "first question"},
+            {"role": "assistant", "content": "first answer"},
+            {"role": "user", "content": [{"type": "text", "text": "second question"}]},
+        ],
+        max_tokens=3,
+    )
+
+    prompt = scripted_worker.engine.prompts[-1]
+    assert prompt.startswith("You answer about parcels.")
+    assert prompt.index("first question") < prompt.index("first answer")
+    assert prompt.index("first answer") < prompt.index("second question")
+    assert completion.choices[0].message.content == "You said: second"
+    assert completion.choices[0].finish_reason == "length"
+
+
+async def test_streaming_sends_the_text_in_chunks_then_usage(
+    client: openai.AsyncOpenAI, scripted_worker: RunningWorker
+) -> None:
+    question = " ".join(f"word{i}" for i in range(40))
+    stream = await client.chat.completions.create(
+        model=settings.CHAT_API_MODEL,
+        messages=[{"role": "user", "content": question}],
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    chunks = [chunk async for chunk in stream]
+
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == f"You said: {question}"
+    with_text = [c for c in chunks if c.choices and c.choices[0].delta.content]
+    assert len(with_text) > 1  # streamed, not one block
+    assert with_text[0].choices[0].delta.role == "assistant"
+    finish = [c for c in chunks if c.choices and c.choices[0].finish_reason]
+    assert [c.choices[0].finish_reason for c in finish] == ["stop"]
+    last = chunks[-1]
+    assert last.choices == []
+    assert last.usage is not None
+    assert last.usage.completion_tokens == len(text.split())
+    assert len({c.id for c in chunks}) == 1
+
+
+async def test_the_stream_is_server_sent_events_ending_with_done(
+    http: httpx.AsyncClient, api_key: Key, scripted_worker: RunningWorker
+) -> None:
+    response = await http.post(
+        "/v1/chat/completions", json=chat("hello there", stream=True), headers=api_key.headers
+    )
+
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/event-stream")
+    events = sse_events(response.text)
+    assert events[-1] == "[DONE]"
+    chunks = events[:-1]
+    assert all(c["object"] == "chat.completion.chunk" for c in chunks)
+    assert all("usage" not in c for c in chunks)  # only when stream_options asks for it
+    assert chunks[-1]["choices"][0]["finish_reason"] == "stop"
+    assert chunks[-1]["choices"][0]["delta"] == {}
+    assert "".join(c["choices"][0]["delta"].get("content", "") for c in chunks) == (
+        "You said: hello there"
+    )
+
+
+async def test_models_lists_the_served_model(
+    client: openai.AsyncOpenAI, scripted_worker: RunningWorker
+) -> None:
+    models = await client.models.list()
+    assert [m.id for m in models.data] == [settings.CHAT_API_MODEL]
+    assert (await client.models.retrieve(settings.CHAT_API_MODEL)).id == settings.CHAT_API_MODEL
+    with pytest.raises(openai.NotFoundError):
+        await client.models.retrieve("gpt-4o")
+
+
+async def test_a_dropped_client_aborts_the_engine_request(
+    api_key: Key, scripted_worker: RunningWorker
+) -> None:
+    """Drive the ASGI app as daphne does: the client goes away after the first chunk."""
+    import asyncio
+    import json
+
+    from chatapp.answers.runtime import answer_runtime_close
+    from chatapp.asgi import application
+
+    body = json.dumps(chat("[[slow]] " + " ".join(["word"] * 200), stream=True)).encode()
+    gone = asyncio.Event()
+    sent: list[dict[str, object]] = []
+    first_chunk = asyncio.Event()
+    requests = [{"type": "http.request", "body": body, "more_body": False}]
+
+    async def receive() -> dict[str, object]:
+        if requests:
+            return requests.pop()
+        await gone.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, object]) -> None:
+        sent.append(message)
+        if message["type"] == "http.response.body" and message.get("body"):
+            first_chunk.set()
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/v1/chat/completions",
+        "raw_path": b"/v1/chat/completions",
+        "query_string": b"",
+        "root_path": "",
+        "headers": [
+            (b"host", b"testserver"),
+            (b"content-type", b"application/json"),
+            (b"authorization", api_key.headers["Authorization"].encode()),
+        ],
+        "client": ("127.0.0.1", 5000),
+        "server": ("testserver", 80),
+    }
+    app = asyncio.create_task(application(scope, receive, send))
+    try:
+        await asyncio.wait_for(first_chunk.wait(), 10)
+        assert sent[0]["status"] == 200
+        assert scripted_worker.worker.active_requests == 1
+        gone.set()
+        await asyncio.wait_for(app, 10)
+        for _ in range(100):
+            if scripted_worker.worker.active_requests == 0:
+                break
+            await asyncio.sleep(0.05)
+        assert scripted_worker.worker.active_requests == 0
+        assert scripted_worker.engine.stats().running_requests == 0
+        chunk = json.loads(bytes(sent[1]["body"]).decode().removeprefix("data: "))  # type: ignore[arg-type]
+        message_id = uuid.UUID(chunk["id"].removeprefix("chatcmpl-"))
+        for _ in range(100):
+            message = await sync_to_async(Message.objects.get)(id=message_id)
+            if message.status != "streaming":
+                break
+            await asyncio.sleep(0.05)
+        assert (message.status, message.error_code) == ("stopped", "client_disconnected")
+        assert message.finish_reason == "abort"
+        assert 0 < len(message.content.split()) < 200
+    finally:
+        app.cancel()
+        await answer_runtime_close()
