@@ -109,6 +109,9 @@ class WorkerSettings:
     # a standalone worker serves Prometheus metrics here (0: off); docs/metrics.md
     metrics_port: int = 9400
     metrics_host: str = "127.0.0.1"
+    # touched on every successful heartbeat once the model is loaded ("" = off): the
+    # container healthcheck (`python -m inference.healthcheck`) reads its age
+    health_file: str = ""
 
     @classmethod
     def from_env(cls) -> WorkerSettings:
@@ -129,4 +132,5 @@ class WorkerSettings:
             max_queue=_env_int("INFERENCE_MAX_QUEUE", 16),
             metrics_port=_env_port("INFERENCE_METRICS_PORT", 9400),
             metrics_host=os.environ.get("INFERENCE_METRICS_HOST") or "127.0.0.1",
+            health_file=os.environ.get("INFERENCE_HEALTH_FILE", ""),
         )

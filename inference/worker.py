@@ -19,12 +19,14 @@ import functools
 import logging
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from pydantic import ValidationError
 
 from inference import metrics
 from inference.engines.base import Engine, EngineRequest, EngineStats
 from inference.faq.cache import FaqCache
+from inference.healthcheck import mark_alive
 from inference.protocol import (
     FAQ_SNAPSHOT_CHANNEL,
     FAQ_WORKERS_GROUP,
@@ -197,6 +199,8 @@ class InferenceWorker:
                 )
                 if self._faq is not None:  # groups expire, and vanish with a Redis restart
                     await self._transport.group_add(FAQ_WORKERS_GROUP, self.channel)
+                if self._settings.health_file:
+                    mark_alive(Path(self._settings.health_file))
             except Exception as exc:
                 logger.warning("announcing the worker failed (%s); retrying", exc)
             await asyncio.sleep(self._settings.heartbeat_s)
