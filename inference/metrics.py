@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from typing import Protocol
+from wsgiref.simple_server import WSGIServer
 
 import prometheus_client
 from prometheus_client import REGISTRY
@@ -129,13 +130,16 @@ class MetricsPortError(Exception):
     """The metrics port could not be opened (in use, or not allowed)."""
 
 
-def serve_metrics(*, host: str, port: int) -> None:
-    """Serve this process's metrics over HTTP in a daemon thread (a standalone worker)."""
+def serve_metrics(*, host: str, port: int) -> WSGIServer:
+    """Serve this process's metrics over HTTP in a daemon thread (a standalone worker).
+
+    Returns the server (`shutdown()` stops it)."""
     try:
-        prometheus_client.start_http_server(port, addr=host)
+        server, _thread = prometheus_client.start_http_server(port, addr=host)
     except OSError as exc:
         raise MetricsPortError(
             f"cannot serve metrics on {host}:{port} ({exc.strerror or exc}). Another worker on "
             "this host may have it: give each worker its own INFERENCE_METRICS_PORT, or set it "
             "to 0 to turn the worker's metrics off."
         ) from exc
+    return server

@@ -18,7 +18,9 @@ class Changes:
     """Snapshot some series now; `delta()` says how much each moved since."""
 
     def __init__(self, *series: tuple[str, dict[str, str]]) -> None:
-        self._series: list[Series] = [(name, tuple(sorted(labels.items()))) for name, labels in series]
+        self._series: list[Series] = [
+            (name, tuple(sorted(labels.items()))) for name, labels in series
+        ]
         self._before = {s: value(s[0], **dict(s[1])) for s in self._series}
 
     def delta(self, name: str, **labels: str) -> float:

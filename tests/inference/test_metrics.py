@@ -1,0 +1,215 @@
+"""The worker's Prometheus metrics: engine load read at scrape time, served on its own port."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+import urllib.request
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from channels.layers import InMemoryChannelLayer
+from prometheus_client import REGISTRY
+
+from inference.__main__ import main
+from inference.engines.base import EngineStats
+from inference.engines.scripted import ScriptedEngine
+from inference.metrics import MetricsPortError, WorkerCollector, serve_metrics
+from inference.protocol import BACKGROUND_CHANNEL, REQUEST_CHANNEL, ChatTurn, GenerateRequest
+from inference.settings import WorkerSettings
+from inference.transport import Transport
+from inference.worker import InferenceWorker
+from tests.conftest import worker_settings
+
+
+def value(name: str) -> float:
+    return REGISTRY.get_sample_value(name) or 0.0
+
+
+async def wait_for(name: str, expected: float) -> None:
+    for _ in range(250):
+        if value(name) == expected:
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"{name} is {value(name)}, wanted {expected}")
+
+
+def generate(reply: str, text: str, *, request_id: str, priority: int = 0) -> dict[str, Any]:
+    return GenerateRequest(
+        request_id=request_id,
+        reply_channel=reply,
+        messages=[ChatTurn(role="user", content=text)],
+        submitted_at=time.time(),
+        priority=priority,
+    ).to_channel()
+
+
+@pytest.fixture
+async def running() -> AsyncIterator[tuple[InferenceWorker, InMemoryChannelLayer]]:
+    layer = InMemoryChannelLayer()
+    worker = InferenceWorker(
+        engine=ScriptedEngine(), transport=Transport(layer=layer), settings=worker_settings()
+    )
+    task = asyncio.create_task(worker.run())
+    await worker.ready.wait()
+    yield worker, layer
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+
+
+async def until_done(layer: InMemoryChannelLayer, reply: str, count: int) -> None:
+    done = 0
+    while done < count:
+        event = await asyncio.wait_for(layer.receive(reply), 10)
+        done += event["type"] in ("inference.done", "inference.error")
+
+
+async def test_running_and_background_requests_are_gauged_while_they_run(
+    running: tuple[InferenceWorker, InMemoryChannelLayer],
+) -> None:
+    _worker, layer = running
+    base_running = value("chat:num_requests_running")
+    base_background = value("chat:background_requests_running")
+    reply = await layer.new_channel()
+    words = " ".join(f"w{i}" for i in range(20))
+    await layer.send(REQUEST_CHANNEL, generate(reply, f"{words} [[slow]]", request_id="chat-1"))
+    await layer.send(
+        BACKGROUND_CHANNEL,
+        generate(reply, f"{words} [[slow]]", request_id="warm-1", priority=10),
+    )
+    await wait_for("chat:num_requests_running", base_running + 2)
+    await wait_for("chat:background_requests_running", base_background + 1)
+
+    await until_done(layer, reply, 2)
+    await wait_for("chat:num_requests_running", base_running)
+    await wait_for("chat:background_requests_running", base_background)
+
+
+async def test_a_stopped_worker_is_no_longer_counted() -> None:
+    layer = InMemoryChannelLayer()
+    worker = InferenceWorker(
+        engine=ScriptedEngine(), transport=Transport(layer=layer), settings=worker_settings()
+    )
+    task = asyncio.create_task(worker.run())
+    await worker.ready.wait()
+    reply = await layer.new_channel()
+    before = value("chat:num_requests_running")
+    await layer.send(REQUEST_CHANNEL, generate(reply, "a b c d e f g h [[slow]]", request_id="x"))
+    await wait_for("chat:num_requests_running", before + 1)
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    assert value("chat:num_requests_running") == before
+
+
+class _Measured:
+    """A worker as the collector sees it, with chosen numbers."""
+
+    def __init__(self, stats: EngineStats, *, key: int, queued: int = 0, background: int = 0):
+        self._stats, self.engine_key = stats, key
+        self.queued_requests, self.background_requests = queued, background
+
+    def engine_stats(self) -> EngineStats:
+        return self._stats
+
+
+def stats(**values: int) -> EngineStats:
+    fields = {
+        "unfinished_requests": 0,
+        "running_requests": 0,
+        "waiting_requests": 0,
+        "prefix_cache_queries": 0,
+        "prefix_cache_hits": 0,
+    }
+    return EngineStats(**{**fields, **values})
+
+
+def collected(collector: WorkerCollector) -> dict[str, float]:
+    return {s.name: s.value for family in collector.collect() for s in family.samples}
+
+
+def test_engines_shared_by_workers_count_once_and_stale_counts_are_capped() -> None:
+    collector = WorkerCollector()
+    shared = stats(
+        unfinished_requests=3,
+        running_requests=2,
+        waiting_requests=1,
+        prefix_cache_queries=1000,
+        prefix_cache_hits=640,
+    )
+    collector.add(_Measured(shared, key=1, queued=1))
+    collector.add(_Measured(shared, key=1, background=1))
+    # vLLM's scheduler said 4 running, but it holds only one request now (aborted meanwhile)
+    collector.add(_Measured(stats(unfinished_requests=1, running_requests=4), key=2))
+
+    samples = collected(collector)
+    assert samples["chat:engine_prefix_cache_queries_total"] == 1000
+    assert samples["chat:engine_prefix_cache_hits_total"] == 640
+    assert samples["chat:num_requests_running"] == 2 + 1
+    assert samples["chat:num_requests_waiting"] == 1 + 1  # the engine's queue + the worker's
+    assert samples["chat:background_requests_running"] == 1
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+async def test_a_standalone_worker_serves_its_metrics_on_its_port(
+    running: tuple[InferenceWorker, InMemoryChannelLayer],
+) -> None:
+    port = free_port()
+    server = serve_metrics(host="127.0.0.1", port=port)
+    try:
+        url = f"http://127.0.0.1:{port}/metrics"
+        body = await asyncio.to_thread(lambda: urllib.request.urlopen(url, timeout=5).read())
+    finally:
+        server.shutdown()
+        server.server_close()
+    text = body.decode()
+    for name in (
+        "chat:engine_prefix_cache_queries_total",
+        "chat:engine_prefix_cache_hits_total",
+        "chat:num_requests_running",
+        "chat:num_requests_waiting",
+        "chat:background_requests_running",
+    ):
+        assert f"\n{name} " in text, name
+
+
+def test_a_taken_port_is_a_clear_error_before_the_model_loads(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(MetricsPortError, match="INFERENCE_METRICS_PORT"):
+            serve_metrics(host="127.0.0.1", port=port)
+        monkeypatch.setenv("REDIS_URL", "redis://127.0.0.1:1/0")  # never reached
+        monkeypatch.setenv("INFERENCE_METRICS_PORT", str(port))
+        started = time.monotonic()
+        assert main([]) == 1
+    assert time.monotonic() - started < 5
+    assert f"127.0.0.1:{port}" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("env", "port"),
+    [({}, 9400), ({"INFERENCE_METRICS_PORT": "0"}, 0), ({"INFERENCE_METRICS_PORT": "9555"}, 9555)],
+)
+def test_port_settings(monkeypatch: pytest.MonkeyPatch, env: dict[str, str], port: int) -> None:
+    monkeypatch.delenv("INFERENCE_METRICS_PORT", raising=False)
+    for key, raw in env.items():
+        monkeypatch.setenv(key, raw)
+    settings = WorkerSettings.from_env()
+    assert (settings.metrics_port, settings.metrics_host) == (port, "127.0.0.1")
+
+
+@pytest.mark.parametrize("raw", ["abc", "70000", "-1"])
+def test_a_bad_port_is_refused_with_its_name(monkeypatch: pytest.MonkeyPatch, raw: str) -> None:
+    monkeypatch.setenv("INFERENCE_METRICS_PORT", raw)
+    with pytest.raises(ValueError, match="INFERENCE_METRICS_PORT"):
+        WorkerSettings.from_env()

@@ -1,0 +1,86 @@
+"""The worker's Prometheus metrics on the real vLLM engine (tiny model): the prefix-cache
+counters come from vLLM's own stat logger and rise when two requests share a prefix."""
+
+from __future__ import annotations
+
+import asyncio
+import urllib.request
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from channels.layers import InMemoryChannelLayer
+from prometheus_client import REGISTRY
+
+from inference.engines.vllm import VllmEngine
+from inference.metrics import serve_metrics
+from inference.protocol import REQUEST_CHANNEL
+from inference.transport import Transport
+from inference.worker import InferenceWorker
+from tests.conftest import worker_settings
+from tests.inference.test_metrics import free_port
+from tests.integration.test_vllm_engine import SHARED, request, run_to_end
+
+pytestmark = [pytest.mark.vllm, pytest.mark.asyncio(loop_scope="session")]
+
+QUERIES = "chat:engine_prefix_cache_queries_total"
+HITS = "chat:engine_prefix_cache_hits_total"
+
+
+def value(name: str) -> float:
+    return REGISTRY.get_sample_value(name) or 0.0
+
+
+@pytest.fixture
+async def layer(vllm_engine: VllmEngine) -> AsyncIterator[InMemoryChannelLayer]:
+    layer = InMemoryChannelLayer()
+    worker = InferenceWorker(
+        engine=vllm_engine,
+        transport=Transport(layer=layer),
+        settings=worker_settings(engine="vllm"),
+    )
+    task = asyncio.create_task(worker.run())
+    await worker.ready.wait()
+    yield layer
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+
+
+async def answer(layer: InMemoryChannelLayer, text: str) -> Any:
+    reply = await layer.new_channel()
+    await layer.send(REQUEST_CHANNEL, request(reply, text))
+    return (await run_to_end(layer, reply))[-1]
+
+
+async def test_prefix_cache_counters_rise_when_two_requests_share_a_prefix(
+    layer: InMemoryChannelLayer,
+) -> None:
+    queries_before, hits_before = value(QUERIES), value(HITS)
+    first = await answer(layer, f"{SHARED} Which clause covers refunds?")
+    second = await answer(layer, f"{SHARED} And which covers returns?")
+    assert first.type == second.type == "inference.done"
+    await asyncio.sleep(0.5)  # vLLM hands its stats to the stat logger after the step
+
+    queries = value(QUERIES) - queries_before
+    hits = value(HITS) - hits_before
+    # both prompts were looked up, token by token, as vLLM counts them
+    assert queries >= first.prompt_tokens + second.prompt_tokens
+    # the second reused whole cached blocks of the shared text
+    assert hits >= second.cached_prompt_tokens >= 512
+    assert value("chat:num_requests_running") == 0
+    assert value("chat:num_requests_waiting") == 0
+
+    port = free_port()  # and a standalone worker would serve the same numbers
+    server = serve_metrics(host="127.0.0.1", port=port)
+    try:
+        url = f"http://127.0.0.1:{port}/metrics"
+        body = await asyncio.to_thread(lambda: urllib.request.urlopen(url, timeout=5).read())
+    finally:
+        server.shutdown()
+        server.server_close()
+    served = {
+        line.split(" ")[0]: float(line.split(" ")[1])
+        for line in body.decode().splitlines()
+        if line.startswith("chat:engine_prefix_cache")
+    }
+    assert served[HITS] == value(HITS)
