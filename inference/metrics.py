@@ -22,7 +22,7 @@ from prometheus_client.registry import Collector
 
 from inference.engines.base import EngineStats
 
-prometheus_client.disable_created_metrics()
+prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
 
 
 class MeasuredWorker(Protocol):

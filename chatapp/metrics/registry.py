@@ -17,7 +17,7 @@ from prometheus_client import REGISTRY, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily
 from prometheus_client.registry import Collector
 
-prometheus_client.disable_created_metrics()
+prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
 
 # Latency buckets like vLLM's: fine below a second (a prefix-cache hit on CPU is ~100 ms),
 # coarse up to the minutes a long answer on a busy CPU can take.
