@@ -10,6 +10,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from chatapp.conversations import selectors
+from chatapp.web import health
 
 
 @login_required
@@ -47,4 +48,12 @@ def chat_page(request: HttpRequest, conversation_id: uuid.UUID | None = None) ->
 
 @require_GET
 def healthz(request: HttpRequest) -> JsonResponse:
-    return JsonResponse({"status": "ok"})
+    """Liveness for load balancers and the container healthcheck: 503 names what is down."""
+    checks: dict[str, str] = {"database": "ok" if health.database_ok() else "down"}
+    redis = health.redis_ok()
+    if redis is not None:
+        checks["redis"] = "ok" if redis else "down"
+    healthy = all(state == "ok" for state in checks.values())
+    return JsonResponse(
+        {"status": "ok" if healthy else "down", **checks}, status=200 if healthy else 503
+    )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
@@ -72,4 +73,21 @@ def test_someone_elses_conversation_is_a_404(alice_client: Client) -> None:
 
 
 def test_healthz_answers_without_login() -> None:
-    assert Client().get("/healthz").json() == {"status": "ok"}
+    response = Client().get("/healthz")
+    assert response.status_code == 200
+    assert response.json() == {"status": "ok", "database": "ok"}
+
+
+@pytest.mark.redis
+def test_healthz_checks_redis_when_it_is_configured(settings: Any) -> None:
+    settings.REDIS_URL = "redis://127.0.0.1:6379/15"
+    assert Client().get("/healthz").json() == {"status": "ok", "database": "ok", "redis": "ok"}
+
+
+def test_healthz_is_503_and_names_the_dependency_that_is_down(
+    settings: Any,
+) -> None:
+    settings.REDIS_URL = "redis://127.0.0.1:1/0"  # nothing listens on port 1
+    response = Client().get("/healthz")
+    assert response.status_code == 503
+    assert response.json() == {"status": "down", "database": "ok", "redis": "down"}
