@@ -1,12 +1,47 @@
 // Vite builds, Vitest config.
 //
-//   vite build                      src/chat.ts -> ../static/chat.js + chat.js.map (the page's bundle)
+//   vite build                      src/chat.ts -> ../static/chat.js + chat.js.map (the chat page)
+//   vite build --mode latency       src/latency.ts -> ../static/latency.js + latency.js.map +
+//                                   latency.css (uPlot's CSS and the dashboard's, imported by it)
 //   vite build --mode textpatch-cli tests/textpatch_cli.ts -> <outDir>/textpatch-cli.mjs (Node; the
 //                                   cross-language patch checks, see tests/textpatch_cli.ts)
 //
-// The page bundle has fixed file names (no hashes) and deterministic bytes, so the committed
-// files can be compared with a fresh build (`npm run check:static`).
+// `npm run build` runs the first two. Page bundles have fixed file names (no hashes) and
+// deterministic bytes, so the committed files can be compared with a fresh build
+// (`npm run check:static`). Each page is its own build: one input per build is what lets
+// everything (code and CSS) land in one file per page.
+import type { UserConfig } from "vite";
 import { defineConfig } from "vitest/config";
+
+function pageBuild(entry: string, name: string): UserConfig {
+  return {
+    // No index.html and no public/ folder: one script entry, built straight into ../static.
+    publicDir: false,
+    logLevel: "warn",
+    build: {
+      outDir: "../static",
+      // static/ also holds the hand-written chat.css and the other page's bundle: never wipe it.
+      emptyOutDir: false,
+      target: "es2020",
+      sourcemap: true,
+      minify: true,
+      modulePreload: false,
+      reportCompressedSize: false,
+      copyPublicDir: false,
+      cssCodeSplit: false,
+      rolldownOptions: {
+        input: entry,
+        output: {
+          format: "es",
+          entryFileNames: `${name}.js`,
+          assetFileNames: `${name}[extname]`,
+          // Everything in one file: the page loads exactly static/<name>.js.
+          codeSplitting: false,
+        },
+      },
+    },
+  };
+}
 
 export default defineConfig(({ mode }) => {
   if (mode === "textpatch-cli") {
@@ -24,30 +59,11 @@ export default defineConfig(({ mode }) => {
       },
     };
   }
+  if (mode === "latency") {
+    return pageBuild("src/latency.ts", "latency");
+  }
   return {
-    // No index.html and no public/ folder: one script entry, built straight into ../static.
-    publicDir: false,
-    logLevel: "warn",
-    build: {
-      outDir: "../static",
-      // static/ also holds the hand-written chat.css: never wipe it.
-      emptyOutDir: false,
-      target: "es2020",
-      sourcemap: true,
-      minify: true,
-      modulePreload: false,
-      reportCompressedSize: false,
-      copyPublicDir: false,
-      rolldownOptions: {
-        input: "src/chat.ts",
-        output: {
-          format: "es",
-          entryFileNames: "chat.js",
-          // Everything in one file: the page loads exactly static/chat.js.
-          codeSplitting: false,
-        },
-      },
-    },
+    ...pageBuild("src/chat.ts", "chat"),
     test: {
       include: ["tests/**/*.test.ts"],
       environment: "node",

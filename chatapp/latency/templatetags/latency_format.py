@@ -17,5 +17,12 @@ def percent(rate: float | None) -> str:
 
 @register.filter
 def number(value: float | None) -> str:
-    """A latency or rate with at most one decimal (12.0 -> "12"); no data -> NO_DATA."""
-    return NO_DATA if value is None else f"{value:.1f}".removesuffix(".0")
+    """A latency or rate: whole above 100, one decimal above 1 (12.0 -> "12"), two significant
+    digits below (a quiet hour's 0.034 answers a minute); no data -> NO_DATA."""
+    if value is None:
+        return NO_DATA
+    if abs(value) >= 100:
+        return f"{value:.0f}"
+    if abs(value) >= 1:
+        return f"{value:.1f}".removesuffix(".0")
+    return f"{value:.2g}"
