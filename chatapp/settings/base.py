@@ -38,6 +38,7 @@ INSTALLED_APPS = [
     "chatapp.faq",
     "chatapp.conversations",
     "chatapp.web",
+    "chatapp.maintenance",
     "chatapp.apikeys",
     "chatapp.latency",
 ]
@@ -116,6 +117,13 @@ CELERY_BROKER_URL = REDIS_URL or "memory://"
 CELERY_TASK_ALWAYS_EAGER = not REDIS_URL
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# `celery -A chatapp beat` (the celery-beat service) runs these.
+CELERY_BEAT_SCHEDULE: dict[str, dict[str, Any]] = {
+    "clear-expired-sessions": {
+        "task": "chatapp.maintenance.tasks.clear_expired_sessions",
+        "schedule": 6 * 60 * 60.0,
+    },
+}
 CHAT_WARMUP_TIMEOUT_S = float(os.environ.get("CHAT_WARMUP_TIMEOUT_S", "60"))
 
 # Chat limits (see docs/protocol.md)
