@@ -5,6 +5,7 @@ import { AutoScroller } from "./autoscroll.ts";
 import { ConversationList, parseConversations, type FetchJson } from "./conversations.ts";
 import { formatAnswerStats } from "./format.ts";
 import {
+  clientTimingFrame,
   editFrame,
   feedbackFrame,
   parseServerFrame,
@@ -124,6 +125,14 @@ interface ActiveAnswer {
   sentAt: number;
   firstDeltaAt: number | null;
   firstPaintAt: number | null;
+  /**
+   * `sentAt` is when this page sent the frame that asked for the answer, so its time to
+   * first token is reported (`chat.client_timing`); false for an answer followed after a
+   * reload, whose request was sent by an earlier page.
+   */
+  measured: boolean;
+  /** The time to first token was reported. */
+  timingReported: boolean;
   lastSeq: number;
   stopId: string | null;
   done: DoneFrame | null;
@@ -169,6 +178,8 @@ export class ChatController {
   private loadingHistory = false;
   /** chat.feedback frames waiting for chat.feedback_recorded, by client id. */
   private readonly feedbackSent = new Map<string, { messageId: string; rating: Rating }>();
+  /** Ids of chat.client_timing frames sent: a refusal of one is not the user's business. */
+  private readonly timingSent = new Set<string>();
   /** A templated send is being prepared (patch + hash are computed asynchronously). */
   private preparing = false;
   private countdown: ReturnType<typeof setInterval> | null = null;
@@ -256,7 +267,7 @@ export class ChatController {
       // start once connected; the server replays what was said so far.
       else if (item.status === "streaming" && item.id !== null && this.active === null) {
         view.restart();
-        this.startStreaming(item.id, view, this.now());
+        this.startStreaming(item.id, view, this.now(), false);
       }
     }
     this.loadingHistory = false;
@@ -305,6 +316,7 @@ export class ChatController {
     if (this.pending !== null) this.pending.transmitted = false;
     // Replies to these cannot come any more.
     this.feedbackSent.clear();
+    this.timingSent.clear();
     const a = this.active;
     if (a !== null) {
       a.stopId = null;
@@ -563,13 +575,15 @@ export class ChatController {
     this.startStreaming(f.assistant_message_id, view, r.sentAt);
   }
 
-  private startStreaming(messageId: string, view: MessageView, sentAt: number): void {
+  private startStreaming(messageId: string, view: MessageView, sentAt: number, measured = true): void {
     this.active = {
       messageId,
       view,
       sentAt,
       firstDeltaAt: null,
       firstPaintAt: null,
+      measured,
+      timingReported: false,
       lastSeq: 0,
       stopId: null,
       done: null,
@@ -587,7 +601,8 @@ export class ChatController {
     if (f.seq <= a.lastSeq) return; // repeated frame
     if (f.seq !== a.lastSeq + 1) console.warn(`chat: delta gap, expected seq ${a.lastSeq + 1}, got ${f.seq}`);
     a.lastSeq = f.seq;
-    if (a.firstDeltaAt === null && f.text !== "") a.firstDeltaAt = this.now();
+    // Blank text paints nothing: the first token is the first one that shows.
+    if (a.firstDeltaAt === null && f.text.trim() !== "") a.firstDeltaAt = this.now();
     a.view.append(f.text);
   }
 
@@ -595,8 +610,28 @@ export class ChatController {
   private onBodyRendered(view: MessageView): void {
     const a = this.active;
     // The frame callback runs right before the browser paints the first token.
-    if (a !== null && a.view === view && a.firstPaintAt === null && a.firstDeltaAt !== null) a.firstPaintAt = this.now();
+    if (a !== null && a.view === view && a.firstPaintAt === null && a.firstDeltaAt !== null) {
+      a.firstPaintAt = this.now();
+      this.reportTiming(a);
+    }
     if (!this.loadingHistory) this.scroller.contentChanged();
+  }
+
+  /**
+   * Tell the server how long this answer's first token took to show, once (for its
+   * metrics). Sent at the first paint; if the socket was down then, at the answer's end.
+   */
+  private reportTiming(a: ActiveAnswer): void {
+    if (!a.measured || a.timingReported || a.firstPaintAt === null) return;
+    const id = newId();
+    const frame = clientTimingFrame(id, a.messageId, a.firstPaintAt - a.sentAt);
+    if (frame === null) {
+      a.timingReported = true; // nothing the server would take: never send it
+      return;
+    }
+    if (this.transport?.send(JSON.stringify(frame)) !== true) return;
+    a.timingReported = true;
+    this.timingSent.add(id);
   }
 
   private onDone(f: DoneFrame): void {
@@ -614,6 +649,7 @@ export class ChatController {
       return;
     }
     a.view.flush();
+    this.reportTiming(a);
     this.active = null;
     a.done = f;
     a.view.setStatus(f.status);
@@ -658,6 +694,11 @@ export class ChatController {
   }
 
   private onError(f: ErrorFrame): void {
+    // A refused timing report (e.g. already reported from another tab) changes nothing shown.
+    if (f.id !== null && this.timingSent.delete(f.id)) {
+      console.warn(`chat: timing report refused: ${f.code} ${f.message}`);
+      return;
+    }
     if (f.retry_after_s !== null && f.retry_after_s > 0) this.showCountdown(f.message || `Error: ${f.code}`, f.retry_after_s);
     else this.showAlert(f.message || `Error: ${f.code}`);
     // Answers to a rating or a regenerate first: their message_id may be the answer that

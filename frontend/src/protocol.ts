@@ -77,7 +77,19 @@ export interface EditFrame {
   text: string;
 }
 
-export type ClientFrame = SendFrame | StopFrame | RegenerateFrame | FeedbackFrame | ResumeFrame | EditFrame;
+/**
+ * The browser's time to first token of one of your answers: from sending the frame that
+ * asked for it to painting its first token, in milliseconds (0 < ttft_ms <= 600000). Sent
+ * once per answer, for the service's metrics; the server replies only to refuse it.
+ */
+export interface ClientTimingFrame {
+  type: "chat.client_timing";
+  id: string;
+  message_id: string;
+  ttft_ms: number;
+}
+
+export type ClientFrame = SendFrame | StopFrame | RegenerateFrame | FeedbackFrame | ResumeFrame | EditFrame | ClientTimingFrame;
 
 export interface AcceptedFrame {
   type: "chat.accepted";
@@ -221,6 +233,19 @@ export function regenerateFrame(id: string, messageId: string, bypassFaq: boolea
 
 export function editFrame(id: string, messageId: string, text: string): EditFrame {
   return { type: "chat.edit", id, message_id: messageId, text };
+}
+
+/** The largest `ttft_ms` the server takes (ten minutes). */
+export const CLIENT_TTFT_MAX_MS = 600_000;
+
+/**
+ * A `chat.client_timing` frame, or null when the measurement is not one the server takes
+ * (not positive, not finite, over ten minutes). Rounded to 0.1 ms.
+ */
+export function clientTimingFrame(id: string, messageId: string, ttftMs: number): ClientTimingFrame | null {
+  const ttft = Math.round(ttftMs * 10) / 10;
+  if (!Number.isFinite(ttft) || ttft <= 0 || ttft > CLIENT_TTFT_MAX_MS) return null;
+  return { type: "chat.client_timing", id, message_id: messageId, ttft_ms: ttft };
 }
 
 export function feedbackFrame(id: string, messageId: string, rating: Rating): FeedbackFrame {
