@@ -23,6 +23,8 @@ import redis.asyncio as redis
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialWithJitterBackoff
 
+from chatapp.metrics import recording as metrics
+
 RefusalReason = Literal["busy", "user_concurrency", "rate_limited", "no_worker"]
 
 
@@ -104,6 +106,7 @@ def _refused(reason: RefusalReason, retry_after_s: float, *, limits: AdmissionLi
             )
     else:
         message = f"The assistant is busy right now. Please try again in {_in(retry)}."
+    metrics.admission_refused(reason=reason)  # every refusal, whoever asked (socket, API)
     return Refused(reason=reason, retry_after_s=retry, message=message)
 
 

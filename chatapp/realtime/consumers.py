@@ -330,7 +330,6 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
             capacity=await runtime.registry.capacity(),
         )
         if isinstance(decision, Refused):
-            metrics.admission_refused(reason=decision.reason)
             code: ErrorCode = (
                 "no_worker"
                 if decision.reason == "no_worker"
