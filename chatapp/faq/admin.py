@@ -6,6 +6,7 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -125,6 +126,9 @@ class FaqEntryAdmin(admin.ModelAdmin[FaqEntry]):
         )
 
     def export_csv(self, request: HttpRequest) -> HttpResponse:
+        # admin_view only checks is_staff; the entries are the model's data.
+        if not self.has_view_permission(request):
+            raise PermissionDenied
         response = HttpResponse(services.faq_export_csv(), content_type="text/csv")
         response["Content-Disposition"] = 'attachment; filename="faq.csv"'
         return response
