@@ -1,0 +1,52 @@
+#!/bin/sh
+# The images' single entry point: `docker run IMAGE <role> [args]`.
+# Roles are the processes of docs/operations.md and the `command:` of docker-compose.yml;
+# tests/deploy/test_compose.py checks the three agree.
+set -eu
+
+role="${1:-web}"
+[ "$#" -gt 0 ] && shift
+
+case "$role" in
+  web)
+    # Static files are served from the image by WhiteNoise (no collectstatic step).
+    exec python manage.py serve --host 0.0.0.0 --port "${PORT:-8000}" --no-worker "$@"
+    ;;
+  migrate)
+    exec python manage.py migrate --noinput "$@"
+    ;;
+  worker)
+    exec python -m inference "$@"
+    ;;
+  prepare-model)
+    exec python -m inference.models prepare --model gemma "$@"
+    ;;
+  celery-worker)
+    exec celery -A chatapp worker --loglevel=INFO "$@"
+    ;;
+  celery-beat)
+    # The schedule lives in Redis-free local state: keep it on the data volume.
+    exec celery -A chatapp beat --loglevel=INFO --schedule /data/celerybeat-schedule "$@"
+    ;;
+  healthcheck-web)
+    # Django answers only its ALLOWED_HOSTS: ask with the first of them as Host.
+    exec python - <<'PY'
+import os, sys, urllib.request
+host = os.environ.get("ALLOWED_HOSTS", "").split(",")[0].strip().lstrip(".")
+host = "localhost" if host in ("", "*") else host
+url = "http://127.0.0.1:%s/healthz" % os.environ.get("PORT", "8000")
+with urllib.request.urlopen(urllib.request.Request(url, headers={"Host": host}), timeout=3) as r:
+    sys.exit(0 if r.status == 200 else 1)
+PY
+    ;;
+  healthcheck-worker)
+    exec python -m inference.healthcheck "$@"
+    ;;
+  manage)
+    exec python manage.py "$@"
+    ;;
+  *)
+    echo "unknown role '$role': web, migrate, worker, prepare-model, celery-worker, celery-beat, healthcheck-web, healthcheck-worker, manage" >&2
+    exit 64
+    ;;
+esac
