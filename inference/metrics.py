@@ -62,6 +62,8 @@ class WorkerCollector:
     def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
         with self._lock:
             workers = list(self._workers)
+        if not workers:  # a web process whose workers run elsewhere: they report their own
+            return iter(())
         return self._families(workers=workers)
 
     def _families(

@@ -131,6 +131,7 @@ def collected(collector: WorkerCollector) -> dict[str, float]:
 
 def test_engines_shared_by_workers_count_once_and_stale_counts_are_capped() -> None:
     collector = WorkerCollector()
+    assert collected(collector) == {}  # no worker in this process: nothing to report
     shared = stats(
         unfinished_requests=3,
         running_requests=2,
