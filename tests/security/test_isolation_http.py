@@ -39,9 +39,7 @@ def conversation_of(user: User, text: str) -> Conversation:
     return turn.conversation
 
 
-def test_conversation_list_api_lists_only_the_callers_conversations(
-    alice: User, bob: User
-) -> None:
+def test_conversation_list_api_lists_only_the_callers_conversations(alice: User, bob: User) -> None:
     alices = conversation_of(alice, ALICE_TOPIC)
     bobs = conversation_of(bob, BOB_SECRET)
 
