@@ -232,7 +232,8 @@ from django.core import checks
 django.setup()
 names = [
     "DEBUG", "SESSION_COOKIE_SECURE", "SESSION_COOKIE_HTTPONLY", "CSRF_COOKIE_SECURE",
-    "SECURE_HSTS_SECONDS", "SECURE_PROXY_SSL_HEADER", "ALLOWED_HOSTS", "CSRF_TRUSTED_ORIGINS",
+    "SECURE_HSTS_SECONDS", "SECURE_PROXY_SSL_HEADER", "SECURE_SSL_REDIRECT", "ALLOWED_HOSTS",
+    "CSRF_TRUSTED_ORIGINS",
 ]
 issues = checks.run_checks(include_deployment_checks=True)
 print(json.dumps({
@@ -298,6 +299,7 @@ def test_production_settings_are_locked_down(tmp_path: Path) -> None:
     assert values["SESSION_COOKIE_HTTPONLY"] is True
     assert values["CSRF_COOKIE_SECURE"] is True
     assert values["SECURE_HSTS_SECONDS"] >= 31_536_000
+    assert values["SECURE_SSL_REDIRECT"] is True
     assert values["SECURE_PROXY_SSL_HEADER"] == ["HTTP_X_FORWARDED_PROTO", "https"]
     assert values["ALLOWED_HOSTS"] == ["chat.example.com"]
     assert values["CSRF_TRUSTED_ORIGINS"] == ["https://chat.example.com"]
