@@ -45,6 +45,8 @@ def test_staff_see_the_answers_as_latency_charts(tab: Tab, browser: Browser, app
         status = page.get_by_role("status")
         expect(status).to_contain_text("Last hour: 2 answers in 1 min buckets")
         expect(page.locator('[data-field="ttft_ms.count"]')).to_have_text("2")
+        # The chat page reported its own time to first token for both (chat.client_timing).
+        expect(page.locator('[data-field="client_ttft_ms.count"]')).to_have_text("2")
         for key in CHARTS:
             chart = page.locator(f'.latency-chart[data-chart="{key}"]')
             expect(chart.locator("canvas")).to_have_count(1)
