@@ -85,11 +85,11 @@ def post_both(user: User | None) -> list[int]:
     ]
 
 
-@pytest.mark.parametrize("staff", [False, True], ids=["anonymous", "logged-in-user"])
+@pytest.mark.parametrize("logged_in", [False, True], ids=["anonymous", "logged-in-user"])
 def test_non_staff_are_sent_to_the_admin_login(
-    existing: dict[str, str], django_user_model: type[User], staff: bool
+    existing: dict[str, str], django_user_model: type[User], logged_in: bool
 ) -> None:
-    user = django_user_model.objects.create_user("carol", password="pw") if staff else None
+    user = django_user_model.objects.create_user("carol", password="pw") if logged_in else None
     client = client_for(user)
     for url in pages(existing):
         response = client.get(url)
