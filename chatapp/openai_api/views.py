@@ -93,7 +93,8 @@ async def chat_completions(request: HttpRequest) -> HttpResponseBase:
     if parsed.model != settings.CHAT_API_MODEL:
         raise _unknown_model(parsed.model)
     prompt = await database_sync_to_async(prompt_build)(parsed)
-    background = (parsed.priority or key.priority) == "background"
+    # A request may ask for background on its own, never to be ahead of its key's priority.
+    background = "background" in (key.priority, parsed.priority)
     answer: ApiAnswer | None = await answer_start(key=key, prompt=prompt, background=background)
     assert answer is not None
     try:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
+import httpx2
 import openai
 import pytest
 from asgiref.sync import sync_to_async
@@ -17,7 +18,7 @@ from chatapp.answers.runtime import answer_runtime_close
 from chatapp.apikeys import services
 from chatapp.apikeys.models import ApiKey
 from chatapp.asgi import application
-
+from tests.chatapp.realtime.test_faq_answers import embedder, faq_worker  # noqa: F401 (fixtures)
 
 
 @dataclass(frozen=True)
@@ -49,15 +50,20 @@ async def http() -> AsyncIterator[httpx.AsyncClient]:
     await answer_runtime_close()  # the relay belongs to this test's event loop
 
 
-@pytest.fixture
-async def client(http: httpx.AsyncClient, api_key: Key) -> openai.AsyncOpenAI:
+def openai_client(secret: str) -> openai.AsyncOpenAI:
     """The official client, talking to the app in process (max_retries=0: see every error)."""
     return openai.AsyncOpenAI(
-        api_key=api_key.secret,
+        api_key=secret,
         base_url="http://testserver/v1",
-        http_client=http,
+        http_client=httpx2.AsyncClient(transport=httpx2.ASGITransport(app=application)),
         max_retries=0,
     )
+
+
+@pytest.fixture
+async def client(http: httpx.AsyncClient, api_key: Key) -> AsyncIterator[openai.AsyncOpenAI]:
+    async with openai_client(api_key.secret) as made:
+        yield made
 
 
 def chat(text: str, **fields: Any) -> dict[str, Any]:

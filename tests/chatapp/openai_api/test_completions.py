@@ -180,7 +180,9 @@ async def test_a_dropped_client_aborts_the_engine_request(
             await asyncio.sleep(0.05)
         assert scripted_worker.worker.active_requests == 0
         assert scripted_worker.engine.stats().running_requests == 0
-        chunk = json.loads(bytes(sent[1]["body"]).decode().removeprefix("data: "))  # type: ignore[arg-type]
+        first_body = sent[1]["body"]
+        assert isinstance(first_body, bytes)
+        chunk = json.loads(first_body.decode().removeprefix("data: "))
         message_id = uuid.UUID(chunk["id"].removeprefix("chatcmpl-"))
         for _ in range(100):
             message = await sync_to_async(Message.objects.get)(id=message_id)

@@ -1,0 +1,206 @@
+"""Every refusal in OpenAI's error shape, with the status and headers clients act on."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import httpx
+import openai
+import pytest
+from asgiref.sync import sync_to_async
+from django.conf import settings
+
+from chatapp.apikeys import services
+from chatapp.conversations.models import Message
+from tests.chatapp.openai_api.conftest import Key, chat, key_create, openai_client
+from tests.conftest import RunningWorker
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def error_of(response: httpx.Response) -> dict[str, Any]:
+    body = response.json()
+    assert set(body) == {"error"}
+    assert set(body["error"]) == {"message", "type", "param", "code"}
+    assert body["error"]["message"]
+    return dict(body["error"])
+
+
+def with_hi(**fields: object) -> bytes:
+    """A valid request body ("MODEL" is replaced by the served model) with `fields` changed."""
+    body = {"model": "MODEL", "messages": [{"role": "user", "content": "hi"}], **fields}
+    return json.dumps(body).encode()
+
+
+def talk(*turns: tuple[str, object]) -> bytes:
+    return with_hi(messages=[{"role": role, "content": content} for role, content in turns])
+
+
+@pytest.mark.parametrize(
+    ("body", "param", "code"),
+    [
+        (b"{not json", None, "invalid_json"),
+        (b"[1, 2]", None, "invalid_json"),
+        (b'{"model": "MODEL"}', "messages", None),
+        (b'{"messages": [{"role": "user", "content": "hi"}]}', "model", None),
+        (talk(("tool", "x")), "messages[0].role", None),
+        (talk(("user", 5)), "messages[0].content", None),
+        (with_hi(n=2), "n", None),
+        (with_hi(max_tokens="5"), "max_tokens", None),
+        (with_hi(max_tokens=0), "max_tokens", None),
+        (with_hi(stream="yes"), "stream", None),
+        (with_hi(temperature=3), "temperature", None),
+        (with_hi(bogus=1), "bogus", "unknown_parameter"),
+        (with_hi(stop=["x"]), "stop", "unsupported_parameter"),
+        (with_hi(tools=[{"type": "function"}]), "tools", "unsupported_parameter"),
+        (with_hi(logprobs=True), "logprobs", "unsupported_parameter"),
+        (with_hi(seed=7), "seed", "unsupported_parameter"),
+        (with_hi(messages=[]), "messages", None),
+        (talk(("user", "  ")), "messages[0].content", None),
+        (talk(("user", "a"), ("assistant", "b")), "messages", None),
+        (talk(("user", "a"), ("system", "b"), ("user", "c")), "messages[1].role", None),
+        (
+            talk(("user", [{"type": "image_url", "image_url": {"url": "x"}}])),
+            "messages[0].content",
+            None,
+        ),
+        (b'{"model": "MODEL", "messages": [{"role": "user", "content": "\\ud800"}]}', None, None),
+    ],
+)
+async def test_invalid_requests_get_400_naming_the_parameter(
+    http: httpx.AsyncClient,
+    api_key: Key,
+    body: bytes,
+    param: str | None,
+    code: str | None,
+) -> None:
+    body = body.replace(b"MODEL", settings.CHAT_API_MODEL.encode())
+    response = await http.post(
+        "/v1/chat/completions",
+        content=body,
+        headers={**api_key.headers, "Content-Type": "application/json"},
+    )
+    assert response.status_code == 400, response.text
+    error = error_of(response)
+    assert error["type"] == "invalid_request_error"
+    assert error["param"] == param
+    if code is not None:
+        assert error["code"] == code
+    assert await sync_to_async(Message.objects.count)() == 0  # nothing stored
+
+
+async def test_a_message_over_the_length_limit_is_refused(
+    http: httpx.AsyncClient, api_key: Key
+) -> None:
+    response = await http.post(
+        "/v1/chat/completions",
+        json=chat("x" * (settings.CHAT_MAX_MESSAGE_CHARS + 1)),
+        headers=api_key.headers,
+    )
+    assert response.status_code == 400
+    assert error_of(response)["code"] == "too_large"
+
+
+async def test_missing_wrong_and_revoked_keys_get_401(
+    http: httpx.AsyncClient, api_key: Key, scripted_worker: RunningWorker
+) -> None:
+    for headers in (
+        {},
+        {"Authorization": "Bearer"},
+        {"Authorization": "Basic dXNlcjpwdw=="},
+        {"Authorization": "Bearer ick_00000000_nope"},
+        {"Authorization": api_key.headers["Authorization"] + "x"},
+        {"Authorization": "Bearer " + api_key.secret.replace("ick_", "ick_1")},
+    ):
+        response = await http.post("/v1/chat/completions", json=chat("hi"), headers=headers)
+        assert response.status_code == 401, headers
+        assert error_of(response)["code"] in ("missing_api_key", "invalid_api_key")
+
+    ok = await http.post("/v1/chat/completions", json=chat("hi"), headers=api_key.headers)
+    assert ok.status_code == 200
+    await sync_to_async(services.api_keys_revoke)(key_ids=[api_key.key.pk])
+    revoked = await http.post("/v1/chat/completions", json=chat("hi"), headers=api_key.headers)
+    assert revoked.status_code == 401
+    models = await http.get("/v1/models", headers=api_key.headers)
+    assert models.status_code == 401
+
+
+async def test_an_unknown_model_is_404(
+    client: openai.AsyncOpenAI, scripted_worker: RunningWorker
+) -> None:
+    with pytest.raises(openai.NotFoundError) as caught:
+        await client.chat.completions.create(
+            model="gpt-4o", messages=[{"role": "user", "content": "hi"}]
+        )
+    assert caught.value.code == "model_not_found"
+    assert caught.value.param == "model"
+
+
+async def test_wrong_method_is_405(http: httpx.AsyncClient, api_key: Key) -> None:
+    response = await http.get("/v1/chat/completions", headers=api_key.headers)
+    assert response.status_code == 405
+    assert error_of(response)["code"] == "method_not_allowed"
+
+
+async def test_no_worker_is_503_with_retry_after(http: httpx.AsyncClient, api_key: Key) -> None:
+    response = await http.post("/v1/chat/completions", json=chat("hi"), headers=api_key.headers)
+    assert response.status_code == 503
+    assert error_of(response)["code"] == "no_worker"
+    assert int(response.headers["Retry-After"]) >= 1
+    assert await sync_to_async(Message.objects.count)() == 0
+
+
+async def test_the_keys_rate_limit_is_429_with_retry_after(
+    http: httpx.AsyncClient, scripted_worker: RunningWorker
+) -> None:
+    key = await sync_to_async(key_create)("limited", rate_limit=2, rate_window_s=30)
+    for _ in range(2):
+        ok = await http.post("/v1/chat/completions", json=chat("hi"), headers=key.headers)
+        assert ok.status_code == 200
+    response = await http.post("/v1/chat/completions", json=chat("hi"), headers=key.headers)
+    assert response.status_code == 429
+    assert error_of(response)["code"] == "rate_limit_exceeded"
+    assert 1 <= int(response.headers["Retry-After"]) <= 30
+    # another key of the same user has its own budget
+    other = await sync_to_async(key_create)("limited")
+    ok = await http.post("/v1/chat/completions", json=chat("hi"), headers=other.headers)
+    assert ok.status_code == 200
+
+
+async def test_the_keys_concurrency_limit_is_429_while_an_answer_runs(
+    http: httpx.AsyncClient, scripted_worker: RunningWorker
+) -> None:
+    key = await sync_to_async(key_create)("single", max_concurrent=1)
+    slow = asyncio.create_task(
+        http.post(
+            "/v1/chat/completions",
+            json=chat("[[slow]] " + " ".join(["word"] * 20)),
+            headers=key.headers,
+        )
+    )
+    for _ in range(100):
+        if scripted_worker.worker.active_requests == 1:
+            break
+        await asyncio.sleep(0.02)
+    response = await http.post("/v1/chat/completions", json=chat("hi"), headers=key.headers)
+    assert response.status_code == 429
+    assert error_of(response)["code"] == "concurrency_limit_exceeded"
+    assert "Retry-After" in response.headers
+    assert (await slow).status_code == 200
+    again = await http.post("/v1/chat/completions", json=chat("hi"), headers=key.headers)
+    assert again.status_code == 200  # the finished answer gave its slot back
+
+
+async def test_the_openai_client_raises_its_typed_errors(
+    client: openai.AsyncOpenAI, scripted_worker: RunningWorker
+) -> None:
+    with pytest.raises(openai.BadRequestError) as caught:
+        await client.chat.completions.create(
+            model=settings.CHAT_API_MODEL, messages=[{"role": "user", "content": "hi"}], n=3
+        )
+    assert caught.value.param == "n"
+    async with openai_client("ick_deadbeef_wrong") as bad:
+        with pytest.raises(openai.AuthenticationError):
+            await bad.models.list()
