@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
-from typing import Any, ClassVar
+from typing import Any
 
 from django.utils import timezone
 
@@ -97,21 +97,9 @@ class _Row:
     cached_prompt_tokens: int | None
     completion_tokens: int | None
 
-    FIELDS: ClassVar[tuple[str, ...]] = (
-        "finished_at",
-        "status",
-        "source",
-        "error_code",
-        "ttft_ms",
-        "client_ttft_ms",
-        "prompt_tokens",
-        "cached_prompt_tokens",
-        "completion_tokens",
-    )
 
-    @classmethod
-    def of(cls, values: Mapping[str, Any]) -> _Row:
-        return cls(**{name: values[name] for name in cls.FIELDS})
+# The columns read, in _Row's order: rows come back as tuples (much cheaper than dicts).
+_ROW_FIELDS = tuple(f.name for f in fields(_Row))
 
 
 @dataclass(slots=True)
@@ -268,9 +256,9 @@ def latency_report(
             finished_at__lte=now,
         )
         .order_by("-finished_at")
-        .values(*_Row.FIELDS)
+        .values_list(*_ROW_FIELDS)
     )
-    rows = [_Row.of(values) for values in query[: row_cap + 1]]
+    rows = [_Row(*values) for values in query[: row_cap + 1]]
     capped = len(rows) > row_cap
     rows = rows[:row_cap]
     covered_from = rows[-1].finished_at if capped else start
