@@ -31,12 +31,19 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import connection
 from django.urls import reverse
+from websockets.sync.client import connect as ws_connect
 
 from chatapp.answers.runtime import answer_runtime_close
 from chatapp.apikeys.models import ApiKey
 from chatapp.asgi import application
 from tests.chatapp.realtime.test_consumer import receive_until, send_frame
 from tests.conftest import RunningWorker
+from tests.integration.processes import (
+    free_port,
+    keep_draining,
+    process_stop,
+    wait_for_line,
+)
 from tests.security.support import client_for, raw_socket
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -219,6 +226,111 @@ def test_api_keys_are_stored_as_hashes_only() -> None:
         page = admin.get(url)
         assert page.status_code == 200
         assert secret_part not in page.content.decode()
+
+
+# ---- a real server at LOG_LEVEL=DEBUG -----------------------------------------------------
+
+SERVER_SETUP = """
+import os
+from django.core.management import call_command
+from django.contrib.auth.models import User
+from chatapp.apikeys import services
+
+call_command("migrate", interactive=False, verbosity=0)
+user = User.objects.create_user("erin", password=os.environ["PROBE_PASSWORD"])
+print(services.api_key_create(user=user, name="probe").secret)
+"""
+
+
+def browser_login(base_url: str, password: str) -> str:
+    with httpx.Client(base_url=base_url) as client:
+        client.get(reverse("login"))
+        answer = client.post(
+            reverse("login"),
+            data={
+                "username": "erin",
+                "password": password,
+                "csrfmiddlewaretoken": client.cookies["csrftoken"],
+            },
+        )
+        assert answer.status_code == 302, answer.text[:300]
+        return str(client.cookies["sessionid"])
+
+
+def test_a_real_server_at_debug_level_prints_no_secret(tmp_path: Path) -> None:
+    """`manage.py serve` as deployed (daphne, LOGGING from settings) with LOG_LEVEL=DEBUG: a
+    login, a socket answer and an API call, then everything the process printed is searched.
+    The scripted engine and no FAQ embedder keep it to seconds."""
+    secret_key = "probe-" + "Qw3rTy-uI9oP_aS5dF" * 3
+    env = {
+        **{k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL")},
+        "DJANGO_SETTINGS_MODULE": "chatapp.settings.local",
+        "CHAT_DATA_DIR": str(tmp_path),
+        "SECRET_KEY": secret_key,
+        "DEBUG": "0",
+        "LOG_LEVEL": "DEBUG",
+        "INFERENCE_ENGINE": "scripted",
+        "INFERENCE_FAQ": "0",
+        "CHAT_API_MODEL": "probe-model",
+        "PROBE_PASSWORD": PASSWORD,
+        "PYTHONUNBUFFERED": "1",
+    }
+    manage = [sys.executable, str(REPO_ROOT / "manage.py")]
+    setup = subprocess.run(
+        [*manage, "shell", "-c", SERVER_SETUP],
+        env=env,
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    api_key = setup.stdout.strip().splitlines()[-1]
+    assert API_KEY.fullmatch(api_key), setup.stdout
+    port = free_port()
+    server = subprocess.Popen(
+        [*manage, "serve", "--port", str(port)],
+        env=env,
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        wait_for_line(server, rf"Ready: open http://127.0.0.1:{port}/", 90)
+        printed = keep_draining(server)
+        base_url = f"http://127.0.0.1:{port}"
+        session = browser_login(base_url, PASSWORD)
+        with ws_connect(
+            f"ws://127.0.0.1:{port}/ws/chat/",
+            additional_headers={"Cookie": f"sessionid={session}", "Origin": base_url},
+        ) as ws:
+            ws.send(json.dumps(send_frame("is my parcel on its way")))
+            kinds = [json.loads(ws.recv(timeout=30))["type"] for _ in range(2)]
+            while kinds[-1] not in ("chat.done", "chat.error"):
+                kinds.append(json.loads(ws.recv(timeout=30))["type"])
+            assert kinds[-1] == "chat.done", kinds
+        with httpx.Client(base_url=base_url, timeout=30) as http:
+            answered = http.post(
+                "/v1/chat/completions",
+                json={
+                    "model": "probe-model",
+                    "messages": [{"role": "user", "content": "hello"}],
+                },
+                headers={"Authorization": f"Bearer {api_key}"},
+            )
+        assert answered.status_code == 200, answered.text
+    finally:
+        process_stop(server)
+    output = "".join(printed)
+    assert "DEBUG daphne" in output, "LOG_LEVEL=DEBUG did not reach the server's loggers"
+    for name, value in {
+        "password": PASSWORD,
+        "session cookie": session,
+        "SECRET_KEY": secret_key,
+        "API key": api_key,
+    }.items():
+        assert value not in output, f"the server printed the {name}"
 
 
 # ---- production settings ------------------------------------------------------------------
