@@ -12,11 +12,11 @@ from bench import harness
 from bench.load.targets import CONFIG_NAMES
 from bench.load.workload import parse_mix, parse_numbers
 
-DEFAULT_RATES = "0.5,1,2,4"
-# On this 2-core CPU a Gemma 270M answer to a one-line question takes ~0.1-0.2 s to its first
-# token when idle and a long (~450-token) prefill ~0.5-1 s; 2 s is what a chat user still
-# reads as "answering", and leaves room for a short queue.
-DEFAULT_TTFT_TARGET_S = 2.0
+DEFAULT_RATES = "1,2,4,8"
+# 1 s: the limit for a reply to feel like it keeps up with the user's flow of thought. On the
+# 2-core dev CPU a near-idle Gemma 270M answer starts in ~0.2-0.4 s (0.6-0.9 s for a long
+# prompt without a cached prefix), so the target leaves room for a short queue, no more.
+DEFAULT_TTFT_TARGET_S = 1.0
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -35,7 +35,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--rates", help=f"offered rates in req/s, Poisson arrivals (default {DEFAULT_RATES})"
     )
     sweep.add_argument("--concurrency", help="closed loop instead: requests kept in flight")
-    parser.add_argument("--requests", type=int, default=12, help="measured requests per point")
+    parser.add_argument("--requests", type=int, default=16, help="measured requests per point")
     parser.add_argument("--warmup", type=int, default=4, help="sequential warm-up requests")
     parser.add_argument(
         "--mix", default="faq=0.4,template=0.3,free=0.3", help="workload weights by kind"
@@ -84,6 +84,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                 raise ValueError("--concurrency must list whole numbers")
         else:
             args.loads = parse_numbers(args.rates or DEFAULT_RATES, name="--rates")
+        args.loads = sorted(set(args.loads))  # ascending: the first point is the near-idle one
         parse_mix(args.mix)
         if args.requests < 2 or args.warmup < 0:
             raise ValueError("--requests must be at least 2 and --warmup not negative")

@@ -85,10 +85,17 @@ def test_server_counters_replace_the_usage_when_given() -> None:
 def test_keep_up_tells_a_system_that_keeps_up_from_one_that_falls_behind() -> None:
     keeping = [answered(i, sent=i * 0.5, ttft=0.1, e2e=0.3) for i in range(10)]
     behind = [answered(i, sent=i * 0.5, ttft=0.1, e2e=0.3 + i * 0.4) for i in range(10)]
-    fast = summarise(keeping, config="a", load=2.0, offered_rate=2.0)
-    slow = summarise(behind, config="a", load=2.0, offered_rate=2.0)
+    refused = keeping[:5] + [
+        Outcome(index=i, kind="free", scheduled_s=i * 0.5, sent_s=i * 0.5, status="busy")
+        for i in range(5, 10)
+    ]
+    # the near-idle E2E (0.3 s) is the lowest rate's; queueing must not raise the bar
+    fast = summarise(keeping, config="a", load=2.0, offered_rate=2.0, idle_e2e_s=0.3)
+    slow = summarise(behind, config="a", load=2.0, offered_rate=2.0, idle_e2e_s=0.3)
+    half = summarise(refused, config="a", load=2.0, offered_rate=2.0, idle_e2e_s=0.3)
     assert fast.keep_up == pytest.approx(1.0)
-    assert slow.keep_up < 0.6
+    assert slow.keep_up < 0.6  # last done at 4.5 + 3.9 s instead of 4.5 + 0.3 s
+    assert half.keep_up == pytest.approx(0.5)
     assert math.isnan(summarise(keeping, config="a", load=4, offered_rate=None).keep_up)
 
 
