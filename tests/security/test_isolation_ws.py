@@ -27,7 +27,7 @@ from chatapp.conversations.models import Message
 from chatapp.realtime.schemas import CLIENT_FRAME_TYPES
 from tests.chatapp.realtime.test_consumer import open_socket, receive_until, send_frame
 from tests.conftest import Connect, RunningWorker
-from tests.security.support import Frame, frames_until_quiet, leaks
+from tests.security.support import Frame, client_for, frames_until_quiet, leaks, raw_socket
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -216,5 +216,22 @@ async def test_reusing_bobs_client_message_id_starts_alices_own_turn(
 
 async def test_a_socket_without_a_login_is_closed_before_any_frame(connect: Connect) -> None:
     ws = await connect(None)
+    connected, close_code = await ws.connect()
+    assert (connected, close_code) == (False, 4401)
+
+
+def _logged_out_cookie(user: User) -> str:
+    client = client_for(user)
+    cookie = client.cookies["sessionid"].value
+    client.post("/accounts/logout/")
+    return cookie
+
+
+@pytest.mark.parametrize("kind", ["forged", "logged-out"])
+async def test_a_forged_or_logged_out_session_cookie_opens_no_socket(
+    alice: User, kind: str
+) -> None:
+    cookie = "0" * 32 if kind == "forged" else await sync_to_async(_logged_out_cookie)(alice)
+    ws = raw_socket([(b"origin", b"http://localhost"), (b"cookie", f"sessionid={cookie}".encode())])
     connected, close_code = await ws.connect()
     assert (connected, close_code) == (False, 4401)
