@@ -1,0 +1,309 @@
+"""The OpenAI-compatible API on a live `manage.py serve` (daphne), with the official client.
+
+Most tests run the scripted engine (exact text, seconds); the `vllm` ones run the real engine
+on the tiny local model. A client that goes away mid-stream must abort the engine request: the
+stored answer then says `stopped` / `client_disconnected` with finish reason `abort`, which only
+the worker's abort path writes.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import openai
+import pytest
+
+from tests.integration.processes import free_port, keep_draining, wait_for_line, wait_until
+
+REPO = Path(__file__).resolve().parents[2]
+
+_MAKE_KEY = """
+from django.contrib.auth.models import User
+from chatapp.apikeys.services import api_key_create
+user, _ = User.objects.get_or_create(username="api-client")
+print(api_key_create(user=user, name="{name}", rate_limit={rate}, max_concurrent=8).secret)
+"""
+
+
+@dataclass(frozen=True)
+class LiveServer:
+    base_url: str  # http://127.0.0.1:PORT
+    model: str
+    env: dict[str, str]
+    database: Path
+    output: list[str]
+
+    def key(self, name: str, *, rate: int = 1000) -> str:
+        result = subprocess.run(
+            [
+                sys.executable,
+                str(REPO / "manage.py"),
+                "shell",
+                "-c",
+                _MAKE_KEY.format(name=name, rate=rate),
+            ],
+            env=self.env,
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return result.stdout.strip().splitlines()[-1]
+
+    def client(self, key: str) -> openai.OpenAI:
+        return openai.OpenAI(api_key=key, base_url=f"{self.base_url}/v1", max_retries=0)
+
+    def stored(self, completion_id: str) -> dict[str, object]:
+        """The stored answer behind a completion id (read straight from the SQLite file)."""
+        with sqlite3.connect(self.database) as db:
+            db.row_factory = sqlite3.Row
+            row = db.execute(
+                "SELECT status, error_code, finish_reason, content, completion_tokens "
+                "FROM conversations_message WHERE id = ?",
+                (completion_id.removeprefix("chatcmpl-"),),
+            ).fetchone()
+        return dict(row) if row is not None else {}
+
+
+def serve(data_dir: Path, extra_env: dict[str, str], ready_timeout: float) -> Iterator[LiveServer]:
+    env = {
+        **{k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL")},
+        "DJANGO_SETTINGS_MODULE": "chatapp.settings.local",
+        "CHAT_DATA_DIR": str(data_dir),
+        "INFERENCE_FAQ": "0",
+        "CHAT_FAQ_ENABLED": "0",
+        "DEBUG": "0",
+        "PYTHONUNBUFFERED": "1",
+        **extra_env,
+    }
+    manage = [sys.executable, str(REPO / "manage.py")]
+    subprocess.run(
+        [*manage, "migrate", "--noinput"], env=env, check=True, cwd=REPO, capture_output=True
+    )
+    port = free_port()
+    proc = subprocess.Popen(
+        [*manage, "serve", "--port", str(port)],
+        env=env,
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        wait_for_line(proc, rf"Ready: open http://127\.0\.0\.1:{port}/", ready_timeout)
+        output = keep_draining(proc)
+        model = env.get("CHAT_API_MODEL") or Path(env.get("MODEL") or "gemma-3-270m").name
+        yield LiveServer(
+            base_url=f"http://127.0.0.1:{port}",
+            model=model,
+            env=env,
+            database=data_dir / "db.sqlite3",
+            output=output,
+        )
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=20)
+
+
+@pytest.fixture(scope="module")
+def scripted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    yield from serve(tmp_path_factory.mktemp("api-scripted"), {"INFERENCE_ENGINE": "scripted"}, 60)
+
+
+@pytest.fixture(scope="module")
+def real(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    yield from serve(
+        tmp_path_factory.mktemp("api-vllm"),
+        {
+            "INFERENCE_ENGINE": "vllm",
+            "MODEL": str(tiny_model),
+            "VLLM_CPU_KVCACHE_SPACE": "1",
+            "VLLM_MAX_MODEL_LEN": "2048",
+            # vLLM's compile caches: share the session's so startup stays fast
+            "VLLM_CACHE_ROOT": str(tiny_model.parent.parent / "cache" / "vllm"),
+        },
+        300,
+    )
+
+
+def test_the_official_client_gets_completions_streamed_and_not(scripted: LiveServer) -> None:
+    client = scripted.client(scripted.key("sdk"))
+    assert [m.id for m in client.models.list().data] == [scripted.model]
+
+    completion = client.chat.completions.create(
+        model=scripted.model, messages=[{"role": "user", "content": "where is my order"}]
+    )
+    assert completion.choices[0].message.content == "You said: where is my order"
+    assert completion.usage is not None
+    assert completion.usage.completion_tokens == 6
+    assert scripted.stored(completion.id)["status"] == "complete"
+
+    stream = client.chat.completions.create(
+        model=scripted.model,
+        messages=[{"role": "user", "content": "one two three four five six seven eight nine"}],
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    chunks = list(stream)
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == "You said: one two three four five six seven eight nine"
+    assert chunks[-1].choices == []
+    assert chunks[-1].usage is not None
+    assert chunks[-1].usage.completion_tokens == 11
+
+
+def test_events_arrive_while_the_answer_is_generated(scripted: LiveServer) -> None:
+    key = scripted.key("sse")
+    body = {
+        "model": scripted.model,
+        "messages": [{"role": "user", "content": "[[slow]] " + " ".join(["w"] * 30)}],
+        "stream": True,
+    }
+    arrivals: list[float] = []
+    with httpx.stream(
+        "POST",
+        f"{scripted.base_url}/v1/chat/completions",
+        json=body,
+        headers={"Authorization": f"Bearer {key}"},
+        timeout=30,
+    ) as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        lines = []
+        for line in response.iter_lines():
+            if line.startswith("data: "):
+                arrivals.append(time.monotonic())
+                lines.append(line)
+    assert lines[-1] == "data: [DONE]"
+    # 30 words at 50 ms each: events spread over more than a second, not one buffered block
+    assert arrivals[-1] - arrivals[0] > 1.0
+    assert len(lines) > 5
+
+
+def test_a_client_that_goes_away_aborts_the_answer(scripted: LiveServer) -> None:
+    key = scripted.key("gone")
+    body = {
+        "model": scripted.model,
+        "messages": [{"role": "user", "content": "[[slow]] " + " ".join(["w"] * 400)}],
+        "stream": True,
+    }
+    with httpx.stream(
+        "POST",
+        f"{scripted.base_url}/v1/chat/completions",
+        json=body,
+        headers={"Authorization": f"Bearer {key}"},
+        timeout=30,
+    ) as response:
+        first = next(line for line in response.iter_lines() if line.startswith("data: "))
+    completion_id = httpx.Response(200, content=first.removeprefix("data: ")).json()["id"]
+
+    stored = wait_until(
+        "the answer to be stored as stopped",
+        lambda: (row := scripted.stored(completion_id)).get("status") != "streaming" and row,
+        timeout=15,
+    )
+    assert (stored["status"], stored["error_code"], stored["finish_reason"]) == (
+        "stopped",
+        "client_disconnected",
+        "abort",
+    )
+    assert 0 < len(str(stored["content"]).split()) < 100  # 400 words would take 20 s
+
+
+def test_a_rate_limited_key_gets_429_with_retry_after(scripted: LiveServer) -> None:
+    client = scripted.client(scripted.key("tight", rate=1))
+    messages: list[openai.types.chat.ChatCompletionMessageParam] = [
+        {"role": "user", "content": "hi"}
+    ]
+    client.chat.completions.create(model=scripted.model, messages=messages)
+    with pytest.raises(openai.RateLimitError) as caught:
+        client.chat.completions.create(model=scripted.model, messages=messages)
+    assert caught.value.code == "rate_limit_exceeded"
+    assert int(caught.value.response.headers["Retry-After"]) >= 1
+
+
+BLOCK = 128  # vLLM's CPU block size: only whole blocks are cached
+# A client's own system prompt: long enough for a few whole blocks of the prefix cache.
+SYSTEM = " ".join(f"Rule {i}: answer politely and briefly about orders." for i in range(60))
+
+
+@pytest.mark.vllm
+def test_the_real_engine_answers_through_the_official_client(real: LiveServer) -> None:
+    client = real.client(real.key("vllm"))
+    messages: list[openai.types.chat.ChatCompletionMessageParam] = [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": "Where is my order?"},
+    ]
+    completion = client.chat.completions.create(
+        model=real.model, messages=messages, max_tokens=8, temperature=0
+    )
+    usage = completion.usage
+    assert usage is not None
+    assert usage.prompt_tokens >= 2 * BLOCK
+    assert 0 < usage.completion_tokens <= 8
+    assert completion.choices[0].finish_reason in ("stop", "length")
+    assert real.stored(completion.id)["completion_tokens"] == usage.completion_tokens
+
+    stream = client.chat.completions.create(
+        model=real.model,
+        messages=messages,
+        max_tokens=8,
+        temperature=0,
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    chunks = list(stream)
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == completion.choices[0].message.content  # greedy: the same answer
+    last = chunks[-1].usage
+    assert last is not None
+    assert last.completion_tokens == usage.completion_tokens
+    # the same prompt again: its whole blocks come from vLLM's prefix cache
+    assert last.prompt_tokens_details is not None
+    cached = last.prompt_tokens_details.cached_tokens or 0
+    assert cached >= (usage.prompt_tokens // BLOCK - 1) * BLOCK
+    assert cached > 0
+
+
+@pytest.mark.vllm
+def test_a_dropped_client_aborts_the_real_engine_request(real: LiveServer) -> None:
+    key = real.key("vllm-gone")
+    body = {
+        "model": real.model,
+        "messages": [{"role": "user", "content": "Tell me everything about shipping."}],
+        "max_tokens": 1500,
+        "stream": True,
+    }
+    with httpx.stream(
+        "POST",
+        f"{real.base_url}/v1/chat/completions",
+        json=body,
+        headers={"Authorization": f"Bearer {key}"},
+        timeout=60,
+    ) as response:
+        first = next(line for line in response.iter_lines() if line.startswith("data: "))
+    completion_id = httpx.Response(200, content=first.removeprefix("data: ")).json()["id"]
+
+    stored = wait_until(
+        "the answer to be stored",
+        lambda: (row := real.stored(completion_id)).get("status") != "streaming" and row,
+        timeout=30,
+    )
+    assert (stored["status"], stored["error_code"], stored["finish_reason"]) == (
+        "stopped",
+        "client_disconnected",
+        "abort",
+    )
+    assert 0 < int(str(stored["completion_tokens"])) < 1500
