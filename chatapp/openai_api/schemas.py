@@ -74,6 +74,7 @@ class ChatCompletionRequest(_Strict):
     response_format: dict[str, Any] | None = None
     service_tier: str | None = None
     modalities: list[str] | None = None
+    ignore_eos: bool | None = None  # vLLM's extension; generation always stops at the end
     # Extensions (docs/api.md): templates by reference, skipping the FAQ cache, priority.
     template: TemplateRef | None = None
     faq: bool = True
@@ -97,6 +98,7 @@ NEUTRAL: dict[str, tuple[Any, ...]] = {
     "response_format": (None, {"type": "text"}),
     "service_tier": (None, "auto", "default"),
     "modalities": (None, ["text"]),
+    "ignore_eos": (None, False),
 }
 
 
