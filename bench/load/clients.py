@@ -174,6 +174,9 @@ class WebSocketClient:
                         outcome.completion_tokens = usage.get("completion_tokens")
                         outcome.source = reply.get("source")
                         outcome.finish_reason = reply.get("finish_reason")
+                        timings = reply.get("timings") or {}
+                        outcome.queue_wait_ms = timings.get("queue_wait_ms")
+                        outcome.server_ttft_ms = timings.get("ttft_ms")
                         if reply.get("status") != "complete":
                             outcome.status = "error"
                             outcome.error = f"status {reply.get('status')}"

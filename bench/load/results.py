@@ -56,6 +56,10 @@ class Outcome:
     completion_tokens: int | None = None
     source: str | None = None  # "model" / "faq" from chat.done; "model" in OpenAI mode
     finish_reason: str | None = None
+    # the app's own view (chat.done timings): waiting for a worker, and the worker's TTFT
+    # (its FAQ lookup included)
+    queue_wait_ms: float | None = None
+    server_ttft_ms: float | None = None
     answer: str = ""
 
     @property

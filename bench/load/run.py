@@ -193,6 +193,33 @@ def paired_ttft(
     return f"TTFT {a}/{b}, median of per-request ratios, model-answered only: " + "; ".join(parts)
 
 
+def app_split(
+    outcomes: Mapping[str, Mapping[float, Sequence[Outcome]]], *, config: str
+) -> str | None:
+    """Where a model answer's TTFT goes inside the app (medians per load): waiting for a
+    worker (`queue_wait_ms`), the worker's own TTFT (FAQ lookup + engine), and the rest
+    (consumer, database, channel layer, socket)."""
+    parts = []
+    for load, mine in sorted(outcomes.get(config, {}).items()):
+        rows = [
+            (o.ttft_s * 1000, o.queue_wait_ms, o.server_ttft_ms)
+            for o in mine
+            if o.status == "ok"
+            and o.source == "model"
+            and o.ttft_s is not None
+            and o.queue_wait_ms is not None
+            and o.server_ttft_ms is not None
+        ]
+        if rows:
+            wait = harness.median([r[1] for r in rows])
+            worker = harness.median([r[2] for r in rows])
+            rest = harness.median([r[0] - r[1] - r[2] for r in rows])
+            parts.append(f"{load:g}: queue {wait:.0f}, worker {worker:.0f}, rest {rest:.0f}")
+    if not parts:
+        return None
+    return f"{config}, model answers, TTFT split (median ms): " + "; ".join(parts)
+
+
 def markdown(
     *,
     args: argparse.Namespace,
@@ -239,8 +266,9 @@ def markdown(
     checks = [
         same_answers(outcomes, a="full", b="vllm"),
         same_answers(outcomes, a="baseline", b="vllm"),
-        paired_ttft(outcomes, a="full", b="vllm"),
-        paired_ttft(outcomes, a="baseline", b="vllm"),
+        same_answers(outcomes, a="nofaq", b="vllm"),
+        *(paired_ttft(outcomes, a=a, b="vllm") for a in ("full", "nofaq", "baseline")),
+        *(app_split(outcomes, config=c) for c in ("full", "nofaq", "baseline")),
     ]
     lines += [f"- {c}" for c in checks if c]
     lines += [f"- plot: `{p.name}`" for p in plots]

@@ -6,6 +6,8 @@
 * `baseline`: the same app with those three off: `CHAT_FAQ_ENABLED=0` and `INFERENCE_FAQ=0`
   (no lookup, no embedder), `VLLM_PREFIX_CACHING=0`, `INFERENCE_COALESCE_MS=0` with
   `INFERENCE_COALESCE_TOKENS=1` (every engine delta is sent as it comes).
+* `nofaq`: `full` without the FAQ cache (what the lookup before every standalone question
+  costs a model answer).
 * `vllm`: vLLM's own OpenAI server (`python -m vllm.entrypoints.openai.api_server`) on the
   same model folder with the same engine sizes (`EngineSettings.from_env`: max_num_seqs,
   max_num_batched_tokens, max_model_len, KV cache GiB, eager, bf16, priority scheduling),
@@ -51,17 +53,18 @@ from bench.load.workload import TEMPLATE_NAME, WorkItem
 from inference.prompt_format import PromptFormat
 from inference.settings import EngineSettings
 
-ConfigName = Literal["full", "baseline", "vllm", "external"]
-CONFIG_NAMES: tuple[ConfigName, ...] = ("full", "baseline", "vllm", "external")
+ConfigName = Literal["full", "baseline", "nofaq", "vllm", "external"]
+CONFIG_NAMES: tuple[ConfigName, ...] = ("full", "baseline", "nofaq", "vllm", "external")
 CONFIG_LABELS: dict[str, str] = {
     "full": "our app, everything on (FAQ cache, prefix caching, coalescing 15 ms / 8 tokens)",
     "baseline": "our app, FAQ cache, prefix caching and coalescing off",
+    "nofaq": "our app, everything on but the FAQ cache (what the lookup costs)",
     "vllm": "vLLM's own OpenAI server, same model and engine sizes, prefix caching on",
     "external": "an OpenAI-compatible server already running (--external-url)",
 }
+NO_FAQ_ENV = {"CHAT_FAQ_ENABLED": "0", "INFERENCE_FAQ": "0"}
 BASELINE_ENV = {
-    "CHAT_FAQ_ENABLED": "0",
-    "INFERENCE_FAQ": "0",
+    **NO_FAQ_ENV,
     "VLLM_PREFIX_CACHING": "0",
     "INFERENCE_COALESCE_MS": "0",
     "INFERENCE_COALESCE_TOKENS": "1",
@@ -124,6 +127,8 @@ def app_env(*, name: str, data_dir: Path, options: RunOptions) -> dict[str, str]
     }
     if name == "baseline":
         env |= BASELINE_ENV
+    elif name == "nofaq":
+        env |= NO_FAQ_ENV
     return env
 
 
@@ -355,7 +360,7 @@ async def external_target(
 def started(
     name: str, *, options: RunOptions, prompt_format: PromptFormat
 ) -> contextlib.AbstractAsyncContextManager[Target]:
-    if name in ("full", "baseline"):
+    if name in ("full", "baseline", "nofaq"):
         return app_target(name=name, options=options)
     if name == "vllm":
         return vllm_target(options=options, prompt_format=prompt_format)
