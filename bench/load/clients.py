@@ -212,6 +212,7 @@ class OpenAIClient:
         max_tokens: int,
         stop: Sequence[str],
         api_key: str | None = None,
+        template_id: int | None = None,
     ) -> None:
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.http = httpx.AsyncClient(
@@ -225,6 +226,8 @@ class OpenAIClient:
         self.prompt_of = prompt_of
         self.max_tokens = max_tokens
         self.stop = list(stop)
+        # our own API: template requests by reference (`template` extension), as the page does
+        self.template_id = template_id
 
     def body(self, item: WorkItem) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -232,12 +235,16 @@ class OpenAIClient:
             "max_tokens": self.max_tokens,
             "temperature": 0.0,
             "top_p": 1.0,
-            "stop": self.stop,
             "stream": True,
             "stream_options": {"include_usage": True},
         }
+        if self.stop:  # our API applies the model's own stops and refuses others
+            body["stop"] = self.stop
         if self.api == "completions":
             body["prompt"] = self.prompt_of(item)
+        elif item.kind == "template" and self.template_id is not None:
+            body["template"] = {"id": self.template_id, "variables": dict(item.variables or {})}
+            body["messages"] = []
         else:
             body["messages"] = item.chat_messages()
         return body
@@ -259,6 +266,8 @@ class OpenAIClient:
                 if data == "[DONE]":
                     break
                 chunk = json.loads(data)
+                if chunk.get("system_fingerprint") == "faq":  # our API's FAQ-answer marker
+                    outcome.source = "faq"
                 for choice in chunk.get("choices") or []:
                     text: str | None
                     if self.api == "completions":
@@ -276,7 +285,7 @@ class OpenAIClient:
                     details = usage.get("prompt_tokens_details") or {}
                     outcome.cached_prompt_tokens = details.get("cached_tokens")
         stream.end()
-        outcome.source = "model"
+        outcome.source = outcome.source or "model"
 
     async def close(self) -> None:
         await self.http.aclose()

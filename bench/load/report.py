@@ -118,6 +118,9 @@ def plot(
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
+
+    plain = FuncFormatter(lambda value, _pos: f"{value:g}")  # 0.5, 1, 2 rather than 10^0
 
     paths = []
     fig, ax = plt.subplots(figsize=(7, 4.5))
@@ -141,6 +144,8 @@ def plot(
     ax.set_xlabel(load_label)
     ax.set_ylabel("TTFT (s)")
     ax.set_yscale("log")
+    ax.yaxis.set_major_formatter(plain)
+    ax.yaxis.set_minor_formatter(plain)
     ax.set_title("TTFT vs load")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
@@ -160,6 +165,8 @@ def plot(
             fractions = [(i + 1) / len(values) for i in range(len(values))]
             ax.step(values, fractions, where="post", label=config)
     ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(plain)
+    ax.xaxis.set_minor_formatter(plain)
     ax.set_xlabel("TTFT (s)")
     ax.set_ylabel("fraction of requests")
     ax.set_title(f"TTFT CDF at {load_label} = {cdf_load:g}")

@@ -13,7 +13,10 @@ app's own models and services:
   `template_publish` (its prefix warm-up times out here, no worker runs yet; the bench's own
   warm-up requests warm the prefix instead).
 
-Prints one JSON line: {"cookies": [session ids]}.
+* `--api-key`: an API key of user `load-api` for the OpenAI-compatible API, with limits
+  above any load the bench offers.
+
+Prints one JSON line: {"cookies": [session ids], "api_key": the key or null}.
 """
 
 from __future__ import annotations
@@ -65,11 +68,24 @@ def publish_template() -> None:
     services.template_publish(template=template, user=None)
 
 
+def create_api_key(max_concurrent: int) -> str:
+    from django.contrib.auth.models import User
+
+    from chatapp.apikeys.services import api_key_create
+
+    user = User.objects.create_user("load-api")
+    issued = api_key_create(
+        user=user, name="load bench", rate_limit=100_000, max_concurrent=max_concurrent
+    )
+    return issued.secret
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--users", type=int, required=True)
     parser.add_argument("--faq", action="store_true")
     parser.add_argument("--template", action="store_true")
+    parser.add_argument("--api-key", action="store_true")
     args = parser.parse_args(argv)
 
     import django
@@ -83,7 +99,8 @@ def main(argv: list[str]) -> int:
         create_faq_entries()
     if args.template:
         publish_template()
-    print(json.dumps({"cookies": cookies}), flush=True)
+    api_key = create_api_key(args.users) if args.api_key else None
+    print(json.dumps({"cookies": cookies, "api_key": api_key}), flush=True)
     return 0
 
 

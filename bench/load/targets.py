@@ -8,6 +8,9 @@
   `INFERENCE_COALESCE_TOKENS=1` (every engine delta is sent as it comes).
 * `nofaq`: `full` without the FAQ cache (what the lookup before every standalone question
   costs a model answer).
+* `api`: `full` driven over the app's own OpenAI-compatible API (`/v1/chat/completions`
+  with an API key; template requests by reference, `template` + variables) by the same
+  client as `vllm`.
 * `vllm`: vLLM's own OpenAI server (`python -m vllm.entrypoints.openai.api_server`) on the
   same model folder with the same engine sizes (`EngineSettings.from_env`: max_num_seqs,
   max_num_batched_tokens, max_model_len, KV cache GiB, eager, bf16, priority scheduling),
@@ -53,12 +56,13 @@ from bench.load.workload import TEMPLATE_NAME, WorkItem
 from inference.prompt_format import PromptFormat
 from inference.settings import EngineSettings
 
-ConfigName = Literal["full", "baseline", "nofaq", "vllm", "external"]
-CONFIG_NAMES: tuple[ConfigName, ...] = ("full", "baseline", "nofaq", "vllm", "external")
+ConfigName = Literal["full", "baseline", "nofaq", "api", "vllm", "external"]
+CONFIG_NAMES: tuple[ConfigName, ...] = ("full", "baseline", "nofaq", "api", "vllm", "external")
 CONFIG_LABELS: dict[str, str] = {
     "full": "our app, everything on (FAQ cache, prefix caching, coalescing 15 ms / 8 tokens)",
     "baseline": "our app, FAQ cache, prefix caching and coalescing off",
     "nofaq": "our app, everything on but the FAQ cache (what the lookup costs)",
+    "api": "our app as `full`, over its OpenAI-compatible API (/v1/chat/completions, API key)",
     "vllm": "vLLM's own OpenAI server, same model and engine sizes, prefix caching on",
     "external": "an OpenAI-compatible server already running (--external-url)",
 }
@@ -132,11 +136,20 @@ def app_env(*, name: str, data_dir: Path, options: RunOptions) -> dict[str, str]
     return env
 
 
-def seed_app(*, env: Mapping[str, str], users: int, faq: bool) -> list[str]:
-    """Migrate, create the users' sessions, the FAQ entries and the template (subprocess)."""
+@dataclass(frozen=True, kw_only=True)
+class Seeded:
+    cookies: list[str]
+    api_key: str | None
+
+
+def seed_app(*, env: Mapping[str, str], users: int, faq: bool, api_key: bool) -> Seeded:
+    """Migrate, create the users' sessions, the FAQ entries, the template and an API key
+    (in a subprocess with the server's environment)."""
     args = [sys.executable, "-m", "bench.load.seed", "--users", str(users), "--template"]
     if faq:
         args.append("--faq")
+    if api_key:
+        args.append("--api-key")
     result = subprocess.run(
         args,
         cwd=harness.REPO_ROOT,
@@ -147,8 +160,8 @@ def seed_app(*, env: Mapping[str, str], users: int, faq: bool) -> list[str]:
     )
     if result.returncode != 0:
         raise RuntimeError(f"seeding failed:\n{result.stdout[-2000:]}\n{result.stderr[-4000:]}")
-    cookies: list[str] = json.loads(result.stdout.strip().splitlines()[-1])["cookies"]
-    return cookies
+    seeded = json.loads(result.stdout.strip().splitlines()[-1])
+    return Seeded(cookies=list(seeded["cookies"]), api_key=seeded["api_key"])
 
 
 async def wait_for_log(server: harness.ServerProcess, text: str, *, timeout_s: float) -> None:
@@ -160,7 +173,7 @@ async def wait_for_log(server: harness.ServerProcess, text: str, *, timeout_s: f
         await asyncio.sleep(0.25)
 
 
-async def wait_for_faq(client: WebSocketClient) -> None:
+async def wait_for_faq(client: Client) -> None:
     """The worker loads the FAQ entries from a snapshot after it starts: ask an entry's own
     question until the FAQ answers it."""
     item = WorkItem(index=-1, kind="faq", text=FAQS[0].question, faq_index=0)
@@ -179,32 +192,53 @@ async def app_target(*, name: str, options: RunOptions) -> AsyncIterator[Target]
     started = time.monotonic()
     data_dir = Path(tempfile.mkdtemp(prefix=f"load-{name}-"))
     env = app_env(name=name, data_dir=data_dir, options=options)
-    cookies = await asyncio.to_thread(
-        seed_app, env=env, users=options.max_sockets, faq=name == "full"
+    seeded = await asyncio.to_thread(
+        seed_app,
+        env=env,
+        users=options.max_sockets,
+        faq=name in ("full", "api"),
+        api_key=name == "api",
     )
+    cookies = seeded.cookies
     port = harness.free_port()
     log_path = options.results_stem.with_name(f"{options.results_stem.name}.{name}.server.log")
     server = harness.ServerProcess(
         args=[sys.executable, "manage.py", "serve", "--port", str(port)], env=env, log_path=log_path
     )
     server.start()
-    pool = SocketPool(
-        url=f"ws://127.0.0.1:{port}/ws/chat/", origin=f"http://127.0.0.1:{port}", cookies=cookies
-    )
+    base_url = f"http://127.0.0.1:{port}"
+    pool = SocketPool(url=f"ws://127.0.0.1:{port}/ws/chat/", origin=base_url, cookies=cookies)
+    api: OpenAIClient | None = None
     try:
         await wait_for_log(server, "Ready:", timeout_s=options.ready_timeout_s)
-        await pool.open(min(8, options.max_sockets))
         template = await fetch_template_ref(
-            base_url=f"http://127.0.0.1:{port}", cookie=cookies[0], name=TEMPLATE_NAME
+            base_url=base_url, cookie=cookies[0], name=TEMPLATE_NAME
         )
-        client = WebSocketClient(pool=pool, template=template)
-        if name == "full":
+        client: Client
+        if name == "api":
+            assert seeded.api_key is not None
+            client = api = OpenAIClient(
+                base_url=base_url,
+                model=options.model_dir.name,  # the API serves the model folder's name
+                api="chat",
+                prompt_of=lambda item: item.text,  # unused: the chat API takes messages
+                max_tokens=options.max_tokens,
+                stop=[],  # the server applies the model's own stop strings
+                api_key=seeded.api_key,
+                template_id=template.id,
+            )
+        else:
+            await pool.open(min(8, options.max_sockets))
+            client = WebSocketClient(pool=pool, template=template)
+        if name in ("full", "api"):
             await wait_for_faq(client)
         yield Target(
             name=name, client=client, startup_s=time.monotonic() - started, log_path=log_path
         )
     finally:
         await pool.close()
+        if api is not None:
+            await api.close()
         killed = await asyncio.to_thread(server.stop)
         if killed:
             print(f"warning: SIGKILLed leftover {name} processes {killed}", flush=True)
@@ -360,7 +394,7 @@ async def external_target(
 def started(
     name: str, *, options: RunOptions, prompt_format: PromptFormat
 ) -> contextlib.AbstractAsyncContextManager[Target]:
-    if name in ("full", "baseline", "nofaq"):
+    if name in ("full", "baseline", "nofaq", "api"):
         return app_target(name=name, options=options)
     if name == "vllm":
         return vllm_target(options=options, prompt_format=prompt_format)

@@ -86,3 +86,41 @@ def test_a_bad_mix_is_refused_with_a_reason(raw: str) -> None:
 def test_bad_rates_are_refused(raw: str) -> None:
     with pytest.raises(ValueError, match="--rates"):
         parse_numbers(raw, name="--rates")
+
+
+async def test_openai_bodies_carry_the_apps_prompt_or_the_template_reference() -> None:
+    from bench.load.clients import OpenAIClient
+
+    items = make_items(seed=4, count=30, mix=parse_mix("faq=1,template=1"))
+    faq = next(item for item in items if item.kind == "faq")
+    templated = next(item for item in items if item.kind == "template")
+    vllm = OpenAIClient(
+        base_url="http://127.0.0.1:9",
+        model="m",
+        api="completions",
+        prompt_of=lambda item: item.prompt(FORMAT),
+        max_tokens=32,
+        stop=FORMAT.stop,
+    )
+    ours = OpenAIClient(
+        base_url="http://127.0.0.1:9",
+        model="m",
+        api="chat",
+        prompt_of=lambda item: item.text,
+        max_tokens=32,
+        stop=[],
+        template_id=7,
+    )
+    try:
+        body = vllm.body(templated)
+        assert body["prompt"] == templated.prompt(FORMAT)
+        assert (body["max_tokens"], body["temperature"], body["stop"]) == (32, 0.0, ["\n"])
+        assert body["stream"] is True
+        chat = ours.body(templated)
+        assert chat["template"] == {"id": 7, "variables": dict(templated.variables or {})}
+        assert chat["messages"] == []
+        assert "stop" not in chat  # the app applies the model's stops itself
+        assert ours.body(faq)["messages"] == [{"role": "user", "content": faq.text}]
+    finally:
+        await vllm.close()
+        await ours.close()
