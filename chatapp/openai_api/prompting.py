@@ -51,6 +51,13 @@ def prompt_build(request: ChatCompletionRequest) -> ApiPrompt:
     turns: list[ChatTurn] = []
     if version is not None:
         body = _template_body(request, version)
+        if len(body) > settings.CHAT_MAX_MESSAGE_CHARS:
+            raise invalid(
+                f"The rendered template is longer than {settings.CHAT_MAX_MESSAGE_CHARS} "
+                "characters.",
+                param="template.variables",
+                code="too_large",
+            )
         if body.strip():
             turns.append(ChatTurn(role="user", content=body))
     for index, message in enumerate(request.messages):

@@ -154,6 +154,17 @@ def _failed(end: LoggedEnd) -> ApiError:
     )
 
 
+@api_view("GET", "POST", "PUT", "PATCH", "DELETE")
+async def not_found(request: HttpRequest, rest: str) -> HttpResponseBase:
+    raise ApiError(
+        status=404,
+        type="not_found_error",
+        code="unknown_url",
+        message=f"Unknown API path {request.path[:200]}: this server has /v1/chat/completions "
+        "and /v1/models.",
+    )
+
+
 def _model_card() -> ModelCard:
     return ModelCard(id=settings.CHAT_API_MODEL, created=_STARTED)
 

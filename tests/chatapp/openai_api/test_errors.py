@@ -204,3 +204,19 @@ async def test_the_openai_client_raises_its_typed_errors(
     async with openai_client("ick_deadbeef_wrong") as bad:
         with pytest.raises(openai.AuthenticationError):
             await bad.models.list()
+
+
+async def test_unknown_paths_and_oversized_bodies_answer_in_the_error_shape(
+    http: httpx.AsyncClient, api_key: Key
+) -> None:
+    missing = await http.post("/v1/completions", json={}, headers=api_key.headers)
+    assert missing.status_code == 404
+    assert error_of(missing)["code"] == "unknown_url"
+
+    huge = await http.post(
+        "/v1/chat/completions",
+        json=chat("x" * (settings.DATA_UPLOAD_MAX_MEMORY_SIZE + 10)),
+        headers=api_key.headers,
+    )
+    assert huge.status_code == 413
+    assert error_of(huge)["code"] == "request_too_large"
