@@ -73,7 +73,13 @@ class LiveServer:
         return dict(row) if row is not None else {}
 
 
-def serve(data_dir: Path, extra_env: dict[str, str], ready_timeout: float) -> Iterator[LiveServer]:
+def serve(
+    data_dir: Path,
+    extra_env: dict[str, str],
+    ready_timeout: float,
+    *,
+    separate_worker: bool = False,
+) -> Iterator[LiveServer]:
     env = {
         **{k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL")},
         "DJANGO_SETTINGS_MODULE": "chatapp.settings.local",
@@ -89,16 +95,33 @@ def serve(data_dir: Path, extra_env: dict[str, str], ready_timeout: float) -> It
         [*manage, "migrate", "--noinput"], env=env, check=True, cwd=REPO, capture_output=True
     )
     port = free_port()
+    procs: list[subprocess.Popen[str]] = []
+    if separate_worker:  # the multi-process topology: workers consume the Redis channel layer
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "inference"],
+            env=env,
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        procs.append(worker)
     proc = subprocess.Popen(
-        [*manage, "serve", "--port", str(port)],
+        [*manage, "serve", "--port", str(port), *(["--no-worker"] if separate_worker else [])],
         env=env,
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
     )
+    procs.append(proc)
     try:
-        wait_for_line(proc, rf"Ready: open http://127\.0\.0\.1:{port}/", ready_timeout)
+        if separate_worker:
+            wait_for_line(proc, rf"Serving on http://127\.0\.0\.1:{port}/", ready_timeout)
+            wait_for_line(procs[0], r"Inference worker ready", ready_timeout)
+            keep_draining(procs[0])
+        else:
+            wait_for_line(proc, rf"Ready: open http://127\.0\.0\.1:{port}/", ready_timeout)
         output = keep_draining(proc)
         model = env.get("CHAT_API_MODEL") or Path(env.get("MODEL") or "gemma-3-270m").name
         yield LiveServer(
@@ -109,17 +132,38 @@ def serve(data_dir: Path, extra_env: dict[str, str], ready_timeout: float) -> It
             output=output,
         )
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=20)
+        for running in procs:
+            running.terminate()
+        for running in procs:
+            try:
+                running.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                running.kill()
+                running.wait(timeout=20)
 
 
 @pytest.fixture(scope="module")
 def scripted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     yield from serve(tmp_path_factory.mktemp("api-scripted"), {"INFERENCE_ENGINE": "scripted"}, 60)
+
+
+REDIS_URL = "redis://127.0.0.1:6379/13"
+
+
+@pytest.fixture(scope="module")
+def over_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    import redis
+
+    try:
+        redis.Redis.from_url(REDIS_URL).flushdb()
+    except redis.ConnectionError as exc:
+        pytest.fail(f"this test needs Redis on 127.0.0.1:6379 (.ci/run starts it): {exc}")
+    yield from serve(
+        tmp_path_factory.mktemp("api-redis"),
+        {"INFERENCE_ENGINE": "scripted", "REDIS_URL": REDIS_URL},
+        90,
+        separate_worker=True,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -237,6 +281,41 @@ def test_a_rate_limited_key_gets_429_with_retry_after(scripted: LiveServer) -> N
 BLOCK = 128  # vLLM's CPU block size: only whole blocks are cached
 # A client's own system prompt: long enough for a few whole blocks of the prefix cache.
 SYSTEM = " ".join(f"Rule {i}: answer politely and briefly about orders." for i in range(60))
+
+
+@pytest.mark.redis
+def test_web_and_worker_in_separate_processes_over_redis(over_redis: LiveServer) -> None:
+    client = over_redis.client(over_redis.key("redis"))
+    messages: list[openai.types.chat.ChatCompletionMessageParam] = [
+        {"role": "user", "content": "is my parcel on its way"}
+    ]
+    completion = client.chat.completions.create(model=over_redis.model, messages=messages)
+    assert completion.choices[0].message.content == "You said: is my parcel on its way"
+    stream = client.chat.completions.create(model=over_redis.model, messages=messages, stream=True)
+    text = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
+    assert text == "You said: is my parcel on its way"
+
+    key = over_redis.key("redis-gone")
+    body = {
+        "model": over_redis.model,
+        "messages": [{"role": "user", "content": "[[slow]] " + " ".join(["w"] * 400)}],
+        "stream": True,
+    }
+    with httpx.stream(
+        "POST",
+        f"{over_redis.base_url}/v1/chat/completions",
+        json=body,
+        headers={"Authorization": f"Bearer {key}"},
+        timeout=30,
+    ) as response:
+        first = next(line for line in response.iter_lines() if line.startswith("data: "))
+    completion_id = httpx.Response(200, content=first.removeprefix("data: ")).json()["id"]
+    stored = wait_until(
+        "the answer to be stored as stopped",
+        lambda: (row := over_redis.stored(completion_id)).get("status") != "streaming" and row,
+        timeout=15,
+    )
+    assert (stored["status"], stored["finish_reason"]) == ("stopped", "abort")
 
 
 @pytest.mark.vllm
