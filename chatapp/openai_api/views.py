@@ -95,8 +95,8 @@ async def chat_completions(request: HttpRequest) -> HttpResponseBase:
     prompt = await database_sync_to_async(prompt_build)(parsed)
     # A request may ask for background on its own, never to be ahead of its key's priority.
     background = "background" in (key.priority, parsed.priority)
-    answer: ApiAnswer | None = await answer_start(key=key, prompt=prompt, background=background)
-    assert answer is not None
+    answer = await answer_start(key=key, prompt=prompt, background=background)
+    streaming = False
     try:
         entries = answer.entries()
         # Wait for the first entry before answering, so that an answer that fails before its
@@ -119,11 +119,11 @@ async def chat_completions(request: HttpRequest) -> HttpResponseBase:
         )
         response["Cache-Control"] = "no-cache"
         response["X-Accel-Buffering"] = "no"  # nginx: pass events through at once
-        answer = None  # the stream owns it now and stops it when the client leaves
+        streaming = True  # the stream owns the answer now and stops it if the client leaves
         return response
     finally:
         # Client gone (Django cancels this task), an error, or done: never leave it running.
-        if answer is not None:
+        if not streaming:
             await answer.close()
 
 
