@@ -77,17 +77,26 @@ class ApiAnswer:
         resyncing = False
         # The relay says it is alive every CHAT_RELAY_HEARTBEAT_S; silence means it died.
         silence_s = settings.CHAT_STALL_TIMEOUT_S + 2 * settings.CHAT_RELAY_HEARTBEAT_S
+        last_heard = time.monotonic()
         while True:
-            try:
-                async with asyncio.timeout(silence_s):
-                    raw = await layer.receive(self.channel)
-            except TimeoutError:
+            waited = time.monotonic() - last_heard
+            if waited >= silence_s:
                 logger.warning(
                     "relay silent for answer %s: storing it from its log", self.message_id
                 )
                 self.ended = True
                 yield await answer_abandon(log=self.runtime.log, message_id=self.message_id)
                 return
+            try:
+                async with asyncio.timeout(silence_s - waited):
+                    raw = await layer.receive(self.channel)
+            except TimeoutError:
+                continue
+            except Exception as exc:  # Redis restarting: keep trying until the silence limit
+                logger.warning("receive for answer %s failed: %s", self.message_id, exc)
+                await asyncio.sleep(0.2)
+                continue
+            last_heard = time.monotonic()
             if raw.get("type") == "answer.alive":  # AnswerAlive: the relay is still there
                 continue
             try:

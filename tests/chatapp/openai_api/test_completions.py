@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import httpx
 import openai
@@ -204,3 +205,34 @@ async def test_a_dropped_client_aborts_the_engine_request(
     finally:
         app.cancel()
         await answer_runtime_close()
+
+
+async def test_a_request_whose_relay_dies_fails_instead_of_hanging(
+    http: httpx.AsyncClient, api_key: Key, scripted_worker: RunningWorker, settings: Any
+) -> None:
+    import asyncio
+
+    from chatapp.answers.runtime import answer_runtime
+
+    settings.CHAT_STALL_TIMEOUT_S = 0.5  # silence limit: 0.5 + 2 x 0.5 s relay heartbeat
+    runtime = await answer_runtime()
+    request = asyncio.create_task(
+        http.post(
+            "/v1/chat/completions",
+            json=chat("[[slow]] " + " ".join(["word"] * 200)),
+            headers=api_key.headers,
+        )
+    )
+    for _ in range(100):
+        if scripted_worker.worker.active_requests == 1:
+            break
+        await asyncio.sleep(0.02)
+    runtime.task.cancel()  # the relay is gone: nothing will reach the request any more
+
+    response = await asyncio.wait_for(request, 10)
+    assert response.status_code == 500
+    assert response.json()["error"]["code"] == "interrupted"
+    message = await sync_to_async(Message.objects.get)(
+        role="assistant", conversation__owner=api_key.key.user
+    )
+    assert (message.status, message.error_code) == ("failed", "interrupted")
