@@ -220,3 +220,73 @@ async def test_unknown_paths_and_oversized_bodies_answer_in_the_error_shape(
     )
     assert huge.status_code == 413
     assert error_of(huge)["code"] == "request_too_large"
+
+
+async def test_a_full_service_is_429_server_busy(http: httpx.AsyncClient) -> None:
+    """One running slot and no queue in the whole service: a second request is refused."""
+    import contextlib
+
+    from channels.layers import get_channel_layer
+
+    from inference.engines.scripted import ScriptedEngine
+    from inference.transport import Transport
+    from inference.worker import InferenceWorker
+    from tests.conftest import worker_settings
+
+    worker = InferenceWorker(
+        engine=ScriptedEngine(),
+        transport=Transport(layer=get_channel_layer()),
+        settings=worker_settings(max_active=1, max_queue=0),
+    )
+    task = asyncio.create_task(worker.run())
+    try:
+        await asyncio.wait_for(worker.ready.wait(), 5)
+        await asyncio.sleep(0.2)  # its first announcement
+        key = await sync_to_async(key_create)("busy", max_concurrent=10)
+        slow = asyncio.create_task(
+            http.post(
+                "/v1/chat/completions",
+                json=chat("[[slow]] " + " ".join(["word"] * 20)),
+                headers=key.headers,
+            )
+        )
+        for _ in range(100):
+            if worker.active_requests == 1:
+                break
+            await asyncio.sleep(0.02)
+        response = await http.post("/v1/chat/completions", json=chat("hi"), headers=key.headers)
+        assert response.status_code == 429
+        assert error_of(response)["code"] == "server_busy"
+        assert int(response.headers["Retry-After"]) == settings.CHAT_BUSY_RETRY_AFTER_S
+        assert (await slow).status_code == 200
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def test_an_engine_failure_is_500_or_an_error_event_mid_stream(
+    http: httpx.AsyncClient,
+    client: openai.AsyncOpenAI,
+    api_key: Key,
+    scripted_worker: RunningWorker,
+) -> None:
+    # the scripted engine fails after two words: the stream has started by then
+    stream = await client.chat.completions.create(
+        model=settings.CHAT_API_MODEL,
+        messages=[{"role": "user", "content": "[[fail]] please"}],
+        stream=True,
+    )
+    received: list[str] = []
+    with pytest.raises(openai.APIError) as caught:
+        async for chunk in stream:
+            received.append(chunk.choices[0].delta.content or "")
+    assert "".join(received).startswith("You said")
+    assert "model failed" in caught.value.message
+
+    response = await http.post(
+        "/v1/chat/completions", json=chat("[[fail]] please"), headers=api_key.headers
+    )
+    assert response.status_code == 500
+    error = error_of(response)
+    assert (error["type"], error["code"]) == ("server_error", "engine")
