@@ -1,17 +1,22 @@
-"""API keys in Django admin: create (the full key is shown once, in the confirmation
-message), edit limits and priority, revoke."""
+"""API keys in Django admin: create (the full key is shown once, on the page that answers the
+add form), edit limits and priority, revoke."""
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.forms import ModelForm
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
 
 from chatapp.apikeys import services
 from chatapp.apikeys.models import ApiKey
+
+# The secret issued while saving, until `response_add` of the same request shows it.
+_issued: weakref.WeakKeyDictionary[HttpRequest, str] = weakref.WeakKeyDictionary()
 
 
 @admin.register(ApiKey)
@@ -58,12 +63,33 @@ class ApiKeyAdmin(admin.ModelAdmin[ApiKey]):
         if change:
             super().save_model(request, obj, form, change)
             return
-        secret = services.api_key_issue(key=obj)
         # The only time the key exists in full: it is not stored, so it cannot be shown again.
-        messages.warning(
+        # It goes straight into this response (`response_add`), never into a message cookie
+        # or the session.
+        _issued[request] = services.api_key_issue(key=obj)
+
+    def response_add(
+        self, request: HttpRequest, obj: ApiKey, post_url_continue: str | None = None
+    ) -> HttpResponse:
+        secret = _issued.pop(request, None)
+        if secret is None:  # pragma: no cover - save_model always issues one on add
+            return super().response_add(request, obj, post_url_continue)
+        response = TemplateResponse(
             request,
-            f"Copy the new API key now, it will not be shown again: {secret}",
+            "apikeys/created.html",
+            {
+                **self.admin_site.each_context(request),
+                # Every variable the admin base template reads: Django's template engine logs
+                # a missing one at DEBUG together with the whole context, secret included.
+                "title": "New API key",
+                "subtitle": None,
+                "content_title": None,
+                "key": obj,
+                "secret": secret,
+            },
         )
+        response["Cache-Control"] = "no-store"
+        return response
 
     @admin.action(description="Revoke the selected keys (they stop working at once)")
     def revoke(self, request: HttpRequest, queryset: QuerySet[ApiKey]) -> None:
