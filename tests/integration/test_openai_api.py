@@ -386,3 +386,22 @@ def test_a_dropped_client_aborts_the_real_engine_request(real: LiveServer) -> No
         "abort",
     )
     assert 0 < int(str(stored["completion_tokens"])) < 1500
+
+
+@pytest.mark.vllm
+def test_a_conversation_longer_than_the_context_is_a_clear_error(real: LiveServer) -> None:
+    client = real.client(real.key("vllm-long"))
+    turn = " ".join(f"order{i}" for i in range(700))  # ~1500 tokens, under 8000 characters
+    messages: list[openai.types.chat.ChatCompletionMessageParam] = [
+        {"role": "user", "content": turn},
+        {"role": "assistant", "content": "Noted."},
+        {"role": "user", "content": turn},
+    ]
+    with pytest.raises(openai.APIStatusError) as caught:
+        client.chat.completions.create(model=real.model, messages=messages, max_tokens=4)
+    # The engine refuses the prompt before generating; the worker reports every engine error
+    # as `engine`, so the API cannot tell it from a crash yet (400 would be better; see
+    # docs/api.md). What matters here: a clear error at once, nothing hangs or is half-stored.
+    assert caught.value.status_code == 500
+    assert caught.value.code == "engine"
+    assert "ValidationError" in caught.value.message
