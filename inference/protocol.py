@@ -22,7 +22,8 @@ INTERACTIVE_PRIORITY = 0
 BACKGROUND_PRIORITY = 10
 
 FinishReason = Literal["stop", "length", "abort"]
-ErrorCode = Literal["invalid_request", "engine", "overloaded", "internal"]
+# context_length: the prompt does not fit the model (the conversation is too long)
+ErrorCode = Literal["invalid_request", "context_length", "engine", "overloaded", "internal"]
 
 
 class WireMessage(BaseModel):

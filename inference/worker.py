@@ -24,7 +24,13 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from inference import metrics
-from inference.engines.base import Engine, EngineRequest, EngineStats
+from inference.engines.base import (
+    Engine,
+    EngineRequest,
+    EngineStats,
+    PromptTooLongError,
+    RequestRejectedError,
+)
 from inference.faq.cache import FaqCache
 from inference.healthcheck import mark_alive
 from inference.protocol import (
@@ -361,6 +367,20 @@ class InferenceWorker:
             if current is not None:
                 current.uncancel()
             progress.finish_reason = "abort"
+        except RequestRejectedError as exc:
+            logger.info("engine refused %s: %s", request.request_id, exc)
+            await self._transport.send(
+                reply,
+                Error(
+                    request_id=request.request_id,
+                    seq=progress.seq + 1,
+                    code="context_length"
+                    if isinstance(exc, PromptTooLongError)
+                    else "invalid_request",
+                    message=str(exc),
+                ),
+            )
+            return
         except Exception as exc:
             logger.exception("engine failed on %s", request.request_id)
             await self._transport.send(

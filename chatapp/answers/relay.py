@@ -53,7 +53,8 @@ logger = logging.getLogger(__name__)
 # Worker error codes as the browser sees them (docs/protocol.md).
 _WORKER_ERRORS = {
     "engine": "engine",
-    "invalid_request": "engine",
+    "invalid_request": "invalid",
+    "context_length": "too_long",
     "overloaded": "busy",
     "internal": "worker_lost",
 }

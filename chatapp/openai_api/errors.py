@@ -93,6 +93,10 @@ def refused(decision: Refused) -> ApiError:
 
 def answer_failed(*, error_code: str, message: str, retry_after_s: float) -> ApiError:
     """An answer that failed before its first token (the relay's end codes)."""
+    if error_code == "too_long":  # OpenAI's code, which clients check to trim the history
+        return invalid(message, param="messages", code="context_length_exceeded")
+    if error_code == "invalid":
+        return invalid(message, code="invalid_request")
     if error_code == "no_worker":
         return ApiError(
             status=503,

@@ -32,6 +32,7 @@ ErrorCode = Literal[
     "worker_lost",
     "interrupted",
     "rate_limited",
+    "too_long",
 ]
 
 ERROR_CODES: frozenset[str] = frozenset(get_args(ErrorCode))

@@ -50,6 +50,22 @@ class EngineError(Exception):
     """The engine failed (not the request's fault)."""
 
 
+class RequestRejectedError(Exception):
+    """The engine cannot serve this request as asked, e.g. a prompt longer than the model's
+    context: the request's fault, not the engine's. The message is for the end user."""
+
+
+class PromptTooLongError(RequestRejectedError):
+    """The prompt does not fit the model's context (plus at least one answer token)."""
+
+
+def prompt_too_long_message(*, prompt_tokens: int, max_model_len: int) -> str:
+    return (
+        f"This conversation is too long for the model ({prompt_tokens} tokens; it takes at most "
+        f"{max_model_len - 1} plus the answer). Start a new conversation or shorten the message."
+    )
+
+
 class Engine(Protocol):
     @property
     def prompt_format(self) -> PromptFormat: ...

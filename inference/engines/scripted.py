@@ -4,7 +4,8 @@ It is NOT a model and never the product path: it echoes the last user message ba
 word at a fixed pace, so tests can assert exact text, ordering, stop and error handling in
 milliseconds. Selected only with `INFERENCE_ENGINE=scripted`. Test hooks in the user text:
 `[[fail]]` makes the engine fail after two words, `[[slow]]` slows it to 50 ms a word,
-`[[stall]]` waits one second before the first word (a long, silent prefill).
+`[[stall]]` waits one second before the first word (a long, silent prefill). A prompt of
+more than `max_prompt_tokens` words is refused as vLLM refuses one longer than its context.
 """
 
 from __future__ import annotations
@@ -12,7 +13,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
-from inference.engines.base import EngineDelta, EngineError, EngineRequest, EngineStats
+from inference.engines.base import (
+    EngineDelta,
+    EngineError,
+    EngineRequest,
+    EngineStats,
+    PromptTooLongError,
+    prompt_too_long_message,
+)
 from inference.prompt_format import PromptFormat
 
 SCRIPTED_FORMAT = PromptFormat(
@@ -33,8 +41,9 @@ def scripted_reply(prompt: str) -> str:
 
 
 class ScriptedEngine:
-    def __init__(self, *, delay_s: float = 0.002) -> None:
+    def __init__(self, *, delay_s: float = 0.002, max_prompt_tokens: int = 100_000) -> None:
         self._delay_s = delay_s
+        self.max_prompt_tokens = max_prompt_tokens  # tests lower it to hit the "context"
         self._running: set[str] = set()
         self.prompts: list[str] = []
 
@@ -47,6 +56,12 @@ class ScriptedEngine:
         words = scripted_reply(request.prompt).split(" ")
         delay = 0.05 if "[[slow]]" in words[-1] or "[[slow]]" in request.prompt else self._delay_s
         prompt_tokens = len(request.prompt.split())
+        if prompt_tokens > self.max_prompt_tokens:
+            raise PromptTooLongError(
+                prompt_too_long_message(
+                    prompt_tokens=prompt_tokens, max_model_len=self.max_prompt_tokens + 1
+                )
+            )
         self._running.add(request.request_id)
         try:
             if "[[stall]]" in request.prompt:

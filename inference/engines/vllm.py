@@ -9,12 +9,21 @@ lazily so that importing this module (e.g. for type checks or settings) stays ch
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 from collections.abc import AsyncIterator
 from typing import Any
 
-from inference.engines.base import EngineDelta, EngineError, EngineRequest, EngineStats
+from inference.engines.base import (
+    EngineDelta,
+    EngineError,
+    EngineRequest,
+    EngineStats,
+    PromptTooLongError,
+    RequestRejectedError,
+    prompt_too_long_message,
+)
 from inference.models import ensure_model_ready
 from inference.prompt_format import PromptFormat, load_prompt_format
 from inference.protocol import FinishReason
@@ -91,6 +100,20 @@ class _StatsRecorder:
         return _Logger(vllm_config, engine_index)
 
 
+def _delta_of(output: Any) -> EngineDelta:
+    completion = output.outputs[0]
+    finish = None
+    if output.finished:
+        finish = _FINISH_REASONS.get(str(completion.finish_reason), "stop")
+    return EngineDelta(
+        text=completion.text,
+        tokens=len(completion.token_ids),
+        finish_reason=finish,
+        prompt_tokens=len(output.prompt_token_ids or ()),
+        cached_prompt_tokens=output.num_cached_tokens or 0,
+    )
+
+
 class VllmEngine:
     def __init__(self, *, llm: Any, prompt_format: PromptFormat, recorder: _StatsRecorder) -> None:
         self._llm = llm
@@ -141,6 +164,7 @@ class VllmEngine:
 
     async def stream(self, request: EngineRequest) -> AsyncIterator[EngineDelta]:
         from vllm import SamplingParams
+        from vllm.exceptions import VLLMClientError
         from vllm.inputs import TokensPrompt
         from vllm.sampling_params import RequestOutputKind
 
@@ -151,24 +175,27 @@ class VllmEngine:
             stop=list(request.stop),
             output_kind=RequestOutputKind.DELTA,
         )
-        prompt = TokensPrompt(
-            prompt_token_ids=await asyncio.to_thread(self._encode, request.prompt)
-        )
-        # Cancelling the task that iterates this generator makes vLLM abort the request.
-        async for output in self._llm.generate(
-            prompt, params, request.request_id, priority=request.priority
-        ):
-            completion = output.outputs[0]
-            finish = None
-            if output.finished:
-                finish = _FINISH_REASONS.get(str(completion.finish_reason), "stop")
-            yield EngineDelta(
-                text=completion.text,
-                tokens=len(completion.token_ids),
-                finish_reason=finish,
-                prompt_tokens=len(output.prompt_token_ids or ()),
-                cached_prompt_tokens=output.num_cached_tokens or 0,
+        token_ids = await asyncio.to_thread(self._encode, request.prompt)
+        max_model_len = int(self._llm.model_config.max_model_len)
+        if len(token_ids) >= max_model_len:  # vLLM's own check, with a message for people
+            raise PromptTooLongError(
+                prompt_too_long_message(prompt_tokens=len(token_ids), max_model_len=max_model_len)
             )
+        prompt = TokensPrompt(prompt_token_ids=token_ids)
+        # Cancelling the task that iterates this generator, or closing it, makes vLLM abort
+        # the request (its generator aborts on CancelledError and GeneratorExit).
+        outputs = self._llm.generate(prompt, params, request.request_id, priority=request.priority)
+        async with contextlib.aclosing(outputs):
+            try:
+                output = await anext(outputs)
+            except VLLMClientError as exc:  # vLLM refused the request itself (4xx in its server)
+                raise RequestRejectedError(str(exc)) from exc
+            while True:
+                yield _delta_of(output)
+                try:
+                    output = await anext(outputs)
+                except StopAsyncIteration:
+                    return
 
     def _encode(self, prompt: str) -> list[int]:
         # split_special_tokens: "<eos>" typed by a user stays text, never a control token.

@@ -397,11 +397,11 @@ def test_a_conversation_longer_than_the_context_is_a_clear_error(real: LiveServe
         {"role": "assistant", "content": "Noted."},
         {"role": "user", "content": turn},
     ]
-    with pytest.raises(openai.APIStatusError) as caught:
+    with pytest.raises(openai.BadRequestError) as caught:
         client.chat.completions.create(model=real.model, messages=messages, max_tokens=4)
-    # The engine refuses the prompt before generating; the worker reports every engine error
-    # as `engine`, so the API cannot tell it from a crash yet (400 would be better; see
-    # docs/api.md). What matters here: a clear error at once, nothing hangs or is half-stored.
-    assert caught.value.status_code == 500
-    assert caught.value.code == "engine"
-    assert "ValidationError" in caught.value.message
+    # Refused before generating, with OpenAI's code (clients check it to trim the history)
+    # and a message that says what to do; nothing hangs.
+    assert caught.value.status_code == 400
+    assert caught.value.code == "context_length_exceeded"
+    assert "too long for the model" in caught.value.message
+    assert "at most 2047 plus the answer" in caught.value.message

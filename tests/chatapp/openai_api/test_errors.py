@@ -103,6 +103,31 @@ async def test_a_message_over_the_length_limit_is_refused(
     assert error_of(response)["code"] == "too_large"
 
 
+async def test_a_conversation_longer_than_the_context_is_400_context_length_exceeded(
+    http: httpx.AsyncClient, api_key: Key, scripted_worker: RunningWorker
+) -> None:
+    scripted_worker.engine.max_prompt_tokens = 12
+    response = await http.post(
+        "/v1/chat/completions",
+        json=chat(" ".join(["order"] * 20)),
+        headers=api_key.headers,
+    )
+    assert response.status_code == 400, response.text
+    error = error_of(response)
+    assert (error["type"], error["code"], error["param"]) == (
+        "invalid_request_error",
+        "context_length_exceeded",
+        "messages",
+    )
+    assert "too long for the model" in error["message"]
+    answer = await sync_to_async(Message.objects.get)(role=Message.Role.ASSISTANT)
+    assert (answer.status, answer.error_code) == ("failed", "too_long")
+
+    # a short one still works: the refusal cost nothing
+    ok = await http.post("/v1/chat/completions", json=chat("hi"), headers=api_key.headers)
+    assert ok.status_code == 200
+
+
 async def test_missing_wrong_and_revoked_keys_get_401(
     http: httpx.AsyncClient, api_key: Key, scripted_worker: RunningWorker
 ) -> None:

@@ -254,6 +254,22 @@ async def test_engine_failure_mid_answer_is_reported_and_stored_as_failed(
     assert message.status == "failed"
 
 
+async def test_a_conversation_too_long_for_the_model_says_so_and_the_socket_goes_on(
+    connect: Connect, alice: User, scripted_worker: RunningWorker
+) -> None:
+    scripted_worker.engine.max_prompt_tokens = 12
+    ws = await open_socket(connect, alice)
+    await ws.send_json_to(send_frame(" ".join(["order"] * 20)))
+    frames = await receive_until(ws, "chat.error")
+    assert frames[-1]["code"] == "too_long"
+    assert "Start a new conversation" in frames[-1]["message"]
+    message = await sync_to_async(Message.objects.get)(id=frames[0]["assistant_message_id"])
+    assert (message.status, message.error_code) == ("failed", "too_long")
+
+    await ws.send_json_to(send_frame("short"))
+    assert (await receive_until(ws, "chat.done"))[-1]["status"] == "complete"
+
+
 async def test_no_worker_is_reported_at_once_and_nothing_is_stored(
     connect: Connect, alice: User
 ) -> None:
