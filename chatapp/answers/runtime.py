@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import weakref
 from dataclasses import dataclass
 
@@ -84,7 +85,10 @@ async def answer_runtime() -> AnswerRuntime:
         registry=registry,
         settings=relay_settings(),
     )
-    task = loop.create_task(relay.run(), name="answer-relay")
+    # A fresh context: the relay outlives whoever first asked for it. Inherited from a Django
+    # request, it would keep that request's thread-sensitive executor, which dies with the
+    # request, and could then no longer store answers that end later.
+    task = loop.create_task(relay.run(), name="answer-relay", context=contextvars.Context())
     runtime = AnswerRuntime(relay=relay, log=log, admission=admission, registry=registry, task=task)
     _runtimes[loop] = runtime
     await relay.ready.wait()

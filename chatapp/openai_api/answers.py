@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import logging
 import time
 import uuid
@@ -133,10 +132,7 @@ class ApiAnswer:
 
 async def answer_start(*, key: ApiKey, prompt: ApiPrompt, background: bool) -> ApiAnswer:
     """Admit, store and start the answer; raises `ApiError` (429/503) when refused."""
-    # A fresh context: if this request is the first user of the loop's relay, the relay task
-    # must not inherit the request's thread-sensitive executor, which dies with the request
-    # (the relay then could not write answers that end after it).
-    runtime = await asyncio.create_task(answer_runtime(), context=contextvars.Context())
+    runtime = await answer_runtime()
     request_id = str(uuid.uuid4())
     user_key = key_user(key)
     decision = await runtime.admission.acquire(
