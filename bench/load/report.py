@@ -121,6 +121,8 @@ def plot(
     from matplotlib.ticker import FuncFormatter
 
     plain = FuncFormatter(lambda value, _pos: f"{value:g}")  # 0.5, 1, 2 rather than 10^0
+    # minor ticks: label only 2x and 5x a power of ten, so the labels do not crowd
+    sparse = FuncFormatter(lambda value, _pos: f"{value:g}" if f"{value:.0e}"[0] in "25" else "")
 
     paths = []
     fig, ax = plt.subplots(figsize=(7, 4.5))
@@ -145,7 +147,7 @@ def plot(
     ax.set_ylabel("TTFT (s)")
     ax.set_yscale("log")
     ax.yaxis.set_major_formatter(plain)
-    ax.yaxis.set_minor_formatter(plain)
+    ax.yaxis.set_minor_formatter(sparse)
     ax.set_title("TTFT vs load")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
@@ -166,7 +168,7 @@ def plot(
             ax.step(values, fractions, where="post", label=config)
     ax.set_xscale("log")
     ax.xaxis.set_major_formatter(plain)
-    ax.xaxis.set_minor_formatter(plain)
+    ax.xaxis.set_minor_formatter(sparse)
     ax.set_xlabel("TTFT (s)")
     ax.set_ylabel("fraction of requests")
     ax.set_title(f"TTFT CDF at {load_label} = {cdf_load:g}")
