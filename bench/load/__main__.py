@@ -35,7 +35,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--rates", help=f"offered rates in req/s, Poisson arrivals (default {DEFAULT_RATES})"
     )
     sweep.add_argument("--concurrency", help="closed loop instead: requests kept in flight")
-    parser.add_argument("--requests", type=int, default=16, help="measured requests per point")
+    parser.add_argument("--requests", type=int, default=48, help="measured requests per point")
     parser.add_argument("--warmup", type=int, default=4, help="sequential warm-up requests")
     parser.add_argument(
         "--mix", default="faq=0.4,template=0.3,free=0.3", help="workload weights by kind"
