@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 import sys
 
@@ -41,6 +42,25 @@ async def _serve(settings: WorkerSettings) -> None:
         engine.shutdown()
 
 
+def metrics_start(settings: WorkerSettings, *, port_chosen: bool) -> bool:
+    """Serve the worker's metrics; True if they are served.
+
+    A port the operator chose must be free (MetricsPortError). The default one may be taken by
+    another worker on the same host (`make worker` twice): that one runs without metrics.
+    """
+    if not settings.metrics_port:
+        return False
+    try:
+        serve_metrics(host=settings.metrics_host, port=settings.metrics_port)
+    except MetricsPortError as exc:
+        if port_chosen:
+            raise
+        print(f"warning: {exc} Running without worker metrics.", file=sys.stderr, flush=True)
+        return False
+    print(f"Metrics on http://{settings.metrics_host}:{settings.metrics_port}/metrics", flush=True)
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m inference",
@@ -66,12 +86,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     try:
-        if settings.metrics_port:  # before the model loads: a taken port fails in a second
-            serve_metrics(host=settings.metrics_host, port=settings.metrics_port)
-            print(
-                f"Metrics on http://{settings.metrics_host}:{settings.metrics_port}/metrics",
-                flush=True,
-            )
+        # before the model loads: a taken port fails in a second, not after minutes
+        metrics_start(settings, port_chosen="INFERENCE_METRICS_PORT" in os.environ)
         asyncio.run(_serve(settings))
     except (ModelNotReadyError, EngineError, MetricsPortError) as exc:
         print(f"error: {exc}", file=sys.stderr)

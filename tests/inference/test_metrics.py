@@ -13,7 +13,7 @@ import pytest
 from channels.layers import InMemoryChannelLayer
 from prometheus_client import REGISTRY
 
-from inference.__main__ import main
+from inference.__main__ import main, metrics_start
 from inference.engines.base import EngineStats
 from inference.engines.scripted import ScriptedEngine
 from inference.metrics import MetricsPortError, WorkerCollector, serve_metrics
@@ -195,6 +195,21 @@ def test_a_taken_port_is_a_clear_error_before_the_model_loads(
         assert main([]) == 1
     assert time.monotonic() - started < 5
     assert f"127.0.0.1:{port}" in capsys.readouterr().err
+
+
+def test_a_second_worker_on_the_default_port_runs_without_metrics_but_a_chosen_port_must_be_free(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with socket.socket() as taken:  # the first worker on this host
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        settings = worker_settings(metrics_port=port)
+        assert metrics_start(settings, port_chosen=False) is False
+        assert "Running without worker metrics" in capsys.readouterr().err
+        with pytest.raises(MetricsPortError):
+            metrics_start(settings, port_chosen=True)
+    assert metrics_start(worker_settings(metrics_port=0), port_chosen=True) is False
 
 
 @pytest.mark.parametrize(

@@ -19,7 +19,7 @@ from inference.transport import Transport
 from inference.worker import InferenceWorker
 from tests.conftest import worker_settings
 from tests.inference.test_metrics import free_port
-from tests.integration.test_vllm_engine import SHARED, request, run_to_end
+from tests.integration.test_vllm_engine import SHARED, fresh, request, run_to_end
 
 pytestmark = [pytest.mark.vllm, pytest.mark.asyncio(loop_scope="session")]
 
@@ -56,8 +56,9 @@ async def test_prefix_cache_counters_rise_when_two_requests_share_a_prefix(
     layer: InMemoryChannelLayer,
 ) -> None:
     queries_before, hits_before = value(QUERIES), value(HITS)
-    first = await answer(layer, f"{SHARED} Which clause covers refunds?")
-    second = await answer(layer, f"{SHARED} And which covers returns?")
+    shared = fresh(SHARED)
+    first = await answer(layer, f"{shared} Which clause covers refunds?")
+    second = await answer(layer, f"{shared} And which covers returns?")
     assert first.type == second.type == "inference.done"
     await asyncio.sleep(0.5)  # vLLM hands its stats to the stat logger after the step
 

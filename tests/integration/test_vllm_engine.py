@@ -32,6 +32,11 @@ SHARED = " ".join(
 )
 
 
+def fresh(text: str) -> str:
+    """`text` behind a unique first line: a prefix no earlier request can have cached."""
+    return f"Case {uuid.uuid4().hex}. {text}"
+
+
 @pytest.fixture
 async def worker(
     vllm_engine: VllmEngine,
@@ -105,10 +110,11 @@ async def test_a_second_request_sharing_a_long_prefix_hits_the_prefix_cache(
 ) -> None:
     _, layer = worker
     before = vllm_engine.stats()
+    shared = fresh(SHARED)  # the session's engine may hold SHARED from another test
     first_reply, second_reply = await layer.new_channel(), await layer.new_channel()
-    await layer.send(REQUEST_CHANNEL, request(first_reply, f"{SHARED} Question one?"))
+    await layer.send(REQUEST_CHANNEL, request(first_reply, f"{shared} Question one?"))
     first = (await run_to_end(layer, first_reply))[-1]
-    await layer.send(REQUEST_CHANNEL, request(second_reply, f"{SHARED} Another question?"))
+    await layer.send(REQUEST_CHANNEL, request(second_reply, f"{shared} Another question?"))
     second = (await run_to_end(layer, second_reply))[-1]
 
     assert first.prompt_tokens > 600
