@@ -39,7 +39,6 @@ import json
 import os
 import platform
 import secrets
-import signal
 import statistics
 import subprocess
 import sys
@@ -49,13 +48,14 @@ import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 import httpx
 import psutil  # type: ignore[import-untyped]
 import websockets
 from websockets.asyncio.client import ClientConnection
 
+from bench import harness
 from inference.engines.base import EngineRequest
 from inference.engines.vllm import VllmEngine
 from inference.protocol import ChatTurn
@@ -375,15 +375,16 @@ def memory_table(title: str, rows: Sequence[dict[str, Any]]) -> str:
 # ---- the app under test --------------------------------------------------------------------
 
 
-class App:
+class App(harness.ServerProcess):
     """`manage.py serve` in embedded mode, in its own process group."""
 
     def __init__(self, *, env: dict[str, str], port: int, log_path: Path) -> None:
-        self.env = env
+        super().__init__(
+            args=[sys.executable, "manage.py", "serve", "--port", str(port)],
+            env=env,
+            log_path=log_path,
+        )
         self.port = port
-        self.log_path = log_path
-        self.proc: subprocess.Popen[bytes] | None = None
-        self._log: TextIO | None = None
 
     @property
     def base_url(self) -> str:
@@ -400,20 +401,6 @@ class App:
                 capture_output=True,
             )
 
-    def start(self) -> None:
-        self._log = self.log_path.open("w", encoding="utf-8")
-        self.proc = subprocess.Popen(
-            [sys.executable, "manage.py", "serve", "--port", str(self.port)],
-            cwd=REPO_ROOT,
-            env=self.env,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-
-    def log_text(self) -> str:
-        return self.log_path.read_text(encoding="utf-8", errors="replace")
-
     async def wait_ready(self, timeout_s: float) -> None:
         assert self.proc is not None
         deadline = time.monotonic() + timeout_s
@@ -423,28 +410,6 @@ class App:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"server not ready in {timeout_s:.0f} s")
             await asyncio.sleep(0.2)
-
-    def stop(self, timeout_s: float = 30.0) -> list[int]:
-        """SIGTERM the group, SIGKILL after the timeout; returns pids that had to be killed."""
-        if self.proc is None:
-            return []
-        try:
-            tree = [psutil.Process(self.proc.pid), *psutil.Process(self.proc.pid).children(True)]
-        except psutil.NoSuchProcess:
-            tree = []
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGTERM)
-        _, alive = psutil.wait_procs(tree, timeout=timeout_s)
-        killed = []
-        for proc in alive:
-            with contextlib.suppress(psutil.NoSuchProcess):
-                proc.kill()
-                killed.append(int(proc.pid))
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.proc.wait(timeout=5)
-        if self._log is not None:
-            self._log.close()
-        return killed
 
 
 async def login(base_url: str, password: str) -> str:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from tests.integration.processes import free_port, keep_draining, wait_for_line
+from tests.integration.processes import app_served
 
 if TYPE_CHECKING:
     from playwright.sync_api import Locator, Page, ViewportSize
@@ -76,28 +76,13 @@ def app_start(data_dir: Path, options: AppOptions) -> Iterator[App]:
         "CHAT_WARMUP_TIMEOUT_S": "0.2",
         **options.env,
     }
-    manage = [sys.executable, str(REPO / "manage.py")]
     seed = [sys.executable, "-m", "tests.e2e.seed", *options.seeds]  # migrate, demo user, data
     result = subprocess.run(seed, env=env, cwd=REPO, capture_output=True, text=True)
     assert result.returncode == 0, f"seeding failed:\n{result.stdout}\n{result.stderr}"
-    port = free_port()
-    proc = subprocess.Popen(
-        [*manage, "serve", "--port", str(port)],
-        env=env,
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    try:
-        wait_for_line(proc, rf"Ready: open http://127\.0\.0\.1:{port}/", 90)
-        output = keep_draining(proc)
-        yield App(base_url=f"http://127.0.0.1:{port}", password=PASSWORD, output=output)
-    finally:
-        # SIGKILL: a graceful stop takes seconds (up to 9 s seen on a loaded machine), and the
-        # data dir is thrown away anyway.
-        proc.kill()
-        proc.wait(timeout=30)
+    # SIGKILL at the end: a graceful stop takes seconds (up to 9 s seen on a loaded machine),
+    # and the data dir is thrown away anyway.
+    with app_served(env=env, kill=True) as served:
+        yield App(base_url=served.base_url, password=PASSWORD, output=served.output)
 
 
 # ---- the page ----------------------------------------------------------------------------

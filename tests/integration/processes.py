@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import socket
 import subprocess
+import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def free_port() -> int:
@@ -77,6 +83,48 @@ def keep_draining(proc: subprocess.Popen[str]) -> list[str]:
 
     threading.Thread(target=_drain, daemon=True).start()
     return lines
+
+
+@dataclass(frozen=True, slots=True)
+class Served:
+    """A running `manage.py serve`: where it listens and what it has printed so far."""
+
+    proc: subprocess.Popen[str]
+    port: int
+    output: list[str]
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+
+@contextlib.contextmanager
+def app_served(
+    *, env: Mapping[str, str], ready_timeout: float = 90, kill: bool = False
+) -> Iterator[Served]:
+    """`manage.py serve` on a free port until the block ends: ready when it says so.
+
+    `kill`: end it with SIGKILL (a graceful stop takes seconds; fine when the data dir is thrown
+    away); otherwise terminate, then kill if it lingers.
+    """
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, str(REPO_ROOT / "manage.py"), "serve", "--port", str(port)],
+        env=dict(env),
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        wait_for_line(proc, rf"Ready: open http://127\.0\.0\.1:{port}/", ready_timeout)
+        yield Served(proc=proc, port=port, output=keep_draining(proc))
+    finally:
+        if kill:
+            proc.kill()
+            proc.wait(timeout=30)
+        else:
+            process_stop(proc, timeout=20)
 
 
 # ---- fault tests: a dedicated Redis, process lifetimes, polling --------------------------

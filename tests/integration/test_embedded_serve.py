@@ -20,11 +20,10 @@ import pytest
 import websockets
 
 from tests.integration.processes import (
+    app_served,
     frames_until,
     free_port,
-    keep_draining,
     login,
-    wait_for_line,
 )
 
 REPO = Path(__file__).resolve().parents[2]
@@ -48,25 +47,8 @@ def embedded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         [*manage, "migrate", "--noinput"], env=env, check=True, cwd=REPO, capture_output=True
     )
     subprocess.run([*manage, "demo_user"], env=env, check=True, cwd=REPO, capture_output=True)
-    port = free_port()
-    proc = subprocess.Popen(
-        [*manage, "serve", "--port", str(port)],
-        env=env,
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    try:
-        wait_for_line(proc, rf"Ready: open http://127.0.0.1:{port}/", 60)
-        keep_draining(proc)
-        yield f"127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+    with app_served(env=env, ready_timeout=60) as served:
+        yield f"127.0.0.1:{served.port}"
 
 
 def test_static_assets_are_served(embedded: str) -> None:

@@ -39,10 +39,7 @@ from chatapp.asgi import application
 from tests.chatapp.realtime.test_consumer import receive_until, send_frame
 from tests.conftest import RunningWorker
 from tests.integration.processes import (
-    free_port,
-    keep_draining,
-    process_stop,
-    wait_for_line,
+    app_served,
 )
 from tests.security.support import client_for, raw_socket
 
@@ -287,19 +284,8 @@ def test_a_real_server_at_debug_level_prints_no_secret(tmp_path: Path) -> None:
     )
     api_key = setup.stdout.strip().splitlines()[-1]
     assert API_KEY.fullmatch(api_key), setup.stdout
-    port = free_port()
-    server = subprocess.Popen(
-        [*manage, "serve", "--port", str(port)],
-        env=env,
-        cwd=REPO_ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    try:
-        wait_for_line(server, rf"Ready: open http://127.0.0.1:{port}/", 90)
-        printed = keep_draining(server)
-        base_url = f"http://127.0.0.1:{port}"
+    with app_served(env=env) as served:
+        port, base_url, printed = served.port, served.base_url, served.output
         session = browser_login(base_url, PASSWORD)
         with ws_connect(
             f"ws://127.0.0.1:{port}/ws/chat/",
@@ -320,8 +306,6 @@ def test_a_real_server_at_debug_level_prints_no_secret(tmp_path: Path) -> None:
                 headers={"Authorization": f"Bearer {api_key}"},
             )
         assert answered.status_code == 200, answered.text
-    finally:
-        process_stop(server)
     output = "".join(printed)
     assert "DEBUG daphne" in output, "LOG_LEVEL=DEBUG did not reach the server's loggers"
     for name, value in {
