@@ -12,8 +12,8 @@ import time
 from typing import Any, Protocol
 
 import redis.asyncio as redis
-from redis.asyncio.retry import Retry
-from redis.backoff import ExponentialWithJitterBackoff
+
+from inference.redis_client import retrying_redis
 
 
 class WorkerRegistry(Protocol):
@@ -113,20 +113,8 @@ class RedisWorkerRegistry:
     """
 
     def __init__(self, *, redis_url: str, key: str = "inference:workers") -> None:
-        # Two quick retries, each on a fresh connection: a pooled connection that died with a
-        # Redis restart fails its next command, and without a retry that would reach the caller.
-        # Every command here is idempotent, so running one twice is harmless.
-        self._redis: redis.Redis = redis.Redis.from_pool(
-            # Blocking: a burst of callers waits for a free connection instead of failing with
-            # "Too many connections" (the plain pool's limit is 100).
-            redis.BlockingConnectionPool.from_url(
-                redis_url,
-                max_connections=50,
-                timeout=5,
-                decode_responses=True,
-                retry=Retry(ExponentialWithJitterBackoff(cap=0.2, base=0.02), 2),
-            )
-        )
+        # Every command here is idempotent, so a retried one is harmless.
+        self._redis: redis.Redis = retrying_redis(redis_url)
         self._expiry_key = f"{key}:expiry"
         self._capacity_key = f"{key}:capacity"
         self._announce = self._redis.register_script(_ANNOUNCE)

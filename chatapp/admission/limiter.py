@@ -20,10 +20,9 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 import redis.asyncio as redis
-from redis.asyncio.retry import Retry
-from redis.backoff import ExponentialWithJitterBackoff
 
 from chatapp.metrics import recording as metrics
+from inference.redis_client import retrying_redis
 
 RefusalReason = Literal["busy", "user_concurrency", "rate_limited", "no_worker"]
 
@@ -262,21 +261,9 @@ class RedisAdmission:
     ) -> None:
         self._limits = limits
         self._prefix = prefix
-        # Two quick retries on a fresh connection, so a pooled connection that died with a Redis
-        # restart does not fail the next request. Safe: a repeated acquire of the same request
-        # finds its own lease and is admitted without counting twice; release is idempotent.
-        # During an outage the ConnectionError reaches the caller.
-        self._redis: redis.Redis = redis.Redis.from_pool(
-            # Blocking: a burst of callers waits for a free connection instead of failing with
-            # "Too many connections" (the plain pool's limit is 100).
-            redis.BlockingConnectionPool.from_url(
-                redis_url,
-                max_connections=50,
-                timeout=5,
-                decode_responses=True,
-                retry=Retry(ExponentialWithJitterBackoff(cap=0.2, base=0.02), 2),
-            )
-        )
+        # Retried commands are safe: a repeated acquire of the same request finds its own lease
+        # and is admitted without counting twice; release is idempotent.
+        self._redis: redis.Redis = retrying_redis(redis_url)
         self._acquire = self._redis.register_script(_ACQUIRE)
 
     def _leases_key(self) -> str:
