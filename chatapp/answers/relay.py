@@ -234,6 +234,9 @@ class AnswerRelay:
         elif isinstance(event, Delta):
             await self._on_delta(tracked, event)
         elif isinstance(event, Done):
+            if event.seq > tracked.next_seq:  # the last deltas never came: not complete
+                await self._end_lost(tracked)
+                return
             await self._end(tracked, self._end_of_done(tracked, event))
         elif isinstance(event, Error):
             await self._end(
@@ -252,20 +255,23 @@ class AnswerRelay:
         if delta.seq > tracked.next_seq:
             # Events were lost (Redis restarted under the stream): the text has a hole.
             await self._cancel_upstream(tracked)
-            await self._end(
-                tracked,
-                LoggedEnd(
-                    seq=tracked.next_seq,
-                    status="failed",
-                    error_code="interrupted",
-                    error_message=(
-                        "Part of the answer was lost in transit. What arrived is kept; "
-                        "please ask again."
-                    ),
-                ),
-            )
+            await self._end_lost(tracked)
             return
         await self._publish(tracked, LoggedDelta(seq=delta.seq, text=delta.text))
+
+    async def _end_lost(self, tracked: _Tracked) -> None:
+        await self._end(
+            tracked,
+            LoggedEnd(
+                seq=tracked.next_seq,
+                status="failed",
+                error_code="interrupted",
+                error_message=(
+                    "Part of the answer was lost in transit. What arrived is kept; "
+                    "please ask again."
+                ),
+            ),
+        )
 
     def _end_of_done(self, tracked: _Tracked, done: Done) -> LoggedEnd:
         stopped = done.finish_reason == "abort"

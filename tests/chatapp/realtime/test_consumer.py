@@ -308,6 +308,54 @@ async def test_a_queued_request_waits_for_busy_workers_but_not_forever(
     await get_channel_layer().receive(REQUEST_CHANNEL)  # the request nobody took
 
 
+@pytest.mark.parametrize("lost", ["a middle delta", "the last delta"])
+async def test_an_answer_whose_deltas_were_lost_in_transit_is_never_stored_complete(
+    connect: Connect, alice: User, lost: str
+) -> None:
+    """A worker sends seq 1..4 but one delta never reaches the relay (a channel layer can drop
+    a message): the answer ends `interrupted` with the text that arrived, never `complete`."""
+    from channels.layers import get_channel_layer
+
+    from inference.protocol import REQUEST_CHANNEL, Accepted, Delta, Done, GenerateRequest
+    from inference.registry import worker_registry
+
+    layer = get_channel_layer()
+    registry = worker_registry(redis_url="")
+    await registry.announce(worker_id="by-hand", capacity=4, ttl_s=30)
+    try:
+        ws = await open_socket(connect, alice)
+        await ws.send_json_to(send_frame("count to three"))
+        request = GenerateRequest.model_validate(await layer.receive(REQUEST_CHANNEL))
+        reply, rid = request.reply_channel, request.request_id
+        events: list[Any] = [
+            Accepted(request_id=rid, worker_channel="worker.by-hand", queue_wait_ms=0.0),
+            Delta(request_id=rid, seq=1, text="one", tokens=1),
+            Delta(request_id=rid, seq=2, text=" two", tokens=1),
+            Delta(request_id=rid, seq=3, text=" three", tokens=1),
+            Done(
+                request_id=rid,
+                seq=4,
+                finish_reason="stop",
+                prompt_tokens=5,
+                completion_tokens=3,
+                cached_prompt_tokens=0,
+                queue_wait_ms=0.0,
+                ttft_ms=1.0,
+                total_ms=2.0,
+            ),
+        ]
+        del events[2 if lost == "a middle delta" else 3]
+        for event in events:
+            await layer.send(reply, event.to_channel())
+        frames = await receive_until(ws, "chat.error")
+        assert frames[-1]["code"] == "interrupted"
+        message = await sync_to_async(Message.objects.get)(id=frames[0]["assistant_message_id"])
+        assert (message.status, message.error_code) == ("failed", "interrupted")
+        assert message.content == ("one" if lost == "a middle delta" else "one two")
+    finally:
+        await registry.withdraw(worker_id="by-hand")
+
+
 async def test_a_worker_that_vanishes_before_taking_the_request_gives_no_worker(
     connect: Connect, alice: User, settings: Any
 ) -> None:
