@@ -16,6 +16,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import openai
@@ -236,6 +237,33 @@ def test_events_arrive_while_the_answer_is_generated(scripted: LiveServer) -> No
     assert len(lines) > 5
 
 
+def stream_then_drop(
+    server: LiveServer, *, key: str, body: dict[str, Any], timeout: float
+) -> dict[str, Any]:
+    """Stream a completion, hang up after its first event, and return the stored answer once
+    it is no longer streaming: it must be stopped because the client went away."""
+    with httpx.stream(
+        "POST",
+        f"{server.base_url}/v1/chat/completions",
+        json=body,
+        headers={"Authorization": f"Bearer {key}"},
+        timeout=60,
+    ) as response:
+        first = next(line for line in response.iter_lines() if line.startswith("data: "))
+    completion_id = httpx.Response(200, content=first.removeprefix("data: ")).json()["id"]
+    stored: dict[str, Any] = wait_until(
+        "the answer to be stored",
+        lambda: (row := server.stored(completion_id)).get("status") != "streaming" and row,
+        timeout=timeout,
+    )
+    assert (stored["status"], stored["error_code"], stored["finish_reason"]) == (
+        "stopped",
+        "client_disconnected",
+        "abort",
+    )
+    return stored
+
+
 def test_a_client_that_goes_away_aborts_the_answer(scripted: LiveServer) -> None:
     key = scripted.key("gone")
     body = {
@@ -243,26 +271,7 @@ def test_a_client_that_goes_away_aborts_the_answer(scripted: LiveServer) -> None
         "messages": [{"role": "user", "content": "[[slow]] " + " ".join(["w"] * 400)}],
         "stream": True,
     }
-    with httpx.stream(
-        "POST",
-        f"{scripted.base_url}/v1/chat/completions",
-        json=body,
-        headers={"Authorization": f"Bearer {key}"},
-        timeout=30,
-    ) as response:
-        first = next(line for line in response.iter_lines() if line.startswith("data: "))
-    completion_id = httpx.Response(200, content=first.removeprefix("data: ")).json()["id"]
-
-    stored = wait_until(
-        "the answer to be stored as stopped",
-        lambda: (row := scripted.stored(completion_id)).get("status") != "streaming" and row,
-        timeout=15,
-    )
-    assert (stored["status"], stored["error_code"], stored["finish_reason"]) == (
-        "stopped",
-        "client_disconnected",
-        "abort",
-    )
+    stored = stream_then_drop(scripted, key=key, body=body, timeout=15)
     assert 0 < len(str(stored["content"]).split()) < 100  # 400 words would take 20 s
 
 
@@ -365,26 +374,7 @@ def test_a_dropped_client_aborts_the_real_engine_request(real: LiveServer) -> No
         "max_tokens": 1500,
         "stream": True,
     }
-    with httpx.stream(
-        "POST",
-        f"{real.base_url}/v1/chat/completions",
-        json=body,
-        headers={"Authorization": f"Bearer {key}"},
-        timeout=60,
-    ) as response:
-        first = next(line for line in response.iter_lines() if line.startswith("data: "))
-    completion_id = httpx.Response(200, content=first.removeprefix("data: ")).json()["id"]
-
-    stored = wait_until(
-        "the answer to be stored",
-        lambda: (row := real.stored(completion_id)).get("status") != "streaming" and row,
-        timeout=30,
-    )
-    assert (stored["status"], stored["error_code"], stored["finish_reason"]) == (
-        "stopped",
-        "client_disconnected",
-        "abort",
-    )
+    stored = stream_then_drop(real, key=key, body=body, timeout=30)
     assert 0 < int(str(stored["completion_tokens"])) < 1500
 
 
