@@ -64,32 +64,7 @@ from inference.settings import EngineSettings
 REPO_ROOT = Path(__file__).resolve().parent.parent
 RESULTS_DIR = REPO_ROOT / "bench" / "results"
 
-QUESTIONS: tuple[str, ...] = (
-    "Do you ship to Canada?",
-    "How much does standard shipping cost?",
-    "Where is my order? It was supposed to arrive yesterday.",
-    "Can I return a pair of shoes I already wore once?",
-    "What payment methods do you accept?",
-    "My package arrived damaged, what should I do?",
-    "How do I cancel my order?",
-    "Do you offer gift wrapping?",
-    "Can I use two discount codes on the same order?",
-    "I was charged twice for the same order, can you help?",
-    "How do I change the email address on my account?",
-    "Is it possible to exchange a shirt for a different size?",
-    "Do you have a physical store I can visit?",
-    "When will the blue jacket be back in stock?",
-    "How can I track my parcel?",
-    "Do you offer express delivery?",
-    "Can I order without creating an account?",
-    "My discount code says it is invalid, why?",
-    "How do I unsubscribe from your newsletter?",
-    "Do you price match other stores?",
-    "Is my payment information stored securely?",
-    "Can I add an item to an order I already placed?",
-    "What is your return policy for sale items?",
-    "Do you sell gift cards?",
-)
+QUESTIONS = harness.SUPPORT_QUESTIONS
 WARMUP_QUESTIONS: tuple[str, ...] = (
     "Hello, is anyone there?",
     "What are your opening hours?",
