@@ -16,6 +16,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpRe
 from django.http.response import HttpResponseBase
 from django.views.decorators.csrf import csrf_exempt
 
+from chatapp import unavailable
 from chatapp.answers.entries import LogEntry, LoggedEnd, text_of
 from chatapp.openai_api import responses
 from chatapp.openai_api.answers import ApiAnswer, answer_start
@@ -25,6 +26,7 @@ from chatapp.openai_api.parsing import chat_request_parse
 from chatapp.openai_api.prompting import prompt_build
 from chatapp.openai_api.schemas import ModelCard, ModelList
 from chatapp.openai_api.streaming import sse_stream
+from chatapp.unavailable import database_unavailable
 
 logger = logging.getLogger(__name__)
 
@@ -52,7 +54,16 @@ def api_view(*methods: str) -> Callable[[View], View]:
                 return await view(request, *args, **kwargs)
             except ApiError as exc:
                 return exc.response()
-            except Exception:
+            except Exception as exc:
+                if database_unavailable(exc):
+                    logger.warning("API request %s: database unavailable: %s", request.path, exc)
+                    return ApiError(
+                        status=503,
+                        type="service_unavailable_error",
+                        code="database_unavailable",
+                        message=unavailable.MESSAGE,
+                        retry_after_s=unavailable.retry_after_s(),
+                    ).response()
                 logger.exception("API request %s failed", request.path)
                 return ApiError(
                     status=500,

@@ -25,6 +25,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from pydantic import ValidationError
 
+from chatapp import unavailable
 from chatapp.admission.limiter import Refused
 from chatapp.answers.entries import LogEntry, LoggedDelta, LoggedEnd
 from chatapp.answers.log import Ownership
@@ -69,6 +70,7 @@ from chatapp.realtime.schemas import (
     client_frame_adapter,
     client_id_of,
 )
+from chatapp.unavailable import database_unavailable
 from inference.faq.index import GLOBAL_SCOPE, template_scope
 from inference.protocol import (
     REQUEST_CHANNEL,
@@ -173,7 +175,16 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
                 await self._on_client_timing(frame)
             else:
                 await self._on_feedback(frame)
-        except Exception:  # the database or Redis failed under us: say so, keep the socket
+        except Exception as exc:  # the database or Redis failed under us: say so, keep the socket
+            if database_unavailable(exc):  # out of pooled connections, or the server is away
+                logger.warning("chat frame %s: database unavailable: %s", frame.type, exc)
+                await self._error(
+                    "unavailable",
+                    unavailable.MESSAGE,
+                    client_id=frame.id,
+                    retry_after_s=unavailable.retry_after_s(),
+                )
+                return
             logger.exception("chat frame %s failed", frame.type)
             await self._error(
                 "internal",
@@ -679,11 +690,18 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
         *,
         client_id: uuid.UUID | None = None,
         message_id: uuid.UUID | None = None,
+        retry_after_s: float | None = None,
     ) -> None:
         """Refuse a client frame (counted in chat:errors_total)."""
         metrics.error_sent(code=code)
         await self._send_frame(
-            ErrorFrame(id=client_id, message_id=message_id, code=code, message=message)
+            ErrorFrame(
+                id=client_id,
+                message_id=message_id,
+                code=code,
+                message=message,
+                retry_after_s=retry_after_s,
+            )
         )
 
     async def _answer_failed(

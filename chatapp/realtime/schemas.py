@@ -33,6 +33,7 @@ ErrorCode = Literal[
     "interrupted",
     "rate_limited",
     "too_long",
+    "unavailable",
 ]
 
 ERROR_CODES: frozenset[str] = frozenset(get_args(ErrorCode))
@@ -228,7 +229,7 @@ class ErrorFrame(_Frame):
     message_id: uuid.UUID | None = None
     code: ErrorCode
     message: str
-    # busy, rate_limited, no_worker: when trying again makes sense
+    # busy, rate_limited, no_worker, unavailable: when trying again makes sense
     retry_after_s: float | None = None
 
 

@@ -6,9 +6,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-import dj_database_url
 import django_stubs_ext
 
+from chatapp.settings.database import database_settings
 from inference.settings import data_dir_from_env
 from inference.transport import redis_layer_config
 
@@ -45,6 +45,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # A database outage in a view: 503 + Retry-After instead of a 500 (chatapp/unavailable.py).
+    "chatapp.unavailable.DatabaseUnavailableMiddleware",
     # Serves static/ from the web process (daphne serves no static files itself).
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -73,11 +75,7 @@ TEMPLATES = [
     },
 ]
 
-DATABASES: dict[str, Any] = {
-    "default": dj_database_url.config(
-        default=f"sqlite:///{DATA_DIR / 'db.sqlite3'}", conn_max_age=60
-    )
-}
+DATABASES: dict[str, Any] = {"default": database_settings(data_dir=DATA_DIR)}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = os.environ.get("REDIS_URL", "")
@@ -116,6 +114,8 @@ WHITENOISE_USE_FINDERS = True
 CELERY_BROKER_URL = REDIS_URL or "memory://"
 CELERY_TASK_ALWAYS_EAGER = not REDIS_URL
 CELERY_TASK_IGNORE_RESULT = True
+# Background jobs need few processes; each one is a PostgreSQL pool of its own (operations.md).
+CELERY_WORKER_CONCURRENCY = int(os.environ.get("CELERY_CONCURRENCY", "2"))
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # `celery -A chatapp beat` (the celery-beat service) runs these.
 CELERY_BEAT_SCHEDULE: dict[str, dict[str, Any]] = {

@@ -60,7 +60,7 @@ REPLY_TIMEOUT_S = 15.0  # the scripted engine answers in milliseconds; a busy CI
 TOO_DEEP = 800
 # `internal` is the server admitting a bug ("something went wrong on our side"): never an
 # acceptable answer to a client's frame, however hostile.
-CLIENT_ERROR_CODES = frozenset(ERROR_CODES - {"internal"})
+CLIENT_ERROR_CODES = frozenset(ERROR_CODES - {"internal", "unavailable"})
 CANONICAL_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 BOB_SECRET = "bob's order 7731 never came"  # must never reach Alice's socket
 VALUES = {"order_id": "A-1042", "remedy": "refund"}
