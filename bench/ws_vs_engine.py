@@ -56,9 +56,9 @@ import websockets
 from websockets.asyncio.client import ClientConnection
 
 from bench import harness
-from inference.engines.base import EngineRequest
+from inference.engine_request import engine_request_of
 from inference.engines.vllm import VllmEngine
-from inference.protocol import ChatTurn
+from inference.protocol import ChatTurn, GenerateRequest, SamplingOptions
 from inference.settings import EngineSettings
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -100,14 +100,16 @@ class Sample:
 
 async def measure_direct(engine: VllmEngine, question: str) -> Sample:
     """The same EngineRequest the worker builds for a one-turn conversation."""
-    fmt = engine.prompt_format
-    request = EngineRequest(
-        request_id=f"bench-{uuid.uuid4()}",
-        prompt=fmt.render([ChatTurn(role="user", content=question)]),
-        max_tokens=fmt.default_max_tokens,
-        temperature=0.0,
-        top_p=1.0,
-        stop=tuple(fmt.stop),
+    request = engine_request_of(
+        GenerateRequest(
+            request_id=f"bench-{uuid.uuid4()}",
+            reply_channel="unused",
+            messages=[ChatTurn(role="user", content=question)],
+            sampling=SamplingOptions(temperature=0.0),
+            submitted_at=time.time(),
+        ),
+        builder=engine.prompt_builder,
+        defaults=engine.defaults,
     )
     parts: list[str] = []
     tokens = chunks = 0

@@ -38,10 +38,26 @@ class ChatTurn(WireMessage):
     content: str
 
 
+class ResponseFormat(WireMessage):
+    """Constrain the answer to JSON (vLLM structured outputs); `json_schema` None: any object."""
+
+    json_schema: dict[str, Any] | None = None
+
+
 class SamplingOptions(WireMessage):
-    max_tokens: int | None = Field(default=None, ge=1, le=8192)
-    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
-    top_p: float = Field(default=1.0, gt=0.0, le=1.0)
+    """What a request asks for; a field left None takes the model's default
+    (its generation_config.json, `inference/generation_config.py`)."""
+
+    max_tokens: int | None = Field(default=None, ge=1, le=32768)
+    temperature: float | None = Field(default=None, ge=0.0, le=2.0)
+    top_p: float | None = Field(default=None, gt=0.0, le=1.0)
+    repetition_penalty: float | None = Field(default=None, gt=0.0, le=2.0)
+    frequency_penalty: float = Field(default=0.0, ge=-2.0, le=2.0)
+    presence_penalty: float = Field(default=0.0, ge=-2.0, le=2.0)
+    seed: int | None = None
+    # extra stop strings, on top of the model's own
+    stop: list[str] = Field(default_factory=list, max_length=4)
+    response_format: ResponseFormat | None = None
 
 
 class FaqLookup(WireMessage):
@@ -63,6 +79,9 @@ class GenerateRequest(WireMessage):
     submitted_at: float
     # Set only for a question that stands alone (see docs/protocol.md); None: model only.
     faq_lookup: FaqLookup | None = None
+    # A history longer than the model's context loses its oldest turns in steps
+    # (`inference/prompt_builder.py`); False: refused as too long (the OpenAI API's default).
+    trim_history: bool = True
 
 
 class CancelRequest(WireMessage):

@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 from inference.engines.base import Engine
 from inference.faq.cache import FaqCache
+from inference.prefix_check import prefix_report
 from inference.registry import WorkerRegistry
 from inference.settings import EngineSettings, WorkerSettings
 from inference.transport import ChannelLayer, Transport
@@ -40,6 +41,12 @@ def build_engine(
     started = time.monotonic()
     engine = VllmEngine.create(settings=settings)
     progress(f"Model loaded in {time.monotonic() - started:.1f} s.")
+    report = prefix_report(engine.prompt_builder)
+    if report.stable:
+        progress(f"Chat template: {report.detail}.")
+    else:  # serving still works, only slower: say so loudly, with the fix
+        logger.warning("chat template defeats prefix caching: %s", report.detail)
+        progress(f"WARNING: {report.detail}")
     return engine
 
 

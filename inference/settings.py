@@ -67,6 +67,11 @@ class EngineSettings:
     enforce_eager: bool
     # vLLM's automatic prefix caching; off only to measure what it buys (bench/load.py)
     prefix_caching: bool = True
+    # KV cache block size in tokens (None: vLLM's default, 128 on the CPU build); prefix
+    # caching reuses whole blocks only
+    block_size: int | None = None
+    # a Jinja chat template that replaces the model's own (CHAT_TEMPLATE; docs/operations.md)
+    chat_template_path: Path | None = None
 
     @classmethod
     def from_env(cls, *, default_model_dir: Path | None = None) -> EngineSettings:
@@ -76,8 +81,11 @@ class EngineSettings:
             model_dir = Path(model).expanduser().resolve()
         elif default_model_dir is not None:
             model_dir = default_model_dir
-        else:
-            model_dir = data_dir / "models" / "gemma-3-270m"
+        else:  # the packaged instruct model (`python -m inference.models prepare`)
+            from inference.models.paths import smollm2_model_dir  # paths imports this module
+
+            model_dir = smollm2_model_dir(data_dir=data_dir)
+        template = os.environ.get("CHAT_TEMPLATE", "").strip()
         return cls(
             model_dir=model_dir,
             data_dir=data_dir,
@@ -87,6 +95,8 @@ class EngineSettings:
             kv_cache_gib=_env_float("VLLM_CPU_KVCACHE_SPACE", 2.0),
             enforce_eager=_env_bool("VLLM_ENFORCE_EAGER", True),
             prefix_caching=_env_bool("VLLM_PREFIX_CACHING", True),
+            block_size=_env_int("VLLM_BLOCK_SIZE", 0) or None,
+            chat_template_path=Path(template).expanduser().resolve() if template else None,
         )
 
 

@@ -24,9 +24,9 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from inference import metrics
+from inference.engine_request import engine_request_of
 from inference.engines.base import (
     Engine,
-    EngineRequest,
     EngineStats,
     PromptTooLongError,
     RequestRejectedError,
@@ -313,24 +313,20 @@ class InferenceWorker:
             and await self._answer_from_faq(request, queue_wait_ms=queue_wait_ms)
         ):
             return
-        fmt = self._engine.prompt_format
-        engine_request = EngineRequest(
-            request_id=request.request_id,
-            prompt=fmt.render(request.messages, system=request.system),
-            max_tokens=request.sampling.max_tokens or fmt.default_max_tokens,
-            temperature=request.sampling.temperature,
-            top_p=request.sampling.top_p,
-            stop=tuple(fmt.stop),
-            priority=request.priority,
-        )
-        self._in_engine.add(request.request_id)
-        stream = coalesce(
-            self._engine.stream(engine_request),
-            interval_s=self._settings.coalesce_ms / 1000.0,
-            max_tokens=self._settings.coalesce_tokens,
-        )
         unsent_tokens = 0
         try:
+            engine_request = await asyncio.to_thread(
+                engine_request_of,
+                request,
+                builder=self._engine.prompt_builder,
+                defaults=self._engine.defaults,
+            )
+            self._in_engine.add(request.request_id)
+            stream = coalesce(
+                self._engine.stream(engine_request),
+                interval_s=self._settings.coalesce_ms / 1000.0,
+                max_tokens=self._settings.coalesce_tokens,
+            )
             # aclosing: leaving the loop early closes the engine stream now, which aborts
             async with contextlib.aclosing(stream):
                 async for delta in stream:
@@ -339,8 +335,8 @@ class InferenceWorker:
                     progress.cached_prompt_tokens = delta.cached_prompt_tokens
                     if delta.finish_reason is not None:
                         progress.finish_reason = delta.finish_reason
-                    # The prompt ends with the assistant prefix ("Agent:"), so answers start
-                    # with a space that is not part of the answer.
+                    # A few-shot layout ends with the assistant prefix ("Agent:"), so its
+                    # answers start with a space that is not part of the answer.
                     text = delta.text if progress.seq else delta.text.lstrip()
                     if not text:
                         unsent_tokens += delta.tokens

@@ -28,20 +28,26 @@ def conversation_messages(*, conversation: Conversation) -> QuerySet[Message]:
 
 
 def conversation_history(
-    *, conversation: Conversation, up_to: Message, max_turns: int
+    *, conversation: Conversation, up_to: Message, max_messages: int
 ) -> list[Turn]:
-    """The turns the model sees: finished, non-empty messages up to and including `up_to`.
+    """The turns the model may see: finished, non-empty messages up to and including `up_to`.
 
-    Failed or empty answers are left out so the model never continues a broken turn.
+    Failed or empty answers are left out so the model never continues a broken turn. A very
+    long conversation is cut in steps of half of `max_messages`, never by one message a turn,
+    so the history the worker gets (and trims to the model's context in its own steps, see
+    `inference/prompt_builder.py`) starts at the same message for many turns in a row.
     """
     rows = (
         conversation.messages.filter(created_at__lte=up_to.created_at)
         .exclude(status__in=(Message.Status.FAILED, Message.Status.STREAMING))
         .exclude(content="")
-        .order_by("-created_at")
-        .values_list("role", "content")[:max_turns]
+        .order_by("created_at")
     )
-    return [Turn(role=role, content=content) for role, content in reversed(rows)]
+    total = rows.count()
+    step = max(max_messages // 2, 1)
+    start = step * max(0, -(-(total - max_messages) // step))  # ceil, in whole steps
+    kept = rows.values_list("role", "content")[start:]
+    return [Turn(role=role, content=content) for role, content in kept]
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,13 +68,15 @@ class GenerationContext:
 
 
 def generation_context(
-    *, conversation_id: uuid.UUID, up_to: Message, max_turns: int
+    *, conversation_id: uuid.UUID, up_to: Message, max_messages: int
 ) -> GenerationContext:
     """Everything the worker needs for the next answer: history, system prompt, sampling."""
     conversation = Conversation.objects.select_related("template_version").get(id=conversation_id)
     version = conversation.template_version
     return GenerationContext(
-        turns=conversation_history(conversation=conversation, up_to=up_to, max_turns=max_turns),
+        turns=conversation_history(
+            conversation=conversation, up_to=up_to, max_messages=max_messages
+        ),
         system_prompt=version.system_prompt if version else None,
         sampling=dict(version.sampling) if version else {},
         template_id=version.template_id if version else None,

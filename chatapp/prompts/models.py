@@ -30,7 +30,10 @@ class PromptTemplate(models.Model):
     sampling: models.JSONField[dict[str, Any]] = models.JSONField(
         default=dict,
         blank=True,
-        help_text='Default sampling: {"max_tokens": int, "temperature": float, "top_p": float}.',
+        help_text=(
+            'Sampling overrides; what is left out takes the model\'s default: {"max_tokens": '
+            'int, "temperature": float, "top_p": float, "repetition_penalty": float}.'
+        ),
     )
     enabled = models.BooleanField(default=True, help_text="Disabled templates are not offered.")
     created_at = models.DateTimeField(auto_now_add=True)

@@ -52,9 +52,11 @@ class Variable(BaseModel):
 class Sampling(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    # None: the model's own default (its generation_config.json)
     max_tokens: int | None = Field(default=None, ge=1, le=8192)
-    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
-    top_p: float = Field(default=1.0, gt=0.0, le=1.0)
+    temperature: float | None = Field(default=None, ge=0.0, le=2.0)
+    top_p: float | None = Field(default=None, gt=0.0, le=1.0)
+    repetition_penalty: float | None = Field(default=None, gt=0.0, le=2.0)
 
 
 def parse_variables(raw: Any) -> list[Variable]:
@@ -136,7 +138,7 @@ def canonical_text(
             "system_prompt": system_prompt,
             "body": body,
             "variables": [v.model_dump() for v in variables],
-            "sampling": sampling.model_dump(),
+            "sampling": sampling.model_dump(exclude_none=True),
         },
         sort_keys=True,
         ensure_ascii=False,

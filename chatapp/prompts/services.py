@@ -56,7 +56,7 @@ def template_publish(*, template: PromptTemplate, user: User | None) -> PromptTe
         system_prompt=template.system_prompt,
         body=template.body,
         variables=[v.model_dump() for v in variables],
-        sampling=sampling.model_dump(),
+        sampling=sampling.model_dump(exclude_none=True),
         published_by=user,
     )
     transaction.on_commit(lambda: _after_publish(version_id=version.pk))

@@ -377,7 +377,7 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
             context = await database_sync_to_async(selectors.generation_context)(
                 conversation_id=turn.conversation.id,
                 up_to=turn.user_message,
-                max_turns=settings.CHAT_HISTORY_TURNS,
+                max_messages=settings.CHAT_HISTORY_MAX_MESSAGES,
             )
         except BaseException:
             await self._release(runtime, request_id)

@@ -9,6 +9,7 @@ from typing import Any
 import django_stubs_ext
 
 from chatapp.settings.database import database_settings
+from inference.models.paths import SMOLLM2_DIR_NAME
 from inference.settings import data_dir_from_env
 from inference.transport import redis_layer_config
 
@@ -129,7 +130,8 @@ CHAT_WARMUP_TIMEOUT_S = float(os.environ.get("CHAT_WARMUP_TIMEOUT_S", "60"))
 # Chat limits (see docs/protocol.md)
 CHAT_MAX_FRAME_BYTES = int(os.environ.get("CHAT_MAX_FRAME_BYTES", "65536"))
 CHAT_MAX_MESSAGE_CHARS = int(os.environ.get("CHAT_MAX_MESSAGE_CHARS", "8000"))
-CHAT_HISTORY_TURNS = int(os.environ.get("CHAT_HISTORY_TURNS", "20"))
+# The worker fits the history to the model's context by tokens; this only bounds what is sent.
+CHAT_HISTORY_MAX_MESSAGES = int(os.environ.get("CHAT_HISTORY_MAX_MESSAGES", "200"))
 CHAT_ACCEPT_TIMEOUT_S = float(os.environ.get("CHAT_ACCEPT_TIMEOUT_S", "30"))
 # Past the accept timeout a request still waits while live workers are busy, up to this.
 CHAT_QUEUE_TIMEOUT_S = float(os.environ.get("CHAT_QUEUE_TIMEOUT_S", "120"))
@@ -168,7 +170,7 @@ METRICS_ALLOWED_NETS: list[str] = [
 ]
 # The model id the OpenAI-compatible API (docs/api.md) answers to: the model folder's name.
 CHAT_API_MODEL = (
-    os.environ.get("CHAT_API_MODEL") or Path(os.environ.get("MODEL") or "gemma-3-270m").name
+    os.environ.get("CHAT_API_MODEL") or Path(os.environ.get("MODEL") or SMOLLM2_DIR_NAME).name
 )
 
 LOGGING = {

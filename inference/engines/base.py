@@ -9,20 +9,32 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from inference.prompt_format import PromptFormat
 from inference.protocol import FinishReason
+
+if TYPE_CHECKING:
+    from inference.generation_config import GenerationDefaults
+    from inference.prompt_builder import PromptBuilder
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EngineRequest:
     request_id: str
+    # The rendered prompt and its tokens (`PromptBuilder`): the engine runs the tokens.
     prompt: str
+    prompt_token_ids: list[int]
     max_tokens: int
     temperature: float
     top_p: float
     stop: tuple[str, ...]
+    top_k: int = 0
+    repetition_penalty: float = 1.0
+    frequency_penalty: float = 0.0
+    presence_penalty: float = 0.0
+    seed: int | None = None
+    # a JSON schema the answer must match (structured outputs); {} = any JSON object
+    json_schema: dict[str, Any] | None = None
     priority: int = 0
 
 
@@ -68,7 +80,14 @@ def prompt_too_long_message(*, prompt_tokens: int, max_model_len: int) -> str:
 
 class Engine(Protocol):
     @property
-    def prompt_format(self) -> PromptFormat: ...
+    def prompt_builder(self) -> PromptBuilder:
+        """Renders conversations with this model's chat template, within its context."""
+        ...
+
+    @property
+    def defaults(self) -> GenerationDefaults:
+        """The model's own sampling defaults (its generation_config.json)."""
+        ...
 
     def stream(self, request: EngineRequest) -> AsyncIterator[EngineDelta]: ...
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
+from inference.chat_prompt import ChatTemplate, RenderedChat
 from inference.engines.base import (
     EngineDelta,
     EngineError,
@@ -21,41 +22,58 @@ from inference.engines.base import (
     PromptTooLongError,
     prompt_too_long_message,
 )
-from inference.prompt_format import PromptFormat
+from inference.generation_config import GenerationDefaults
+from inference.models.chat_templates import CHATML_END, CHATML_START, CHATML_TEMPLATE
+from inference.prompt_builder import PromptBuilder
 
-SCRIPTED_FORMAT = PromptFormat(
-    system="Scripted test engine.",
-    examples=[],
-    user_prefix="User: ",
-    assistant_prefix="Assistant: ",
-    turn_separator="\n",
-    stop=["\nUser:"],
-    default_max_tokens=64,
-)
+SCRIPTED_DEFAULTS = GenerationDefaults(max_tokens=64, temperature=0.0)
+_LAST_USER = f"{CHATML_START}user\n"
 
 
 def scripted_reply(prompt: str) -> str:
-    last_user = prompt.rsplit(SCRIPTED_FORMAT.user_prefix, 1)[-1]
-    last_user = last_user.split(SCRIPTED_FORMAT.turn_separator)[0]
-    return f"You said: {last_user.strip()}"
+    last_user = prompt.rsplit(_LAST_USER, 1)[-1].split(CHATML_END)[0]
+    return f"You said: {' '.join(last_user.split())}"
+
+
+def _words(rendered: RenderedChat) -> list[int]:
+    # "tokens" of the scripted engine: whitespace-separated words (their ids do not matter)
+    return list(range(len(rendered.text.split())))
 
 
 class ScriptedEngine:
     def __init__(self, *, delay_s: float = 0.002, max_prompt_tokens: int = 100_000) -> None:
         self._delay_s = delay_s
-        self.max_prompt_tokens = max_prompt_tokens  # tests lower it to hit the "context"
         self._running: set[str] = set()
-        self.prompts: list[str] = []
+        self.prompts: list[str] = []  # every prompt it was given, for tests
+        # The same ChatML layout as the tiny test model, so the worker's path is the real one.
+        self._builder = PromptBuilder(
+            template=ChatTemplate(source=CHATML_TEMPLATE),
+            encode=_words,
+            count=lambda text: len(text.split()),
+            context_tokens=max_prompt_tokens + 1,
+        )
 
     @property
-    def prompt_format(self) -> PromptFormat:
-        return SCRIPTED_FORMAT
+    def max_prompt_tokens(self) -> int:
+        return self._builder.context_tokens - 1
+
+    @max_prompt_tokens.setter
+    def max_prompt_tokens(self, value: int) -> None:  # tests lower it to hit the "context"
+        self._builder.context_tokens = value + 1
+
+    @property
+    def prompt_builder(self) -> PromptBuilder:
+        return self._builder
+
+    @property
+    def defaults(self) -> GenerationDefaults:
+        return SCRIPTED_DEFAULTS
 
     async def stream(self, request: EngineRequest) -> AsyncIterator[EngineDelta]:
         self.prompts.append(request.prompt)
         words = scripted_reply(request.prompt).split(" ")
         delay = 0.05 if "[[slow]]" in words[-1] or "[[slow]]" in request.prompt else self._delay_s
-        prompt_tokens = len(request.prompt.split())
+        prompt_tokens = len(request.prompt_token_ids)
         if prompt_tokens > self.max_prompt_tokens:
             raise PromptTooLongError(
                 prompt_too_long_message(

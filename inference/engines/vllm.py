@@ -8,13 +8,13 @@ lazily so that importing this module (e.g. for type checks or settings) stays ch
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import os
 from collections.abc import AsyncIterator
 from typing import Any
 
+from inference.chat_prompt import ChatTemplate, ChatTemplateError, special_token_ids, token_ids
 from inference.engines.base import (
     EngineDelta,
     EngineError,
@@ -24,8 +24,9 @@ from inference.engines.base import (
     RequestRejectedError,
     prompt_too_long_message,
 )
+from inference.generation_config import GenerationDefaults
 from inference.models import ensure_model_ready
-from inference.prompt_format import PromptFormat, load_prompt_format
+from inference.prompt_builder import PromptBuilder
 from inference.protocol import FinishReason
 from inference.settings import EngineSettings
 
@@ -115,11 +116,30 @@ def _delta_of(output: Any) -> EngineDelta:
 
 
 class VllmEngine:
-    def __init__(self, *, llm: Any, prompt_format: PromptFormat, recorder: _StatsRecorder) -> None:
+    def __init__(
+        self,
+        *,
+        llm: Any,
+        recorder: _StatsRecorder,
+        defaults: GenerationDefaults,
+        chat_template: str | None = None,
+    ) -> None:
         self._llm = llm
-        self._prompt_format = prompt_format
         self._recorder = recorder
+        self._defaults = defaults
         self._tokenizer = llm.get_tokenizer()
+        try:
+            template = ChatTemplate.of_tokenizer(self._tokenizer, override=chat_template)
+        except ChatTemplateError as exc:
+            raise EngineError(str(exc)) from exc
+        specials = special_token_ids(self._tokenizer)
+        self._builder = PromptBuilder(
+            template=template,
+            encode=lambda rendered: token_ids(self._tokenizer, rendered, specials=specials),
+            count=self._count,
+            context_tokens=int(llm.model_config.max_model_len),
+            decode=lambda ids: str(self._tokenizer.decode(ids)),
+        )
 
     @classmethod
     def create(cls, *, settings: EngineSettings) -> VllmEngine:
@@ -130,7 +150,12 @@ class VllmEngine:
             raise EngineError(
                 f"MODEL={settings.model_dir} is not a Hugging Face model folder (no config.json)"
             )
-        prompt_format = load_prompt_format(model_dir=settings.model_dir)
+        chat_template = None
+        if settings.chat_template_path is not None:
+            try:
+                chat_template = settings.chat_template_path.read_text(encoding="utf-8")
+            except OSError as exc:
+                raise EngineError(f"CHAT_TEMPLATE={settings.chat_template_path}: {exc}") from exc
         configure_vllm_environment(settings=settings)
         from vllm.engine.arg_utils import AsyncEngineArgs
         from vllm.v1.engine.async_llm import AsyncLLM
@@ -146,42 +171,68 @@ class VllmEngine:
             enforce_eager=settings.enforce_eager,
             disable_log_stats=False,
             dtype="bfloat16",
+            **({"block_size": settings.block_size} if settings.block_size else {}),
         )
         recorder = _StatsRecorder()
         try:
             llm = AsyncLLM.from_engine_args(args, stat_loggers=[recorder.factory])
         except Exception as exc:
             raise EngineError(f"vLLM could not load {settings.model_dir}: {exc}") from exc
-        return cls(llm=llm, prompt_format=prompt_format, recorder=recorder)
+        return cls(
+            llm=llm,
+            recorder=recorder,
+            defaults=GenerationDefaults.from_model_dir(settings.model_dir),
+            chat_template=chat_template,
+        )
 
     @property
-    def prompt_format(self) -> PromptFormat:
-        return self._prompt_format
+    def prompt_builder(self) -> PromptBuilder:
+        return self._builder
+
+    @property
+    def defaults(self) -> GenerationDefaults:
+        return self._defaults
 
     @property
     def tokenizer(self) -> Any:
         return self._tokenizer
 
+    def _count(self, text: str) -> int:
+        return len(
+            self._tokenizer(text, add_special_tokens=False, split_special_tokens=True)["input_ids"]
+        )
+
     async def stream(self, request: EngineRequest) -> AsyncIterator[EngineDelta]:
         from vllm import SamplingParams
         from vllm.exceptions import VLLMClientError
         from vllm.inputs import TokensPrompt
-        from vllm.sampling_params import RequestOutputKind
+        from vllm.sampling_params import RequestOutputKind, StructuredOutputsParams
 
+        structured = None
+        if request.json_schema is not None:
+            schema = request.json_schema or {"type": "object"}
+            structured = StructuredOutputsParams(json=schema)
         params = SamplingParams(
             max_tokens=request.max_tokens,
             temperature=request.temperature,
             top_p=request.top_p,
+            top_k=request.top_k if request.top_k > 0 else -1,
+            repetition_penalty=request.repetition_penalty,
+            frequency_penalty=request.frequency_penalty,
+            presence_penalty=request.presence_penalty,
+            seed=request.seed,
             stop=list(request.stop),
+            structured_outputs=structured,
             output_kind=RequestOutputKind.DELTA,
         )
-        token_ids = await asyncio.to_thread(self._encode, request.prompt)
-        max_model_len = int(self._llm.model_config.max_model_len)
-        if len(token_ids) >= max_model_len:  # vLLM's own check, with a message for people
+        max_model_len = self._builder.context_tokens
+        if len(request.prompt_token_ids) >= max_model_len:  # vLLM's check, worded for people
             raise PromptTooLongError(
-                prompt_too_long_message(prompt_tokens=len(token_ids), max_model_len=max_model_len)
+                prompt_too_long_message(
+                    prompt_tokens=len(request.prompt_token_ids), max_model_len=max_model_len
+                )
             )
-        prompt = TokensPrompt(prompt_token_ids=token_ids)
+        prompt = TokensPrompt(prompt_token_ids=list(request.prompt_token_ids))
         # Cancelling the task that iterates this generator, or closing it, makes vLLM abort
         # the request (its generator aborts on CancelledError and GeneratorExit).
         outputs = self._llm.generate(prompt, params, request.request_id, priority=request.priority)
@@ -196,11 +247,6 @@ class VllmEngine:
                     output = await anext(outputs)
                 except StopAsyncIteration:
                     return
-
-    def _encode(self, prompt: str) -> list[int]:
-        # split_special_tokens: "<eos>" typed by a user stays text, never a control token.
-        ids: list[int] = self._tokenizer(prompt, split_special_tokens=True).input_ids
-        return ids
 
     async def abort(self, request_id: str) -> None:
         await self._llm.abort(request_id)

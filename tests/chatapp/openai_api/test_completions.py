@@ -59,7 +59,7 @@ async def test_the_whole_conversation_reaches_the_model_in_order(
     )
 
     prompt = scripted_worker.engine.prompts[-1]
-    assert prompt.startswith("You answer about parcels.")
+    assert prompt.startswith("<|im_start|>system\nYou answer about parcels.<|im_end|>\n")
     assert prompt.index("first question") < prompt.index("first answer")
     assert prompt.index("first answer") < prompt.index("second question")
     assert completion.choices[0].message.content == "You said: second"

@@ -68,7 +68,7 @@ async def test_a_template_reference_gives_the_same_prompt_bytes_as_the_chat_sock
     assert response.status_code == 200, response.text
     api_prompt = scripted_worker.engine.prompts[-1]
     assert api_prompt == socket_prompt  # byte-identical: one prefix in vLLM's cache
-    assert api_prompt.startswith(SYSTEM)
+    assert api_prompt.startswith(f"<|im_start|>system\n{SYSTEM}<|im_end|>\n")
     assert response.json()["choices"][0]["message"]["content"] == f"You said: {RENDERED}"
     # the template's sampling applies (max_tokens 40 here) and the conversation records it
     message = await sync_to_async(Message.objects.select_related("conversation").get)(
@@ -94,7 +94,7 @@ async def test_messages_after_a_template_continue_its_conversation(
     response = await http.post("/v1/chat/completions", json=body, headers=api_key.headers)
     assert response.status_code == 200, response.text
     prompt = scripted_worker.engine.prompts[-1]
-    assert prompt.startswith(SYSTEM)
+    assert prompt.startswith(f"<|im_start|>system\n{SYSTEM}<|im_end|>\n")
     assert (
         prompt.index(RENDERED) < prompt.index("We are looking into it.") < prompt.index("Any news?")
     )

@@ -103,7 +103,9 @@ async def test_a_database_failure_gives_an_error_and_stores_nothing(
         patch.setattr(models.Message.objects, "create", broken_create)
         await ws.send_json_to(send_frame("will this be lost?"))
         error = await ws.receive_json_from(timeout=5)
-    assert (error["type"], error["code"]) == ("chat.error", "internal")
+    # the database is away: a clear "try again shortly", not a server failure
+    assert (error["type"], error["code"]) == ("chat.error", "unavailable")
+    assert error["retry_after_s"] >= 1
     assert await sync_to_async(Message.objects.count)() == 0  # no half-written turn
     from chatapp.conversations.models import Conversation
 

@@ -66,7 +66,8 @@ async def test_variables_only_render_the_body_and_use_the_template_system_prompt
     assert await stored_user_text(frames) == RENDERED
     assert answer_text(frames) == f"You said: {RENDERED}"
     prompt = scripted_worker.engine.prompts[-1]
-    assert prompt.startswith(SYSTEM)  # the template's system prompt is the prefix
+    # the template's system prompt is the prefix
+    assert prompt.startswith(f"<|im_start|>system\n{SYSTEM}<|im_end|>\n")
     wire = json.dumps(frame)
     assert SYSTEM not in wire
     assert "has not arrived" not in wire  # only the reference and the values travel
@@ -82,7 +83,7 @@ async def test_variables_only_render_the_body_and_use_the_template_system_prompt
     )
     await receive_until(ws, "chat.done")
     follow_up = scripted_worker.engine.prompts[-1]
-    assert follow_up.startswith(SYSTEM)
+    assert follow_up.startswith(f"<|im_start|>system\n{SYSTEM}<|im_end|>\n")
     assert RENDERED in follow_up
 
 
@@ -129,7 +130,8 @@ async def test_a_hash_mismatch_asks_for_the_full_text_which_then_goes_through(
     frames = await receive_until(ws, "chat.done")
     assert frames[0]["id"] == frame["id"]
     assert await stored_user_text(frames) == edited
-    assert scripted_worker.engine.prompts[-1].startswith(SYSTEM)
+    prompt = scripted_worker.engine.prompts[-1]
+    assert prompt.startswith(f"<|im_start|>system\n{SYSTEM}<|im_end|>\n")
 
 
 @pytest.mark.parametrize(
@@ -239,7 +241,7 @@ async def test_publishing_pushes_to_open_pages_and_warms_the_prefix(
     assert pushed["etag"]
     # the warm-up went through the worker as a prompt that is exactly the shared prefix
     warm_prompt = scripted_worker.engine.prompts[-1]
-    assert warm_prompt.startswith(SYSTEM)
+    assert warm_prompt.startswith(f"<|im_start|>system\n{SYSTEM}<|im_end|>\n")
     assert "My order" not in warm_prompt
     for _ in range(50):
         await sync_to_async(version.refresh_from_db)()

