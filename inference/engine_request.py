@@ -50,4 +50,6 @@ def engine_request_of(
         stop=tuple(dict.fromkeys((*defaults.stop, *sampling.stop))),
         json_schema=schema,
         priority=request.priority,
+        logprobs=sampling.logprobs,
+        logit_bias=sampling.logit_bias,
     )

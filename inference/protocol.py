@@ -11,7 +11,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    TypeAdapter,
+    model_serializer,
+)
 
 REQUEST_CHANNEL = "inference.requests"
 # Background work (prefix warm-ups, batch API calls): workers run only a few of these at once,
@@ -58,6 +65,10 @@ class SamplingOptions(WireMessage):
     # extra stop strings, on top of the model's own
     stop: list[str] = Field(default_factory=list, max_length=4)
     response_format: ResponseFormat | None = None
+    # None: no logprobs; N: each answer token's logprob and its N likeliest alternatives
+    logprobs: int | None = Field(default=None, ge=0, le=20)
+    # token id -> bias added to its logit (OpenAI's logit_bias, vLLM's SamplingParams)
+    logit_bias: dict[int, float] | None = Field(default=None, max_length=1024)
 
 
 class FaqLookup(WireMessage):
@@ -104,12 +115,41 @@ class Heartbeat(WireMessage):
     request_id: str
 
 
+class TopLogprob(WireMessage):
+    token: str
+    logprob: float
+
+
+class TokenLogprob(WireMessage):
+    """One answer token: its text, its logprob and the likeliest alternatives (best first)."""
+
+    token: str
+    logprob: float
+    top: list[TopLogprob] = Field(default_factory=list)
+
+
+def drop_absent_logprobs(
+    model: BaseModel, handler: SerializerFunctionWrapHandler
+) -> dict[str, Any]:
+    """A message's optional `logprobs` is left out of its dump when nobody asked for them."""
+    data: dict[str, Any] = handler(model)
+    if data.get("logprobs", ...) is None:
+        del data["logprobs"]
+    return data
+
+
 class Delta(WireMessage):
     type: Literal["inference.delta"] = "inference.delta"
     request_id: str
     seq: int = Field(ge=1)
     text: str
     tokens: int = Field(ge=0)
+    # only when the request asked for logprobs (SamplingOptions.logprobs): one per token
+    logprobs: list[TokenLogprob] | None = None
+
+    @model_serializer(mode="wrap")
+    def _serialize(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return drop_absent_logprobs(self, handler)
 
 
 class Done(WireMessage):

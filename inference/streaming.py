@@ -21,12 +21,16 @@ _END = object()
 
 def merge_deltas(deltas: Sequence[EngineDelta]) -> EngineDelta:
     last = deltas[-1]
+    logprobs = None
+    if any(d.logprobs is not None for d in deltas):
+        logprobs = tuple(lp for d in deltas for lp in d.logprobs or ())
     return EngineDelta(
         text="".join(d.text for d in deltas),
         tokens=sum(d.tokens for d in deltas),
         finish_reason=last.finish_reason,
         prompt_tokens=last.prompt_tokens,
         cached_prompt_tokens=last.cached_prompt_tokens,
+        logprobs=logprobs,
     )
 
 

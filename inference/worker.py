@@ -48,6 +48,7 @@ from inference.protocol import (
     FinishReason,
     GenerateRequest,
     Heartbeat,
+    TokenLogprob,
     worker_inbound_adapter,
 )
 from inference.registry import WorkerRegistry, worker_registry
@@ -314,6 +315,7 @@ class InferenceWorker:
         ):
             return
         unsent_tokens = 0
+        unsent_logprobs: tuple[TokenLogprob, ...] = ()  # of deltas that had no text to send
         try:
             engine_request = await asyncio.to_thread(
                 engine_request_of,
@@ -340,11 +342,16 @@ class InferenceWorker:
                     text = delta.text if progress.seq else delta.text.lstrip()
                     if not text:
                         unsent_tokens += delta.tokens
+                        unsent_logprobs += delta.logprobs or ()
                         continue
                     if progress.ttft_ms is None:
                         progress.ttft_ms = progress.elapsed_ms()
                     progress.seq += 1
                     tokens, unsent_tokens = delta.tokens + unsent_tokens, 0
+                    logprobs = None
+                    if delta.logprobs is not None:
+                        logprobs = [*unsent_logprobs, *delta.logprobs]
+                        unsent_logprobs = ()
                     if not await self._transport.send(
                         reply,
                         Delta(
@@ -352,6 +359,7 @@ class InferenceWorker:
                             seq=progress.seq,
                             text=text,
                             tokens=tokens,
+                            logprobs=logprobs,
                         ),
                     ):
                         return  # requester gone: leaving the loop closes the stream -> abort

@@ -6,9 +6,18 @@ socket replays from, so a client that knows the last `seq` it has can be given e
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    TypeAdapter,
+    model_serializer,
+)
+
+from inference.protocol import TokenLogprob, drop_absent_logprobs
 
 EndStatus = Literal["complete", "stopped", "failed"]
 
@@ -21,6 +30,12 @@ class LoggedDelta(_Entry):
     kind: Literal["delta"] = "delta"
     seq: int = Field(ge=1)
     text: str
+    # the tokens' logprobs, only when the request asked for them (the OpenAI API's logprobs)
+    logprobs: list[TokenLogprob] | None = None
+
+    @model_serializer(mode="wrap")
+    def _serialize(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return drop_absent_logprobs(self, handler)
 
 
 class LoggedEnd(_Entry):

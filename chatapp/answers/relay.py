@@ -257,7 +257,9 @@ class AnswerRelay:
             await self._cancel_upstream(tracked)
             await self._end_lost(tracked)
             return
-        await self._publish(tracked, LoggedDelta(seq=delta.seq, text=delta.text))
+        await self._publish(
+            tracked, LoggedDelta(seq=delta.seq, text=delta.text, logprobs=delta.logprobs)
+        )
 
     async def _end_lost(self, tracked: _Tracked) -> None:
         await self._end(

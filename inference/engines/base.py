@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from inference.protocol import FinishReason
+from inference.protocol import FinishReason, TokenLogprob
 
 if TYPE_CHECKING:
     from inference.generation_config import GenerationDefaults
@@ -36,6 +36,9 @@ class EngineRequest:
     # a JSON schema the answer must match (structured outputs); {} = any JSON object
     json_schema: dict[str, Any] | None = None
     priority: int = 0
+    # None: no logprobs; N: each new token's logprob and its N likeliest alternatives
+    logprobs: int | None = None
+    logit_bias: dict[int, float] | None = None  # token id -> bias added to its logit
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -47,6 +50,8 @@ class EngineDelta:
     finish_reason: FinishReason | None
     prompt_tokens: int
     cached_prompt_tokens: int
+    # one per new token when the request asked for logprobs, else None
+    logprobs: tuple[TokenLogprob, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

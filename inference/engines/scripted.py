@@ -6,6 +6,9 @@ milliseconds. Selected only with `INFERENCE_ENGINE=scripted`. Test hooks in the 
 `[[fail]]` makes the engine fail after two words, `[[slow]]` slows it to 50 ms a word,
 `[[stall]]` waits one second before the first word (a long, silent prefill). A prompt of
 more than `max_prompt_tokens` words is refused as vLLM refuses one longer than its context.
+Stop strings end the reply where they first appear (left out, finish reason "stop"), and
+asked-for logprobs are fakes with a fixed shape: 0.0 for the word, then `alt1`, `alt2`, ...
+at -1.0, -2.0, ... (the word itself first among the alternatives).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from inference.engines.base import (
 from inference.generation_config import GenerationDefaults
 from inference.models.chat_templates import CHATML_END, CHATML_START, CHATML_TEMPLATE
 from inference.prompt_builder import PromptBuilder
+from inference.protocol import TokenLogprob, TopLogprob
 
 SCRIPTED_DEFAULTS = GenerationDefaults(max_tokens=64, temperature=0.0)
 _LAST_USER = f"{CHATML_START}user\n"
@@ -33,6 +37,30 @@ _LAST_USER = f"{CHATML_START}user\n"
 def scripted_reply(prompt: str) -> str:
     last_user = prompt.rsplit(_LAST_USER, 1)[-1].split(CHATML_END)[0]
     return f"You said: {' '.join(last_user.split())}"
+
+
+def scripted_logprob(token: str, top_n: int) -> TokenLogprob:
+    """The scripted engine's fake logprobs for one word: deterministic, the shape is real."""
+    top = [TopLogprob(token=token, logprob=0.0)]
+    top += [TopLogprob(token=f" alt{i}", logprob=-float(i)) for i in range(1, top_n)]
+    return TokenLogprob(token=token, logprob=0.0, top=top[:top_n])
+
+
+def _until_stop(pieces: list[str], stop: tuple[str, ...]) -> list[str]:
+    """The reply's pieces up to the first stop string, which is left out (as vLLM does)."""
+    text = "".join(pieces)
+    cuts = [i for i in (text.find(s) for s in stop if s) if i >= 0]
+    if not cuts:
+        return pieces
+    cut, used, out = min(cuts), 0, []
+    for piece in pieces:
+        if used + len(piece) >= cut:
+            if piece[: cut - used]:
+                out.append(piece[: cut - used])
+            break
+        out.append(piece)
+        used += len(piece)
+    return out
 
 
 def _words(rendered: RenderedChat) -> list[int]:
@@ -45,6 +73,7 @@ class ScriptedEngine:
         self._delay_s = delay_s
         self._running: set[str] = set()
         self.prompts: list[str] = []  # every prompt it was given, for tests
+        self.requests: list[EngineRequest] = []  # and every request, with its sampling
         # The same ChatML layout as the tiny test model, so the worker's path is the real one.
         self._builder = PromptBuilder(
             template=ChatTemplate(source=CHATML_TEMPLATE),
@@ -71,8 +100,10 @@ class ScriptedEngine:
 
     async def stream(self, request: EngineRequest) -> AsyncIterator[EngineDelta]:
         self.prompts.append(request.prompt)
+        self.requests.append(request)
         words = scripted_reply(request.prompt).split(" ")
         delay = 0.05 if "[[slow]]" in words[-1] or "[[slow]]" in request.prompt else self._delay_s
+        pieces = _until_stop([w if i == 0 else f" {w}" for i, w in enumerate(words)], request.stop)
         prompt_tokens = len(request.prompt_token_ids)
         if prompt_tokens > self.max_prompt_tokens:
             raise PromptTooLongError(
@@ -84,19 +115,22 @@ class ScriptedEngine:
         try:
             if "[[stall]]" in request.prompt:
                 await asyncio.sleep(1.0)
-            for index, word in enumerate(words[: request.max_tokens]):
+            for index, text in enumerate(pieces[: request.max_tokens] or [""]):
                 await asyncio.sleep(delay)
                 if index == 2 and "[[fail]]" in request.prompt:
                     raise EngineError("scripted failure")
-                last = index == len(words) - 1 or index == request.max_tokens - 1
+                last = index >= len(pieces) - 1 or index == request.max_tokens - 1
                 yield EngineDelta(
-                    text=word if index == 0 else f" {word}",
+                    text=text,
                     tokens=1,
-                    finish_reason=("stop" if index == len(words) - 1 else "length")
+                    finish_reason=("stop" if index >= len(pieces) - 1 else "length")
                     if last
                     else None,
                     prompt_tokens=prompt_tokens,
                     cached_prompt_tokens=0,
+                    logprobs=None
+                    if request.logprobs is None
+                    else (scripted_logprob(text, request.logprobs),),
                 )
         finally:
             self._running.discard(request.request_id)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from inference.chat_prompt import ChatTemplate, ChatTemplateError, special_token_ids, token_ids
@@ -27,7 +27,7 @@ from inference.engines.base import (
 from inference.generation_config import GenerationDefaults
 from inference.models import ensure_model_ready
 from inference.prompt_builder import PromptBuilder
-from inference.protocol import FinishReason
+from inference.protocol import FinishReason, TokenLogprob, TopLogprob
 from inference.settings import EngineSettings
 
 logger = logging.getLogger(__name__)
@@ -101,17 +101,71 @@ class _StatsRecorder:
         return _Logger(vllm_config, engine_index)
 
 
-def _delta_of(output: Any) -> EngineDelta:
+# JSON has no -inf: a token the sampler could not pick (structured outputs mask it) gets this,
+# as in vLLM's own OpenAI server.
+_MIN_LOGPROB = -9999.0
+
+
+def _logprob(value: float) -> float:
+    return max(float(value), _MIN_LOGPROB)
+
+
+def _token_text(token_id: int, found: Any, decode: Callable[[int], str]) -> str:
+    decoded = getattr(found, "decoded_token", None)  # vLLM's detokenizer fills it
+    return str(decoded) if decoded is not None else decode(token_id)
+
+
+def _logprobs_of(
+    completion: Any, *, top_n: int, decode: Callable[[int], str]
+) -> tuple[TokenLogprob, ...]:
+    """vLLM's per-token logprobs (DELTA output: one dict per new token, token id ->
+    `Logprob(logprob, rank, decoded_token)`, holding the sampled token and the top `top_n`)."""
+    out: list[TokenLogprob] = []
+    for token_id, position in zip(completion.token_ids, completion.logprobs or (), strict=False):
+        if not position:
+            continue
+        sampled = position.get(token_id)
+        top = sorted(
+            (
+                (found.rank, tid, found)
+                for tid, found in position.items()
+                if found.rank is not None and found.rank <= top_n
+            ),
+            key=lambda item: item[0],
+        )
+        out.append(
+            TokenLogprob(
+                token=_token_text(token_id, sampled, decode),
+                logprob=_logprob(sampled.logprob) if sampled is not None else _MIN_LOGPROB,
+                top=[
+                    TopLogprob(
+                        token=_token_text(tid, found, decode), logprob=_logprob(found.logprob)
+                    )
+                    for _rank, tid, found in top
+                ],
+            )
+        )
+    return tuple(out)
+
+
+def _delta_of(
+    output: Any, *, top_n: int | None = None, decode: Callable[[int], str] | None = None
+) -> EngineDelta:
     completion = output.outputs[0]
     finish = None
     if output.finished:
         finish = _FINISH_REASONS.get(str(completion.finish_reason), "stop")
+    logprobs = None
+    if top_n is not None:
+        assert decode is not None
+        logprobs = _logprobs_of(completion, top_n=top_n, decode=decode)
     return EngineDelta(
         text=completion.text,
         tokens=len(completion.token_ids),
         finish_reason=finish,
         prompt_tokens=len(output.prompt_token_ids or ()),
         cached_prompt_tokens=output.num_cached_tokens or 0,
+        logprobs=logprobs,
     )
 
 
@@ -197,6 +251,9 @@ class VllmEngine:
     def tokenizer(self) -> Any:
         return self._tokenizer
 
+    def _decode_token(self, token_id: int) -> str:
+        return str(self._tokenizer.decode([token_id]))
+
     def _count(self, text: str) -> int:
         return len(
             self._tokenizer(text, add_special_tokens=False, split_special_tokens=True)["input_ids"]
@@ -223,6 +280,8 @@ class VllmEngine:
             seed=request.seed,
             stop=list(request.stop),
             structured_outputs=structured,
+            logprobs=request.logprobs,
+            logit_bias=request.logit_bias,
             output_kind=RequestOutputKind.DELTA,
         )
         max_model_len = self._builder.context_tokens
@@ -242,7 +301,7 @@ class VllmEngine:
             except VLLMClientError as exc:  # vLLM refused the request itself (4xx in its server)
                 raise RequestRejectedError(str(exc)) from exc
             while True:
-                yield _delta_of(output)
+                yield _delta_of(output, top_n=request.logprobs, decode=self._decode_token)
                 try:
                     output = await anext(outputs)
                 except StopAsyncIteration:
