@@ -45,6 +45,9 @@ if TYPE_CHECKING:
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 RESULTS_DIR = REPO_ROOT / "bench" / "results"
+# The app's default model (SmolLM2 135M Instruct, `python -m inference.models prepare`);
+# `--model-dir data/models/gemma-3-270m` measures the base Gemma instead.
+DEFAULT_MODEL_DIR = REPO_ROOT / "data" / "models" / "smollm2-135m-instruct"
 
 
 # Customer-support questions the latency benchmarks ask (ws_vs_engine, priority_ttft).
@@ -88,7 +91,10 @@ def add_engine_args(parser: argparse.ArgumentParser) -> None:
         "for 1 s after each step",
     )
     parser.add_argument(
-        "--model-dir", type=Path, default=REPO_ROOT / "data" / "models" / "gemma-3-270m"
+        "--model-dir",
+        type=Path,
+        default=DEFAULT_MODEL_DIR,
+        help=f"default {DEFAULT_MODEL_DIR.relative_to(REPO_ROOT)} (the app's default model)",
     )
     parser.add_argument(
         "--cache-dir",

@@ -1,6 +1,7 @@
 """Bytes on the wire per templated `chat.send` vs sending the full text or the whole prompt.
 
-Run from the repository root (the Gemma model folder is only read for its `chat_format.json`):
+Run from the repository root (the model folder is only read for its tokenizer and chat
+template; default the app's SmolLM2 folder):
 
     .venv/bin/python -m bench.template_bytes [--model-dir DIR]
 
@@ -21,8 +22,10 @@ it builds the `chat.send` frame exactly as the browser does (`frontend/src/templ
    the browser resends after `chat.resend_full`);
 2. the full prompt text a client would otherwise have to send: the template's system prompt
    plus the final user message;
-3. the whole prompt the model sees: the model's few-shot format (`chat_format.json`) rendered
-   with the template's system prompt and the user message.
+3. the whole prompt the model sees: the model's chat template rendered with the template's
+   system prompt and the user message, exactly as the worker builds it
+   (`bench.prompts.tokenizer_prompt_builder`: the worker's `PromptBuilder` on the folder's
+   tokenizer), in bytes and in tokens.
 
 Every frame is checked the way the server resolves it (`chatapp/prompts/resolution.py`): it
 must validate as a `SendFrame`, the template hash must match, the variables must pass
@@ -47,6 +50,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from bench import harness
+from bench.prompts import tokenizer_prompt_builder
 from chatapp.prompts.rendering import (
     Sampling,
     Variable,
@@ -60,7 +64,8 @@ from chatapp.prompts.rendering import (
 from chatapp.prompts.textpatch import MAX_PATCH_CHARS, apply_patch, make_patch
 from chatapp.prompts.textpatch import sha256_hex as text_sha256_hex
 from chatapp.realtime.schemas import SendFrame, client_frame_adapter
-from inference.prompt_format import PromptFormat, load_prompt_format
+from inference.models.paths import SMOLLM2_DIR_NAME
+from inference.prompt_builder import PromptBuilder
 from inference.protocol import ChatTurn
 
 MODULE = "bench.template_bytes"
@@ -519,6 +524,7 @@ class Case:
     text_frame_bytes: int  # the templated frame with the full `text` instead of a patch
     system_plus_user_bytes: int
     model_prompt_bytes: int
+    model_prompt_tokens: int
     templated_frame: str
 
     @property
@@ -543,7 +549,7 @@ class Case:
         return data
 
 
-def measure(published: Published, fmt: PromptFormat) -> list[Case]:
+def measure(published: Published, builder: PromptBuilder) -> list[Case]:
     spec = published.spec
     cases: list[Case] = []
     for index, raw_values in enumerate(spec.fills, start=1):
@@ -562,8 +568,11 @@ def measure(published: Published, fmt: PromptFormat) -> list[Case]:
                 )
             if behaviour != "variables" and "patch" not in frame:
                 raise SystemExit(f"{spec.name} ({behaviour}): expected a patch frame: {wire}")
-            model_prompt = fmt.render(
-                [ChatTurn(role="user", content=edited)], system=spec.system_prompt
+            model_prompt = builder.build(
+                system=spec.system_prompt,
+                messages=[ChatTurn(role="user", content=edited)],
+                max_tokens=int(published.sampling.max_tokens or 1),
+                trim=False,
             )
             cases.append(
                 Case(
@@ -576,7 +585,8 @@ def measure(published: Published, fmt: PromptFormat) -> list[Case]:
                     plain_frame_bytes=utf8_len(wire_json(plain_frame(edited))),
                     text_frame_bytes=utf8_len(wire_json(with_full_text(frame, edited))),
                     system_plus_user_bytes=utf8_len(spec.system_prompt) + utf8_len(edited),
-                    model_prompt_bytes=utf8_len(model_prompt),
+                    model_prompt_bytes=utf8_len(model_prompt.text),
+                    model_prompt_tokens=len(model_prompt.token_ids),
                     templated_frame=wire,
                 )
             )
@@ -600,6 +610,7 @@ def summary_row(label: str, cases: Sequence[Case]) -> str:
         f"{med('text_frame_bytes'):.0f}",
         f"{med('system_plus_user_bytes'):.0f}",
         f"{med('model_prompt_bytes'):.0f}",
+        f"{med('model_prompt_tokens'):.0f}",
         f"{med('ratio_plain'):.2f}",
         f"{med('ratio_system_user'):.3f}",
         f"{med('ratio_model_prompt'):.3f}",
@@ -609,9 +620,9 @@ def summary_row(label: str, cases: Sequence[Case]) -> str:
 
 TABLE_HEADER = (
     "| {what} | frames | templated frame (B) | patch (chars) | plain `chat.send` (B) | "
-    "template + `text` (B) | system + user text (B) | model prompt (B) | templated / plain | "
-    "templated / system+user | templated / model prompt |\n"
-    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    "template + `text` (B) | system + user text (B) | model prompt (B) | model prompt (tokens) "
+    "| templated / plain | templated / system+user | templated / model prompt |\n"
+    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 )
 
 
@@ -633,8 +644,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--model-dir",
         type=Path,
         default=None,
-        help="model folder whose chat_format.json renders the model prompt "
-        "(default $CHAT_DATA_DIR or <repo>/data, then models/gemma-3-270m)",
+        help="model folder whose tokenizer and chat template render the model prompt "
+        "(default $CHAT_DATA_DIR or <repo>/data, then models/smollm2-135m-instruct)",
     )
     return parser.parse_args(argv)
 
@@ -642,9 +653,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     data_dir = Path(os.environ.get("CHAT_DATA_DIR") or harness.REPO_ROOT / "data")
-    model_dir: Path = (args.model_dir or data_dir / "models" / "gemma-3-270m").resolve()
-    fmt = load_prompt_format(model_dir=model_dir)
-    cases = [case for spec in TEMPLATES for case in measure(publish(spec), fmt)]
+    model_dir: Path = (args.model_dir or data_dir / "models" / SMOLLM2_DIR_NAME).resolve()
+    # the context only bounds trimming, which a one-message conversation never needs
+    builder = tokenizer_prompt_builder(model_dir, context_tokens=1_000_000)
+    cases = [case for spec in TEMPLATES for case in measure(publish(spec), builder)]
     by_behaviour, by_template = build_tables(cases)
     stamp = harness.timestamp()
     example = next(c for c in cases if c.behaviour == "small edit")
@@ -654,7 +666,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"(1 exact + {len(TEMPLATES[0].small_edits)} small edits + "
         f"{len(TEMPLATES[0].rewrites)} rewrites)), all resolved back exactly (patch + hash)\n\n"
         f"- CPU: {harness.cpu_name()}, Python {platform.python_version()}\n"
-        f"- model prompt format: {model_dir / 'chat_format.json'}\n"
+        f"- model prompt: the chat template and tokenizer of {model_dir}\n"
         f"- command: `{harness.command_line(module=MODULE)}`\n"
         "- sizes are UTF-8 bytes of the JSON frame (`JSON.stringify` form) or of the text; "
         "every cell is a median over the frames of its row, ratios are medians of per-frame "

@@ -48,10 +48,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help=f"P95 TTFT a sustained rate must stay within (default {DEFAULT_TTFT_TARGET_S:g})",
     )
     parser.add_argument(
-        "--max-tokens", type=int, default=None, help="default: the model's default_max_tokens"
+        "--max-tokens",
+        type=int,
+        default=None,
+        help="default: the model's own (max_new_tokens in its generation_config.json)",
     )
     parser.add_argument(
-        "--model-dir", type=Path, default=harness.REPO_ROOT / "data" / "models" / "gemma-3-270m"
+        "--model-dir",
+        type=Path,
+        default=harness.DEFAULT_MODEL_DIR,
+        help=f"default {harness.DEFAULT_MODEL_DIR.relative_to(harness.REPO_ROOT)} (the app's)",
     )
     parser.add_argument(
         "--cache-dir",
@@ -69,6 +75,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--external-api", choices=("chat", "completions"), default="chat")
     parser.add_argument("--external-model", default="")
     parser.add_argument("--external-api-key", default="")
+    parser.add_argument(
+        "--external-vllm",
+        action="store_true",
+        help="config external: send vLLM's sampling extensions (top_k, repetition_penalty, "
+        "the model's stop strings); off for servers that refuse them, like our own API",
+    )
     args = parser.parse_args(argv)
     try:
         args.configs = [c.strip() for c in args.configs.split(",") if c.strip()]

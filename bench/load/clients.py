@@ -23,6 +23,7 @@ from websockets.asyncio.client import ClientConnection
 
 from bench.load.results import Outcome
 from bench.load.workload import WorkItem
+from bench.prompts import BenchSampling
 
 REQUEST_TIMEOUT_S = 300.0
 BUSY_CODES = frozenset({"busy", "rate_limited", "no_worker"})
@@ -195,11 +196,14 @@ class WebSocketClient:
 
 
 class OpenAIClient:
-    """Streaming requests with the same prompt, max_tokens, stops and greedy decoding.
+    """Streaming requests with the same messages and the same explicit sampling.
 
-    `api="completions"` sends the prompt text the app's worker would give its engine (the
-    served models are base models without a chat template); `api="chat"` sends the system
-    prompt and user message for a server that assembles the prompt itself.
+    `api="chat"` sends the system prompt and user message: the server renders them with the
+    model's chat template, as the app's worker does (vLLM's server: the same prompt tokens).
+    `api="completions"` sends the prompt text the worker would build (`prompt_of`), for a
+    server without a chat endpoint. `sampling` is sent field by field (`BenchSampling.
+    openai_fields`); `vllm` adds vLLM's extensions (top_k, repetition_penalty, stop strings),
+    which our own API refuses because it applies the model's own.
     """
 
     def __init__(
@@ -208,9 +212,9 @@ class OpenAIClient:
         base_url: str,
         model: str,
         api: Literal["completions", "chat"],
-        prompt_of: Callable[[WorkItem], str],
-        max_tokens: int,
-        stop: Sequence[str],
+        sampling: BenchSampling,
+        vllm: bool,
+        prompt_of: Callable[[WorkItem], str] | None = None,
         api_key: str | None = None,
         template_id: int | None = None,
     ) -> None:
@@ -223,24 +227,23 @@ class OpenAIClient:
         )
         self.model = model
         self.api = api
+        if api == "completions" and prompt_of is None:
+            raise ValueError("api='completions' needs prompt_of (the prompt text)")
         self.prompt_of = prompt_of
-        self.max_tokens = max_tokens
-        self.stop = list(stop)
+        self.sampling = sampling
+        self.vllm = vllm
         # our own API: template requests by reference (`template` extension), as the page does
         self.template_id = template_id
 
     def body(self, item: WorkItem) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": self.model,
-            "max_tokens": self.max_tokens,
-            "temperature": 0.0,
-            "top_p": 1.0,
+            **self.sampling.openai_fields(vllm=self.vllm),
             "stream": True,
             "stream_options": {"include_usage": True},
         }
-        if self.stop:  # our API applies the model's own stops and refuses others
-            body["stop"] = self.stop
         if self.api == "completions":
+            assert self.prompt_of is not None
             body["prompt"] = self.prompt_of(item)
         elif item.kind == "template" and self.template_id is not None:
             body["template"] = {"id": self.template_id, "variables": dict(item.variables or {})}

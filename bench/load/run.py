@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import math
 import time
 from collections.abc import Mapping, Sequence
@@ -25,7 +26,7 @@ from bench.load.workload import (
     point_seed,
     poisson_offsets,
 )
-from inference.prompt_format import PromptFormat, load_prompt_format
+from bench.prompts import BenchSampling
 
 MODULE = "bench.load"
 WARMUP_POINT = 999  # the warm-up's own seed, never a sweep point's
@@ -66,7 +67,6 @@ async def run_config(
     *,
     args: argparse.Namespace,
     options: RunOptions,
-    prompt_format: PromptFormat,
     mix: Mapping[Kind, float],
 ) -> dict[str, Any]:
     loads: list[float] = args.loads
@@ -74,7 +74,7 @@ async def run_config(
     record: dict[str, Any] = {"config": name, "label": CONFIG_LABELS[name], "points": []}
     record["load_average_before"] = harness.load_average()
     print(f"\n==> {name}: {CONFIG_LABELS[name]}", flush=True)
-    async with started(name, options=options, prompt_format=prompt_format) as target:
+    async with started(name, options=options) as target:
         record["startup_s"] = round(target.startup_s, 1)
         record["server_log"] = str(target.log_path) if target.log_path else None
         print(f"    ready in {target.startup_s:.0f} s", flush=True)
@@ -168,6 +168,50 @@ def same_answers(
     )
 
 
+def expected_prompt_tokens(
+    args: argparse.Namespace, *, mix: Mapping[Kind, float]
+) -> dict[float, dict[int, int]]:
+    """Per load and request index, the prompt tokens the app's worker builds for it (the model
+    folder's tokenizer and chat template, offline): what every configuration should report."""
+    from bench.prompts import tokenizer_prompt_builder
+
+    settings = engine_settings(model_dir=args.model_dir)
+    builder = tokenizer_prompt_builder(args.model_dir, context_tokens=settings.max_model_len)
+    expected: dict[float, dict[int, int]] = {}
+    for number, load in enumerate(args.loads):
+        items = make_items(seed=point_seed(args.seed, number), count=args.requests, mix=mix)
+        expected[load] = {
+            item.index: len(item.prompt(builder, max_tokens=args.max_tokens).token_ids)
+            for item in items
+        }
+    return expected
+
+
+def prompt_token_check(
+    outcomes: Mapping[str, Mapping[float, Sequence[Outcome]]],
+    *,
+    expected: Mapping[float, Mapping[int, int]],
+) -> list[str]:
+    """Per configuration: model-answered requests whose reported prompt tokens equal what the
+    worker's prompt builder gives offline."""
+    lines = []
+    for config, by_load in outcomes.items():
+        checked = same = 0
+        for load, mine in by_load.items():
+            for o in mine:
+                want = expected.get(load, {}).get(o.index)
+                if o.status != "ok" or o.source == "faq" or o.prompt_tokens is None or want is None:
+                    continue
+                checked += 1
+                same += o.prompt_tokens == want
+        if checked:
+            lines.append(
+                f"{config}: prompt tokens equal to the worker's own prompt builder (offline) "
+                f"{same}/{checked}"
+            )
+    return lines
+
+
 def paired_ttft(
     outcomes: Mapping[str, Mapping[float, Sequence[Outcome]]], *, a: str, b: str
 ) -> str | None:
@@ -239,7 +283,9 @@ def markdown(
         f"- model: `{args.model_dir}`; engine: max_num_seqs {settings.max_num_seqs}, "
         f"max_num_batched_tokens {settings.max_num_batched_tokens}, max_model_len "
         f"{settings.max_model_len}, KV cache {settings.kv_cache_gib:g} GiB, eager "
-        f"{settings.enforce_eager}; max_tokens {args.max_tokens}, greedy",
+        f"{settings.enforce_eager}, block size {settings.block_size or 'vLLM default'}",
+        f"- sampling, the same for every configuration (the model's generation_config.json, "
+        f"sent explicitly): {args.sampling.describe()}",
         f"- command: `{harness.command_line(module=MODULE)}`",
         f"- workload: {describe_mix(mix)}; seed {args.seed}; {args.requests} requests per point "
         f"after {args.warmup} sequential warm-up requests per configuration; "
@@ -271,6 +317,12 @@ def markdown(
         *(app_split(outcomes, config=c) for c in ("full", "nofaq", "baseline")),
     ]
     lines += [f"- {c}" for c in checks if c]
+    try:
+        expected = expected_prompt_tokens(args, mix=mix)
+    except Exception as exc:  # a report without this check beats no report
+        lines.append(f"- prompt tokens vs the worker's prompt builder: not checked ({exc!r})")
+    else:
+        lines += [f"- {c}" for c in prompt_token_check(outcomes, expected=expected)]
     lines += [f"- plot: `{p.name}`" for p in plots]
     return "\n".join(lines)
 
@@ -282,13 +334,12 @@ async def run(args: argparse.Namespace) -> int:
     stamp = harness.timestamp()
     harness.RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     stem = harness.RESULTS_DIR / f"load-{stamp}"
-    prompt_format = load_prompt_format(model_dir=args.model_dir)
-    if args.max_tokens is None:
-        args.max_tokens = prompt_format.default_max_tokens
+    args.sampling = BenchSampling.of_model_dir(args.model_dir, max_tokens=args.max_tokens)
+    args.max_tokens = args.sampling.max_tokens
     options = RunOptions(
         model_dir=args.model_dir,
         cache_dir=args.cache_dir,
-        max_tokens=args.max_tokens,
+        sampling=args.sampling,
         max_sockets=args.max_sockets,
         ready_timeout_s=args.ready_timeout,
         results_stem=stem,
@@ -296,15 +347,12 @@ async def run(args: argparse.Namespace) -> int:
         external_api=args.external_api,
         external_model=args.external_model,
         external_api_key=args.external_api_key,
+        external_vllm=args.external_vllm,
     )
     records: list[dict[str, Any]] = []
     for name in args.configs:
         try:
-            records.append(
-                await run_config(
-                    name, args=args, options=options, prompt_format=prompt_format, mix=mix
-                )
-            )
+            records.append(await run_config(name, args=args, options=options, mix=mix))
         except Exception as exc:  # report what was measured; say which config failed
             print(f"error: {name} failed: {exc!r}", flush=True)
             records.append(
@@ -337,6 +385,7 @@ async def run(args: argparse.Namespace) -> int:
         "mix": dict(mix),
         "seed": args.seed,
         "max_tokens": args.max_tokens,
+        "sampling": dataclasses.asdict(args.sampling),
         "ttft_target_s": args.ttft_target_s,
         "goals": [vars(g) for g in goals(points, ttft_target_s=args.ttft_target_s)],
         "sustained": dict(sustained_by_config(points, ttft_target_s=args.ttft_target_s)),

@@ -11,7 +11,8 @@ app's own models and services:
   from its startup snapshot);
 * `--template`: the bench's template (`bench.load.workload.TEMPLATE`), published with
   `template_publish` (its prefix warm-up times out here, no worker runs yet; the bench's own
-  warm-up requests warm the prefix instead).
+  warm-up requests warm the prefix instead); `--template-sampling JSON` replaces its sampling
+  (the run's explicit sampling, so template requests are answered as vLLM's server is asked).
 
 * `--api-key`: an API key of user `load-api` for the OpenAI-compatible API, with limits
   above any load the bench offers.
@@ -52,7 +53,7 @@ def create_faq_entries() -> int:
     return len(FAQS)
 
 
-def publish_template() -> None:
+def publish_template(sampling: dict[str, object] | None = None) -> None:
     from bench.load.workload import TEMPLATE, TEMPLATE_NAME
     from chatapp.prompts import services
     from chatapp.prompts.models import PromptTemplate
@@ -63,7 +64,7 @@ def publish_template() -> None:
         system_prompt=TEMPLATE.system_prompt,
         body=TEMPLATE.body,
         variables=list(TEMPLATE.variables),
-        sampling=dict(TEMPLATE.sampling),
+        sampling=dict(TEMPLATE.sampling if sampling is None else sampling),
     )
     services.template_publish(template=template, user=None)
 
@@ -86,6 +87,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--faq", action="store_true")
     parser.add_argument("--template", action="store_true")
     parser.add_argument("--api-key", action="store_true")
+    parser.add_argument("--template-sampling", default=None, help="JSON: the template's sampling")
     args = parser.parse_args(argv)
 
     import django
@@ -98,7 +100,8 @@ def main(argv: list[str]) -> int:
     if args.faq:
         create_faq_entries()
     if args.template:
-        publish_template()
+        sampling = json.loads(args.template_sampling) if args.template_sampling else None
+        publish_template(sampling)
     api_key = create_api_key(args.users) if args.api_key else None
     print(json.dumps({"cookies": cookies, "api_key": api_key}), flush=True)
     return 0

@@ -13,14 +13,25 @@
   client as `vllm`.
 * `vllm`: vLLM's own OpenAI server (`python -m vllm.entrypoints.openai.api_server`) on the
   same model folder with the same engine sizes (`EngineSettings.from_env`: max_num_seqs,
-  max_num_batched_tokens, max_model_len, KV cache GiB, eager, bf16, priority scheduling),
-  prefix caching on, driven over `/v1/completions` with the prompt text the app would build.
+  max_num_batched_tokens, max_model_len, KV cache GiB, block size, eager, bf16, priority
+  scheduling, CHAT_TEMPLATE), prefix caching on, driven over `/v1/chat/completions` with the
+  same messages: vLLM renders them with the model's chat template, which for ordinary text
+  gives exactly the worker's prompt tokens (the report counts the matches).
 * `external`: an OpenAI-compatible server that is already running (`--external-url`), e.g.
-  the app's own `/v1/chat/completions`; the bench starts nothing.
+  the app's own `/v1/chat/completions`; the bench starts nothing. With `--external-api
+  completions` it gets the prompt text the worker would build (the model folder's tokenizer
+  and chat template, `bench.prompts.tokenizer_prompt_builder`).
+
+Sampling is the same everywhere and explicit (`bench.prompts.BenchSampling`: the model's
+`generation_config.json` defaults, max_tokens from `--max-tokens`): vLLM's server gets
+temperature, top_p, top_k, repetition_penalty, max_tokens and the model's stop strings in
+every request; the app gets max_tokens as `CHAT_MAX_TOKENS`, the template it publishes
+carries the same temperature/top_p/repetition_penalty, and its other requests take the
+model's defaults from the same file (its worker applies the model's stop strings itself).
 
 Both app configurations run on a throwaway data dir (fresh SQLite) with the compile caches of
 the real one, the per-user rate limit raised (the bench's users are synthetic; one socket and
-one user per request in flight), and `CHAT_MAX_TOKENS` = the run's `--max-tokens`.
+one user per request in flight), and `CHAT_MAX_TOKENS` = the run's max_tokens.
 """
 
 from __future__ import annotations
@@ -53,7 +64,7 @@ from bench.load.clients import (
     sequential,
 )
 from bench.load.workload import TEMPLATE_NAME, WorkItem
-from inference.prompt_format import PromptFormat
+from bench.prompts import BenchSampling
 from inference.settings import EngineSettings
 
 ConfigName = Literal["full", "baseline", "nofaq", "api", "vllm", "external"]
@@ -81,7 +92,7 @@ FAQ_READY_TIMEOUT_S = 90.0
 class RunOptions:
     model_dir: Path
     cache_dir: Path
-    max_tokens: int
+    sampling: BenchSampling
     max_sockets: int
     ready_timeout_s: float
     results_stem: Path
@@ -89,6 +100,7 @@ class RunOptions:
     external_api: Literal["completions", "chat"] = "chat"
     external_model: str = ""
     external_api_key: str = ""
+    external_vllm: bool = False  # send vLLM's sampling extensions to the external server
 
 
 @dataclass(kw_only=True)
@@ -126,7 +138,7 @@ def app_env(*, name: str, data_dir: Path, options: RunOptions) -> dict[str, str]
         "HF_HOME": str(cache / "huggingface"),
         "DEBUG": "0",
         "PYTHONUNBUFFERED": "1",
-        "CHAT_MAX_TOKENS": str(options.max_tokens),
+        "CHAT_MAX_TOKENS": str(options.sampling.max_tokens),
         "CHAT_USER_RATE": "100000",
     }
     if name == "baseline":
@@ -142,10 +154,13 @@ class Seeded:
     api_key: str | None
 
 
-def seed_app(*, env: Mapping[str, str], users: int, faq: bool, api_key: bool) -> Seeded:
-    """Migrate, create the users' sessions, the FAQ entries, the template and an API key
-    (in a subprocess with the server's environment)."""
+def seed_app(
+    *, env: Mapping[str, str], users: int, faq: bool, api_key: bool, sampling: BenchSampling
+) -> Seeded:
+    """Migrate, create the users' sessions, the FAQ entries, the template (with the run's
+    sampling) and an API key (in a subprocess with the server's environment)."""
     args = [sys.executable, "-m", "bench.load.seed", "--users", str(users), "--template"]
+    args += ["--template-sampling", json.dumps(sampling.template_sampling())]
     if faq:
         args.append("--faq")
     if api_key:
@@ -198,6 +213,7 @@ async def app_target(*, name: str, options: RunOptions) -> AsyncIterator[Target]
         users=options.max_sockets,
         faq=name in ("full", "api"),
         api_key=name == "api",
+        sampling=options.sampling,
     )
     cookies = seeded.cookies
     port = harness.free_port()
@@ -221,9 +237,8 @@ async def app_target(*, name: str, options: RunOptions) -> AsyncIterator[Target]
                 base_url=base_url,
                 model=options.model_dir.name,  # the API serves the model folder's name
                 api="chat",
-                prompt_of=lambda item: item.text,  # unused: the chat API takes messages
-                max_tokens=options.max_tokens,
-                stop=[],  # the server applies the model's own stop strings
+                sampling=options.sampling,
+                vllm=False,  # it applies the model's own stops and repetition penalty
                 api_key=seeded.api_key,
                 template_id=template.id,
             )
@@ -291,6 +306,10 @@ def vllm_server_args(settings: EngineSettings, *, port: int) -> list[str]:
         "--disable-uvicorn-access-log",
         "--enable-prefix-caching" if settings.prefix_caching else "--no-enable-prefix-caching",
     ]
+    if settings.block_size:
+        args += ["--block-size", str(settings.block_size)]
+    if settings.chat_template_path is not None:
+        args += ["--chat-template", str(settings.chat_template_path)]
     if settings.enforce_eager:
         args.append("--enforce-eager")
     return args
@@ -338,7 +357,7 @@ def metrics_reader(base_url: str) -> Callable[[], Awaitable[tuple[float, float] 
 
 
 @contextlib.asynccontextmanager
-async def vllm_target(*, options: RunOptions, prompt_format: PromptFormat) -> AsyncIterator[Target]:
+async def vllm_target(*, options: RunOptions) -> AsyncIterator[Target]:
     started = time.monotonic()
     settings = engine_settings(model_dir=options.model_dir)
     port = harness.free_port()
@@ -351,10 +370,9 @@ async def vllm_target(*, options: RunOptions, prompt_format: PromptFormat) -> As
     client = OpenAIClient(
         base_url=base_url,
         model=SERVED_MODEL_NAME,
-        api="completions",
-        prompt_of=lambda item: item.prompt(prompt_format),
-        max_tokens=options.max_tokens,
-        stop=prompt_format.stop,
+        api="chat",  # vLLM renders the messages with the model's chat template
+        sampling=options.sampling,
+        vllm=True,
     )
     try:
         await wait_for_health(server, base_url, timeout_s=options.ready_timeout_s)
@@ -373,16 +391,25 @@ async def vllm_target(*, options: RunOptions, prompt_format: PromptFormat) -> As
 
 
 @contextlib.asynccontextmanager
-async def external_target(
-    *, options: RunOptions, prompt_format: PromptFormat
-) -> AsyncIterator[Target]:
+async def external_target(*, options: RunOptions) -> AsyncIterator[Target]:
+    prompt_of: Callable[[WorkItem], str] | None = None
+    if options.external_api == "completions":
+        from bench.prompts import tokenizer_prompt_builder
+
+        settings = engine_settings(model_dir=options.model_dir)
+        builder = tokenizer_prompt_builder(options.model_dir, context_tokens=settings.max_model_len)
+        max_tokens = options.sampling.max_tokens
+
+        def prompt_of(item: WorkItem) -> str:
+            return item.prompt(builder, max_tokens=max_tokens).text
+
     client = OpenAIClient(
         base_url=options.external_url,
         model=options.external_model or SERVED_MODEL_NAME,
         api=options.external_api,
-        prompt_of=lambda item: item.prompt(prompt_format),
-        max_tokens=options.max_tokens,
-        stop=prompt_format.stop,
+        sampling=options.sampling,
+        vllm=options.external_vllm,
+        prompt_of=prompt_of,
         api_key=options.external_api_key or None,
     )
     try:
@@ -391,11 +418,9 @@ async def external_target(
         await client.close()
 
 
-def started(
-    name: str, *, options: RunOptions, prompt_format: PromptFormat
-) -> contextlib.AbstractAsyncContextManager[Target]:
+def started(name: str, *, options: RunOptions) -> contextlib.AbstractAsyncContextManager[Target]:
     if name in ("full", "baseline", "nofaq", "api"):
         return app_target(name=name, options=options)
     if name == "vllm":
-        return vllm_target(options=options, prompt_format=prompt_format)
-    return external_target(options=options, prompt_format=prompt_format)
+        return vllm_target(options=options)
+    return external_target(options=options)

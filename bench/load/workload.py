@@ -9,8 +9,13 @@ Three kinds of request, mixed by weight (`--mix faq=0.4,template=0.3,free=0.3`):
   `bench.template_bytes`, the longest system prompt, ~2,000 characters), a random e-mail as
   its variable: every one shares the template's system prompt as its prompt prefix;
 * `free`: a long free-form message (a support ticket of 6-12 sentences,
-  `bench.priority_ttft.ticket`) with the model's default system text: unique, so only the
-  model's few-shot prefix can come from the prefix cache.
+  `bench.priority_ttft.ticket`) without a system prompt (the model's chat template adds its
+  own default system text, if it has one): unique, so only that default prefix can come from
+  the prefix cache.
+
+Prompts are what the worker builds: the model's chat template over the item's system prompt
+and message (`WorkItem.prompt` with the worker's `PromptBuilder`); a `/v1/chat/completions`
+server gets the same messages (`WorkItem.chat_messages`) and renders the same template.
 
 Everything here is pure: the same seed gives the same requests at the same offsets, whichever
 configuration runs them.
@@ -27,7 +32,7 @@ from bench.faq_ttft import FAQS
 from bench.priority_ttft import ticket
 from bench.template_bytes import TEMPLATES, TemplateSpec
 from chatapp.prompts.rendering import parse_variables, render_body
-from inference.prompt_format import PromptFormat
+from inference.prompt_builder import BuiltPrompt, PromptBuilder
 from inference.protocol import ChatTurn
 
 Kind = Literal["faq", "template", "free"]
@@ -56,14 +61,23 @@ class WorkItem:
         """The system prompt the app uses for it: the template's, else the model's default."""
         return TEMPLATE.system_prompt if self.kind == "template" else None
 
-    def prompt(self, prompt_format: PromptFormat) -> str:
-        """The exact prompt text the app's worker gives the engine (`PromptFormat.render`)."""
-        return prompt_format.render([ChatTurn(role="user", content=self.text)], system=self.system)
+    def turns(self) -> list[ChatTurn]:
+        """The conversation the worker gets for it: one user turn."""
+        return [ChatTurn(role="user", content=self.text)]
+
+    def prompt(self, builder: PromptBuilder, *, max_tokens: int) -> BuiltPrompt:
+        """The exact prompt (text and tokens) the app's worker gives the engine."""
+        return builder.build(
+            system=self.system, messages=self.turns(), max_tokens=max_tokens, trim=True
+        )
 
     def chat_messages(self) -> list[dict[str, str]]:
-        """The same request for a `/v1/chat/completions` server."""
-        messages = [] if self.system is None else [{"role": "system", "content": self.system}]
-        return [*messages, {"role": "user", "content": self.text}]
+        """The same request for a `/v1/chat/completions` server, which renders it with the
+        same chat template. Contents are stripped as the worker strips them."""
+        messages = (
+            [] if self.system is None else [{"role": "system", "content": self.system.strip()}]
+        )
+        return [*messages, {"role": "user", "content": self.text.strip()}]
 
     def to_json(self) -> dict[str, Any]:
         return {
