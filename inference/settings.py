@@ -52,6 +52,10 @@ def _env_bool(name: str, default: bool) -> bool:
     raise ValueError(f"{name} must be true or false, got {raw!r}")
 
 
+# The folder `python -m inference.models prepare` gives the default model (SmolLM2 Instruct).
+DEFAULT_MODEL_DIR_NAME = "smollm2-135m-instruct"
+
+
 def data_dir_from_env() -> Path:
     return Path(os.environ.get("CHAT_DATA_DIR") or REPO_ROOT / "data").resolve()
 
@@ -82,9 +86,7 @@ class EngineSettings:
         elif default_model_dir is not None:
             model_dir = default_model_dir
         else:  # the packaged instruct model (`python -m inference.models prepare`)
-            from inference.models.paths import smollm2_model_dir  # paths imports this module
-
-            model_dir = smollm2_model_dir(data_dir=data_dir)
+            model_dir = data_dir / "models" / DEFAULT_MODEL_DIR_NAME
         template = os.environ.get("CHAT_TEMPLATE", "").strip()
         return cls(
             model_dir=model_dir,

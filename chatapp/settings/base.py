@@ -9,8 +9,7 @@ from typing import Any
 import django_stubs_ext
 
 from chatapp.settings.database import database_settings
-from inference.models.paths import SMOLLM2_DIR_NAME
-from inference.settings import data_dir_from_env
+from inference.settings import DEFAULT_MODEL_DIR_NAME, data_dir_from_env
 from inference.transport import redis_layer_config
 
 # Lets admin/model generics be subscripted at runtime, as the type checker wants them.
@@ -170,7 +169,7 @@ METRICS_ALLOWED_NETS: list[str] = [
 ]
 # The model id the OpenAI-compatible API (docs/api.md) answers to: the model folder's name.
 CHAT_API_MODEL = (
-    os.environ.get("CHAT_API_MODEL") or Path(os.environ.get("MODEL") or SMOLLM2_DIR_NAME).name
+    os.environ.get("CHAT_API_MODEL") or Path(os.environ.get("MODEL") or DEFAULT_MODEL_DIR_NAME).name
 )
 
 LOGGING = {

@@ -7,7 +7,7 @@ inside the build functions, so importing this package stays cheap.
 """
 
 from inference.models.errors import ModelNotReadyError
-from inference.models.gemma import GEMMA_PROMPT_FORMAT, prepare_gemma
+from inference.models.gemma import GEMMA_LAYOUT, prepare_gemma
 from inference.models.paths import (
     default_data_dir,
     gemma_model_dir,
@@ -16,12 +16,11 @@ from inference.models.paths import (
 )
 from inference.models.readiness import MARKER_FILENAME, ensure_model_ready, verify_model
 from inference.models.smollm2 import prepare_smollm2
-from inference.models.tiny import TINY_PROMPT_FORMAT, build_tiny_model
+from inference.models.tiny import build_tiny_model
 
 __all__ = [
-    "GEMMA_PROMPT_FORMAT",
+    "GEMMA_LAYOUT",
     "MARKER_FILENAME",
-    "TINY_PROMPT_FORMAT",
     "ModelNotReadyError",
     "build_tiny_model",
     "default_data_dir",

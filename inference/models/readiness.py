@@ -16,12 +16,12 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from inference.models.errors import ModelNotReadyError
-from inference.prompt_format import CHAT_FORMAT_FILENAME, load_prompt_format
 
 MARKER_FILENAME = "prepared.json"
 # Bump when the folder layout or the preparation changes, so old folders get rebuilt.
 # 2: every folder carries a chat template and a generation_config.json with chat defaults.
-FORMAT_VERSION = 2
+# 3: no chat_format.json; Gemma's template starts with BOS (the chat path adds no BOS itself).
+FORMAT_VERSION = 3
 _WEIGHT_SUFFIXES = (".safetensors", ".bin")
 
 
@@ -138,10 +138,7 @@ def _check_config(*, model_dir: Path) -> None:
 
 
 def _check_prompt_rendering(*, model_dir: Path) -> None:
-    # An instruct model renders prompts with its own chat template; the older few-shot
-    # chat_format.json stays optional, but a folder that has one must have a valid one.
-    if (model_dir / CHAT_FORMAT_FILENAME).exists():
-        load_prompt_format(model_dir=model_dir)
+    # Every prompt is rendered with the folder's chat template (inference/chat_prompt.py).
     if not has_chat_template(model_dir=model_dir):
         raise ModelNotReadyError(
             model_dir=model_dir,

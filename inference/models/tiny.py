@@ -7,8 +7,7 @@ matters to the pipeline: tokenization with BOS, streaming, stop strings, abort, 
 caching (CPU KV blocks are 128 tokens, so a shared prefix needs 128+ tokens to be reused).
 
 Its chat template is SmolLM2's ChatML layout with `<|im_start|>`/`<|im_end|>` as special
-tokens, so fast engine tests render prompts the way the real instruct model does. The older
-few-shot `chat_format.json` is still written for the few-shot rendering path.
+tokens, so fast engine tests render prompts the way the real instruct model does.
 """
 
 from __future__ import annotations
@@ -27,7 +26,6 @@ from inference.models.paths import tiny_model_dir
 from inference.models.progress import Progress, Steps
 from inference.models.publish import build_lock, staged_dir
 from inference.models.readiness import ensure_model_ready, write_marker
-from inference.prompt_format import PromptFormat, save_prompt_format
 
 MODEL_NAME = "tiny-llama"
 SEED = 1234
@@ -37,17 +35,6 @@ HIDDEN_SIZE = 128
 NUM_HEADS = 2
 NUM_LAYERS = 2
 MAX_POSITIONS = 8192
-
-TINY_PROMPT_FORMAT = PromptFormat(
-    system="A test conversation between a user and an assistant.",
-    examples=[("Hello", "Hi! How can I help?")],
-    user_prefix="User: ",
-    assistant_prefix="Assistant: ",
-    turn_separator="\n",
-    # random weights rarely produce this, so answers run to max_tokens unless EOS comes first
-    stop=["\nUser:"],
-    default_max_tokens=32,
-)
 
 # ids 0-4, in this order. "</s>" (the eos before the chat template) keeps id 2 and stays a
 # special token, so ids and the few-shot path's injection tests mean what they did; a chat
@@ -101,7 +88,6 @@ def _build(*, staging: Path, steps: Steps) -> None:
         tokenizer = _train_tokenizer()
         tokenizer.chat_template = CHATML_TEMPLATE
         tokenizer.save_pretrained(str(staging))
-        save_prompt_format(model_dir=staging, prompt_format=TINY_PROMPT_FORMAT)
     with steps.step("initialising random Llama weights"):
         _save_model(staging=staging, tokenizer=tokenizer)
         write_generation_config(
@@ -111,7 +97,7 @@ def _build(*, staging: Path, steps: Steps) -> None:
             pad_token_id=tokenizer.pad_token_id,
             # greedy: random weights are only useful to tests when the output is reproducible
             do_sample=False,
-            max_new_tokens=TINY_PROMPT_FORMAT.default_max_tokens,
+            max_new_tokens=32,  # short answers keep the engine tests quick
         )
     with steps.step("checking the chat template and special tokens reload"):
         check_chatml_folder(staging)

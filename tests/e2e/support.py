@@ -51,6 +51,7 @@ class AppOptions:
     faq: bool = False
     seeds: Sequence[str] = ()  # names in tests.e2e.seed.SEEDS
     env: dict[str, str] = field(default_factory=dict)
+    ready_timeout_s: float = 90  # a real model loads for tens of seconds on a busy CPU
 
 
 @dataclass(frozen=True)
@@ -81,7 +82,7 @@ def app_start(data_dir: Path, options: AppOptions) -> Iterator[App]:
     assert result.returncode == 0, f"seeding failed:\n{result.stdout}\n{result.stderr}"
     # SIGKILL at the end: a graceful stop takes seconds (up to 9 s seen on a loaded machine),
     # and the data dir is thrown away anyway.
-    with app_served(env=env, kill=True) as served:
+    with app_served(env=env, kill=True, ready_timeout=options.ready_timeout_s) as served:
         yield App(base_url=served.base_url, password=PASSWORD, output=served.output)
 
 

@@ -5,13 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
-from inference.models.chat_templates import CHATML_TEMPLATE, few_shot_chat_template
-from inference.models.gemma import GEMMA_CHAT_TEMPLATE, GEMMA_PROMPT_FORMAT
-from inference.models.tiny import TINY_PROMPT_FORMAT
-from inference.prompt_format import PromptFormat
+from inference.models.chat_templates import CHATML_TEMPLATE
+from inference.models.gemma import GEMMA_CHAT_TEMPLATE
 from inference.protocol import ChatTurn
 
 pytest.importorskip("transformers")
@@ -22,7 +18,10 @@ def render(template: str, messages: list[dict[str, str]], *, generation_prompt: 
     from transformers.utils.chat_template_utils import render_jinja_template
 
     rendered, _ = render_jinja_template(
-        conversations=[messages], chat_template=template, add_generation_prompt=generation_prompt
+        conversations=[messages],
+        chat_template=template,
+        add_generation_prompt=generation_prompt,
+        bos_token="<bos>",  # what a tokenizer passes: its special tokens
     )
     text: Any = rendered[0]
     assert isinstance(text, str)
@@ -34,59 +33,59 @@ def as_messages(turns: list[ChatTurn], system: str | None = None) -> list[dict[s
     return head + [turn.model_dump() for turn in turns]
 
 
-CONVERSATIONS = [
-    [ChatTurn(role="user", content="Where is my parcel?")],
-    [
-        ChatTurn(role="user", content="  Hi, my card was charged twice  "),
+# The whole few-shot prompt for one question, as Gemma is meant to continue it.
+GEMMA_ONE_QUESTION = (
+    "<bos>Below is a chat between a customer and a support agent of ShopCo, an online store. "
+    "The agent answers each question in one or two short, friendly sentences.\n"
+    "Customer: Hi there\nAgent: Hello! How can I help you today?\n"
+    "Customer: How do I reset my password?\n"
+    'Agent: Click "Forgot password" on the sign-in page and follow the link we email you.\n'
+    "Customer: Can I change my delivery address after ordering?\n"
+    'Agent: Yes, as long as the order has not shipped yet: open it under "My orders" and '
+    'choose "Edit address".\n'
+    "Customer: How long does a refund take?\n"
+    "Agent: Refunds reach your account within 5 to 10 business days after we receive the "
+    "returned item.\n"
+    "Customer: Where is my parcel?\nAgent:"
+)
+
+
+def test_gemma_template_renders_the_few_shot_prompt() -> None:
+    turns = [ChatTurn(role="user", content="  Where is my parcel?  ")]
+    assert render(GEMMA_CHAT_TEMPLATE, as_messages(turns)) == GEMMA_ONE_QUESTION
+
+
+def test_a_system_prompt_replaces_the_default_text_and_the_examples_stay() -> None:
+    turns = [
+        ChatTurn(role="user", content="Hi, my card was charged twice"),
         ChatTurn(role="assistant", content="Sorry about that! Which order is it?"),
         ChatTurn(role="user", content='Order 55123, the "blue" one'),
-    ],
-    [ChatTurn(role="user", content="Customer: Agent: {{ not jinja }} {% raw %} é 😀 \\n")],
-]
-
-
-@pytest.mark.parametrize("fmt", [GEMMA_PROMPT_FORMAT, TINY_PROMPT_FORMAT], ids=["gemma", "tiny"])
-@pytest.mark.parametrize("turns", CONVERSATIONS)
-def test_few_shot_template_renders_exactly_what_prompt_format_renders(
-    fmt: PromptFormat, turns: list[ChatTurn]
-) -> None:
-    template = few_shot_chat_template(fmt)
-    assert render(template, as_messages(turns)) == fmt.render(turns)
-    system = " You are the ShopCo assistant. Be brief. "
-    assert render(template, as_messages(turns, system)) == fmt.render(turns, system=system)
-
-
-# str.splitlines() boundaries: PromptFormat flattens these, the template keeps them
-_LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
-one_line = st.text(st.characters(blacklist_characters=_LINE_BREAKS), max_size=40)
-
-
-@settings(max_examples=60, deadline=None)
-@given(contents=st.lists(one_line, min_size=1, max_size=5), system=st.none() | one_line)
-def test_gemma_template_matches_prompt_format_on_any_one_line_text(
-    contents: list[str], system: str | None
-) -> None:
-    turns = [
-        ChatTurn(role="user" if index % 2 == 0 else "assistant", content=content)
-        for index, content in enumerate(contents)
     ]
-    expected = GEMMA_PROMPT_FORMAT.render(turns, system=system)
-    assert render(GEMMA_CHAT_TEMPLATE, as_messages(turns, system)) == expected
+    rendered = render(GEMMA_CHAT_TEMPLATE, as_messages(turns, " You are the ShopCo bot. "))
+    assert rendered.startswith("<bos>You are the ShopCo bot.\nCustomer: Hi there\n")
+    assert rendered.endswith(
+        "Customer: Hi, my card was charged twice\n"
+        "Agent: Sorry about that! Which order is it?\n"
+        'Customer: Order 55123, the "blue" one\nAgent:'
+    )
+
+
+def test_template_syntax_in_content_is_text() -> None:
+    turns = [ChatTurn(role="user", content="{{ not jinja }} {% raw %} é 😀")]
+    rendered = render(GEMMA_CHAT_TEMPLATE, as_messages(turns))
+    assert rendered.endswith("Customer: {{ not jinja }} {% raw %} é 😀\nAgent:")
 
 
 def test_gemma_template_keeps_line_breaks_inside_content() -> None:
     turns = [ChatTurn(role="user", content="Two items:\n- a lamp\n- a chair")]
     rendered = render(GEMMA_CHAT_TEMPLATE, as_messages(turns))
     assert rendered.endswith("Customer: Two items:\n- a lamp\n- a chair\nAgent:")
-    assert GEMMA_PROMPT_FORMAT.render(turns).endswith(
-        "Customer: Two items: - a lamp - a chair\nAgent:"
-    )
 
 
 def test_gemma_template_without_generation_prompt_ends_after_the_last_turn() -> None:
-    turns = [ChatTurn(role="user", content="hi")]
+    turns = [ChatTurn(role="user", content="Where is my parcel?")]
     rendered = render(GEMMA_CHAT_TEMPLATE, as_messages(turns), generation_prompt=False)
-    assert rendered == GEMMA_PROMPT_FORMAT.render(turns).removesuffix("Agent:")
+    assert rendered == GEMMA_ONE_QUESTION.removesuffix("Agent:")
 
 
 def test_chatml_template_layout() -> None:

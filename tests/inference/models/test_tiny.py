@@ -9,14 +9,12 @@ import pytest
 
 from inference.models import (
     MARKER_FILENAME,
-    TINY_PROMPT_FORMAT,
     ModelNotReadyError,
     build_tiny_model,
     ensure_model_ready,
     tiny,
 )
 from inference.models.__main__ import main
-from inference.prompt_format import load_prompt_format
 
 # vLLM's CPU attention backend kernels (vllm/v1/attention/backends/cpu_attn.py)
 CPU_HEAD_SIZES = {32, 64, 80, 96, 112, 128, 160, 192, 224, 256, 512}
@@ -66,7 +64,7 @@ def test_tiny_model_fits_vllm_cpu(tiny_dir: Path) -> None:
     assert config["head_dim"] in CPU_HEAD_SIZES
     assert config["max_position_embeddings"] >= 4096
     assert config["model_type"] == "llama"
-    assert load_prompt_format(model_dir=tiny_dir) == TINY_PROMPT_FORMAT
+    assert not (tiny_dir / "chat_format.json").exists()  # the chat template is the one path
 
 
 def test_tokenizer_adds_exactly_one_bos(tiny_dir: Path) -> None:
