@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from inference.chat_prompt import ChatTemplate, RenderedChat
+from inference.chat_prompt import ChatTemplate, RenderedChat, special_token_ids, token_ids
 from inference.engines.base import PromptTooLongError, prompt_too_long_message
 from inference.protocol import ChatTurn
 
@@ -113,3 +114,24 @@ class PromptBuilder:
             max_tokens=min(max_tokens, room),
             kept_from=kept_from,
         )
+
+
+def tokenizer_prompt_builder(
+    tokenizer: Any, *, context_tokens: int, chat_template: str | None = None
+) -> PromptBuilder:
+    """The builder for a Hugging Face tokenizer: its chat template (or `chat_template`), safe
+    tokenization (`inference/chat_prompt.py`). Raises ChatTemplateError without a template."""
+    template = ChatTemplate.of_tokenizer(tokenizer, override=chat_template)
+    specials = special_token_ids(tokenizer)
+
+    def count(text: str) -> int:
+        ids = tokenizer(text, add_special_tokens=False, split_special_tokens=True)["input_ids"]
+        return len(ids)
+
+    return PromptBuilder(
+        template=template,
+        encode=lambda rendered: token_ids(tokenizer, rendered, specials=specials),
+        count=count,
+        context_tokens=context_tokens,
+        decode=lambda ids: str(tokenizer.decode(ids)),
+    )

@@ -10,6 +10,7 @@ from django.utils.html import format_html, format_html_join
 from chatapp.errors import ApplicationError
 from chatapp.prompts import selectors, services
 from chatapp.prompts.lint import lint_template
+from chatapp.prompts.model_check import template_prefix_check
 from chatapp.prompts.models import PromptTemplate, PromptTemplateVersion
 from chatapp.prompts.rendering import TemplateError, parse_variables, render_body
 
@@ -80,8 +81,11 @@ class PromptTemplateAdmin(admin.ModelAdmin[PromptTemplate]):
         except TemplateError as exc:
             return format_html("<strong>{}</strong>", exc.message)
         warnings = lint_template(system_prompt=obj.system_prompt, body=obj.body, declared=declared)
+        stable, tokens_note = template_prefix_check(system_prompt=obj.system_prompt)
+        if stable is False:
+            warnings.append(tokens_note)
         if not warnings:
-            return "No problems: the system prompt is static."
+            return format_html("No problems: the system prompt is static. {}", tokens_note)
         return format_html(
             "<ul>{}</ul>", format_html_join("", "<li>{}</li>", ((w,) for w in warnings))
         )

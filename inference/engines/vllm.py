@@ -14,7 +14,7 @@ import os
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from inference.chat_prompt import ChatTemplate, ChatTemplateError, special_token_ids, token_ids
+from inference.chat_prompt import ChatTemplateError
 from inference.engines.base import (
     EngineDelta,
     EngineError,
@@ -26,7 +26,7 @@ from inference.engines.base import (
 )
 from inference.generation_config import GenerationDefaults
 from inference.models import ensure_model_ready
-from inference.prompt_builder import PromptBuilder
+from inference.prompt_builder import PromptBuilder, tokenizer_prompt_builder
 from inference.protocol import FinishReason, TokenLogprob, TopLogprob
 from inference.settings import EngineSettings
 
@@ -183,17 +183,13 @@ class VllmEngine:
         self._defaults = defaults
         self._tokenizer = llm.get_tokenizer()
         try:
-            template = ChatTemplate.of_tokenizer(self._tokenizer, override=chat_template)
+            self._builder = tokenizer_prompt_builder(
+                self._tokenizer,
+                context_tokens=int(llm.model_config.max_model_len),
+                chat_template=chat_template,
+            )
         except ChatTemplateError as exc:
             raise EngineError(str(exc)) from exc
-        specials = special_token_ids(self._tokenizer)
-        self._builder = PromptBuilder(
-            template=template,
-            encode=lambda rendered: token_ids(self._tokenizer, rendered, specials=specials),
-            count=self._count,
-            context_tokens=int(llm.model_config.max_model_len),
-            decode=lambda ids: str(self._tokenizer.decode(ids)),
-        )
 
     @classmethod
     def create(cls, *, settings: EngineSettings) -> VllmEngine:
@@ -253,11 +249,6 @@ class VllmEngine:
 
     def _decode_token(self, token_id: int) -> str:
         return str(self._tokenizer.decode([token_id]))
-
-    def _count(self, text: str) -> int:
-        return len(
-            self._tokenizer(text, add_special_tokens=False, split_special_tokens=True)["input_ids"]
-        )
 
     async def stream(self, request: EngineRequest) -> AsyncIterator[EngineDelta]:
         from vllm import SamplingParams
