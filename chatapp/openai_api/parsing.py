@@ -7,6 +7,7 @@ import json
 from pydantic import ValidationError
 
 from chatapp.openai_api.errors import ApiError, invalid
+from chatapp.openai_api.sampling import sampling_check
 from chatapp.openai_api.schemas import NEUTRAL, ChatCompletionRequest
 
 
@@ -39,6 +40,7 @@ def chat_request_parse(body: bytes) -> ChatCompletionRequest:
             param=name,
             code="unsupported_parameter",
         )
+    sampling_check(request)
     return request
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
+from chatapp.openai_api import sampling as api_sampling
 from chatapp.openai_api.errors import ApiError, invalid
 from chatapp.openai_api.schemas import ChatCompletionRequest
 from chatapp.prompts import selectors as prompt_selectors
@@ -103,14 +104,26 @@ def prompt_build(request: ChatCompletionRequest) -> ApiPrompt:
     scopes = [GLOBAL_SCOPE]
     if version is not None:
         scopes.append(template_scope(version.template_id))
+    sampling = _sampling(request, version)
     return ApiPrompt(
         system=system,
         turns=turns,
-        sampling=_sampling(request, version),
+        sampling=sampling,
         faq_lookup=FaqLookup(scopes=scopes)
-        if standalone and request.faq and settings.CHAT_FAQ_ENABLED
+        if standalone and request.faq and settings.CHAT_FAQ_ENABLED and _faq_can_answer(sampling)
         else None,
         template_version=version,
+    )
+
+
+def _faq_can_answer(sampling: SamplingOptions) -> bool:
+    """An FAQ entry's answer is fixed text: it has no logprobs, is not JSON, ignores logit
+    biases and may hold a stop string. Such requests always go to the model."""
+    return (
+        sampling.response_format is None
+        and sampling.logprobs is None
+        and not sampling.logit_bias
+        and not sampling.stop
     )
 
 
@@ -167,4 +180,16 @@ def _sampling(
         values["temperature"] = request.temperature
     if request.top_p is not None:
         values["top_p"] = request.top_p
+    if request.frequency_penalty is not None:
+        values["frequency_penalty"] = request.frequency_penalty
+    if request.presence_penalty is not None:
+        values["presence_penalty"] = request.presence_penalty
+    if request.seed is not None:
+        values["seed"] = request.seed
+    stop = api_sampling.stop_of(request)
+    if stop:
+        values["stop"] = stop
+    values["response_format"] = api_sampling.response_format_of(request)
+    values["logprobs"] = api_sampling.logprobs_of(request)
+    values["logit_bias"] = api_sampling.logit_bias_of(request)
     return SamplingOptions.model_validate(values)

@@ -1,13 +1,15 @@
 """Request and response bodies of the OpenAI-compatible API (docs/api.md), as pydantic models.
 
-Requests are validated strictly (no "1" for 1) from the raw JSON. Parameters this server
-cannot honour are accepted only with their neutral value, so a client never silently gets
-something other than what it asked for; unknown parameters are refused like OpenAI does.
+Requests are validated strictly (no "1" for 1) from the raw JSON; the sampling parameters'
+shapes that a type cannot say (stop, response_format, logit_bias keys, top_logprobs without
+logprobs) are checked in `sampling.py`. Parameters this server cannot honour are accepted
+only with their neutral value, so a client never silently gets something other than what it
+asked for; unknown parameters are refused like OpenAI does.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -60,21 +62,24 @@ class ChatCompletionRequest(_Strict):
     user: str | None = None  # accepted, not used
     metadata: dict[str, str] | None = None  # accepted, not used
     store: bool | None = None
-    # Accepted only when neutral (see NEUTRAL below).
-    frequency_penalty: float | None = None
-    presence_penalty: float | None = None
+    # Honoured (checked further and mapped in `sampling.py`).
+    frequency_penalty: float | None = Field(default=None, ge=-2.0, le=2.0)
+    presence_penalty: float | None = Field(default=None, ge=-2.0, le=2.0)
     logprobs: bool | None = None
-    top_logprobs: int | None = None
-    logit_bias: dict[str, float] | None = None
+    top_logprobs: int | None = Field(default=None, ge=0, le=20)
+    logit_bias: dict[str, Annotated[float, Field(ge=-100.0, le=100.0)]] | None = Field(
+        default=None, max_length=300
+    )
     stop: str | list[str] | None = None
-    seed: int | None = None
+    seed: int | None = Field(default=None, ge=-(2**63), le=2**63 - 1)
+    response_format: dict[str, Any] | None = None
+    # Accepted only when neutral (see NEUTRAL below).
     tools: list[dict[str, Any]] | None = None
     tool_choice: str | dict[str, Any] | None = None
     parallel_tool_calls: bool | None = None
-    response_format: dict[str, Any] | None = None
     service_tier: str | None = None
     modalities: list[str] | None = None
-    ignore_eos: bool | None = None  # vLLM's extension; generation always stops at the end
+    ignore_eos: bool | None = None  # vLLM's extension; answers end where the model ends them
     # Extensions (docs/api.md): templates by reference, skipping the FAQ cache, priority.
     template: TemplateRef | None = None
     faq: bool = True
@@ -82,20 +87,16 @@ class ChatCompletionRequest(_Strict):
 
 
 # Parameter -> the values that mean "nothing special": anything else is refused with 400.
+# n > 1: one request is one stored answer streamed by one relay. tools: the service has no
+# tool-call parser or tool loop. modalities: text only. store: answers are always stored as
+# the key's conversations, never for OpenAI's distillation. ignore_eos: an answer that runs
+# past the model's end of turn is not a chat answer (and holds a running slot to max_tokens).
 NEUTRAL: dict[str, tuple[Any, ...]] = {
     "n": (None, 1),
     "store": (None, False),
-    "frequency_penalty": (None, 0, 0.0),
-    "presence_penalty": (None, 0, 0.0),
-    "logprobs": (None, False),
-    "top_logprobs": (None, 0),
-    "logit_bias": (None, {}),
-    "stop": (None, [], ""),
-    "seed": (None,),
     "tools": (None, []),
     "tool_choice": (None, "none", "auto"),
     "parallel_tool_calls": (None, True, False),
-    "response_format": (None, {"type": "text"}),
     "service_tier": (None, "auto", "default"),
     "modalities": (None, ["text"]),
     "ignore_eos": (None, False),
@@ -122,6 +123,24 @@ class FaqMarker(BaseModel):
     entry_id: int | None
 
 
+class TopLogprob(BaseModel):
+    token: str
+    logprob: float
+    bytes: list[int] | None  # the token's UTF-8 bytes
+
+
+class TokenLogprob(BaseModel):
+    token: str
+    logprob: float
+    bytes: list[int] | None
+    top_logprobs: list[TopLogprob]
+
+
+class ChoiceLogprobs(BaseModel):
+    content: list[TokenLogprob] | None
+    refusal: None = None
+
+
 class AssistantMessage(BaseModel):
     role: Literal["assistant"] = "assistant"
     content: str
@@ -131,7 +150,7 @@ class AssistantMessage(BaseModel):
 class Choice(BaseModel):
     index: int = 0
     message: AssistantMessage
-    logprobs: None = None
+    logprobs: ChoiceLogprobs | None = None  # when asked (logprobs: true)
     finish_reason: Literal["stop", "length"]
 
 
@@ -154,7 +173,7 @@ class ChunkDelta(BaseModel):
 class ChunkChoice(BaseModel):
     index: int = 0
     delta: ChunkDelta
-    logprobs: None = None
+    logprobs: ChoiceLogprobs | None = None  # this chunk's tokens, when asked
     finish_reason: Literal["stop", "length"] | None = None
 
 

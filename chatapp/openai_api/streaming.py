@@ -39,15 +39,19 @@ async def sse_stream(
     rest: AsyncIterator[LogEntry],
     include_usage: bool,
     retry_after_s: float,
+    logprobs: bool = False,
 ) -> AsyncIterator[bytes]:
     """The response body. Leaving early (the client disconnected: Django cancels the task
-    that reads this) stops the answer, which aborts the engine request."""
+    that reads this) stops the answer, which aborts the engine request. `logprobs`: the
+    request asked for them, so each text chunk carries its tokens'."""
     maker = ChunkMaker(message_id=answer.message_id, include_usage=include_usage)
     try:
         entry: LogEntry | None = first
         while entry is not None:
             if isinstance(entry, LoggedDelta):
-                yield sse(chunk_payload(maker.delta(entry.text), include_usage=include_usage))
+                tokens = (entry.logprobs or []) if logprobs else None
+                chunk = maker.delta(entry.text, tokens)
+                yield sse(chunk_payload(chunk, include_usage=include_usage))
             elif entry.status == "failed":
                 error = answer_failed(
                     error_code=entry.error_code,

@@ -17,7 +17,7 @@ from django.http.response import HttpResponseBase
 from django.views.decorators.csrf import csrf_exempt
 
 from chatapp import unavailable
-from chatapp.answers.entries import LogEntry, LoggedEnd, text_of
+from chatapp.answers.entries import LogEntry, LoggedDelta, LoggedEnd, text_of
 from chatapp.openai_api import responses
 from chatapp.openai_api.answers import ApiAnswer, answer_start
 from chatapp.openai_api.auth import api_key_of
@@ -115,8 +115,9 @@ async def chat_completions(request: HttpRequest) -> HttpResponseBase:
         first = await anext(entries)
         if isinstance(first, LoggedEnd) and first.status == "failed":
             raise _failed(first)
+        logprobs = prompt.sampling.logprobs is not None
         if not parsed.stream:
-            return await _completion(answer, [first], entries)
+            return await _completion(answer, [first], entries, logprobs=logprobs)
         include_usage = bool(parsed.stream_options and parsed.stream_options.include_usage)
         response = StreamingHttpResponse(
             sse_stream(
@@ -125,6 +126,7 @@ async def chat_completions(request: HttpRequest) -> HttpResponseBase:
                 rest=entries,
                 include_usage=include_usage,
                 retry_after_s=settings.CHAT_BUSY_RETRY_AFTER_S,
+                logprobs=logprobs,
             ),
             content_type="text/event-stream",
         )
@@ -139,7 +141,11 @@ async def chat_completions(request: HttpRequest) -> HttpResponseBase:
 
 
 async def _completion(
-    answer: ApiAnswer, collected: list[LogEntry], rest: AsyncIterator[LogEntry]
+    answer: ApiAnswer,
+    collected: list[LogEntry],
+    rest: AsyncIterator[LogEntry],
+    *,
+    logprobs: bool,
 ) -> HttpResponse:
     async for entry in rest:
         collected.append(entry)
@@ -147,8 +153,16 @@ async def _completion(
     assert isinstance(end, LoggedEnd)
     if end.status == "failed":
         raise _failed(end)
+    tokens = None
+    if logprobs:
+        tokens = [
+            token
+            for entry in collected
+            if isinstance(entry, LoggedDelta)
+            for token in entry.logprobs or ()
+        ]
     body = responses.completion(
-        message_id=answer.message_id, text=text_of(collected), end=end
+        message_id=answer.message_id, text=text_of(collected), end=end, logprobs=tokens
     ).model_dump(mode="json")
     if body["x_faq"] is None:
         del body["x_faq"]

@@ -53,10 +53,75 @@ def talk(*turns: tuple[str, object]) -> bytes:
         (with_hi(stream="yes"), "stream", None),
         (with_hi(temperature=3), "temperature", None),
         (with_hi(bogus=1), "bogus", "unknown_parameter"),
-        (with_hi(stop=["x"]), "stop", "unsupported_parameter"),
+        # what the engine cannot do (or the service does not do) is refused, named
         (with_hi(tools=[{"type": "function"}]), "tools", "unsupported_parameter"),
-        (with_hi(logprobs=True), "logprobs", "unsupported_parameter"),
-        (with_hi(seed=7), "seed", "unsupported_parameter"),
+        (with_hi(tool_choice="required"), "tool_choice", "unsupported_parameter"),
+        (with_hi(modalities=["text", "audio"]), "modalities", "unsupported_parameter"),
+        (with_hi(ignore_eos=True), "ignore_eos", "unsupported_parameter"),
+        (with_hi(store=True), "store", "unsupported_parameter"),
+        # honoured parameters with a bad shape
+        (with_hi(stop=["a", "b", "c", "d", "e"]), "stop", None),
+        (with_hi(stop=["a", ""]), "stop[1]", None),
+        (with_hi(stop=5), "stop", None),
+        (with_hi(frequency_penalty=2.5), "frequency_penalty", None),
+        (with_hi(presence_penalty=-3), "presence_penalty", None),
+        (with_hi(seed=1.5), "seed", None),
+        (with_hi(seed="7"), "seed", None),
+        (with_hi(seed=2**63), "seed", None),
+        (with_hi(logprobs="yes"), "logprobs", None),
+        (with_hi(top_logprobs=3), "top_logprobs", None),
+        (with_hi(logprobs=True, top_logprobs=21), "top_logprobs", None),
+        (with_hi(logit_bias={"abc": 1}), "logit_bias", None),
+        (with_hi(logit_bias={"-5": 1}), "logit_bias", None),
+        (with_hi(logit_bias={"5": 101}), "logit_bias.5", None),
+        (with_hi(response_format="json"), "response_format", None),
+        (with_hi(response_format={}), "response_format.type", None),
+        (with_hi(response_format={"type": "xml"}), "response_format.type", None),
+        (
+            with_hi(response_format={"type": "json_object", "json_schema": {}}),
+            "response_format.json_schema",
+            "unknown_parameter",
+        ),
+        (with_hi(response_format={"type": "json_schema"}), "response_format.json_schema", None),
+        (
+            with_hi(response_format={"type": "json_schema", "json_schema": "x"}),
+            "response_format.json_schema",
+            None,
+        ),
+        (
+            with_hi(response_format={"type": "json_schema", "json_schema": {"schema": {}}}),
+            "response_format.json_schema.name",
+            None,
+        ),
+        (
+            with_hi(response_format={"type": "json_schema", "json_schema": {"name": "a b"}}),
+            "response_format.json_schema.name",
+            None,
+        ),
+        (
+            with_hi(
+                response_format={"type": "json_schema", "json_schema": {"name": "x", "schema": []}}
+            ),
+            "response_format.json_schema.schema",
+            None,
+        ),
+        (
+            with_hi(
+                response_format={
+                    "type": "json_schema",
+                    "json_schema": {"name": "x", "strict": "yes"},
+                }
+            ),
+            "response_format.json_schema.strict",
+            None,
+        ),
+        (
+            with_hi(
+                response_format={"type": "json_schema", "json_schema": {"name": "x", "bogus": 1}}
+            ),
+            "response_format.json_schema.bogus",
+            "unknown_parameter",
+        ),
         (with_hi(messages=[]), "messages", None),
         (talk(("user", "  ")), "messages[0].content", None),
         (talk(("user", "a"), ("assistant", "b")), "messages", None),

@@ -73,6 +73,34 @@ async def test_faq_false_and_follow_ups_go_to_the_model(
     assert answer.json()["choices"][0]["message"]["content"].startswith("You said:")
 
 
+async def test_requests_an_faq_answer_cannot_honour_go_to_the_model(
+    http: httpx.AsyncClient, api_key: Key, faq_worker: FaqWorker
+) -> None:
+    await sync_to_async(entry_create)()
+    await faq_worker.wait_for_entries(1)
+    question = "how can I reset my password"
+    hit = await http.post("/v1/chat/completions", json=chat(question), headers=api_key.headers)
+    assert hit.headers["X-Answer-Source"] == "faq"
+
+    # an FAQ answer has no logprobs, is not JSON, ignores biases and may hold a stop string
+    for fields in (
+        {"response_format": {"type": "json_object"}},
+        {"response_format": {"type": "json_schema", "json_schema": {"name": "x"}}},
+        {"logprobs": True},
+        {"logit_bias": {"5": 1}},
+        {"stop": ["zzz"]},
+    ):
+        answer = await http.post(
+            "/v1/chat/completions", json=chat(question, **fields), headers=api_key.headers
+        )
+        assert answer.headers["X-Answer-Source"] == "model", fields
+        assert answer.json()["choices"][0]["message"]["content"].startswith("You said:")
+    # the neutral values still allow the FAQ
+    neutral = chat(question, response_format={"type": "text"}, logprobs=False, stop=[])
+    again = await http.post("/v1/chat/completions", json=neutral, headers=api_key.headers)
+    assert again.headers["X-Answer-Source"] == "faq"
+
+
 # ---- keys in the admin ---------------------------------------------------------------------
 
 
