@@ -43,3 +43,24 @@ async def vllm_engine(tiny_model: Path) -> AsyncIterator[object]:
     yield engine
     engine.shutdown()
     await asyncio.sleep(0)
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def vllm_worker(vllm_engine: object) -> AsyncIterator[object]:
+    """An inference worker on the session's engine, on the in-memory channel layer."""
+    from channels.layers import get_channel_layer
+
+    from inference.transport import Transport
+    from inference.worker import InferenceWorker
+    from tests.conftest import worker_settings
+
+    worker = InferenceWorker(
+        engine=vllm_engine,  # type: ignore[arg-type]
+        transport=Transport(layer=get_channel_layer()),
+        settings=worker_settings(engine="vllm"),
+    )
+    task = asyncio.create_task(worker.run())
+    await worker.ready.wait()
+    yield worker
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)

@@ -8,23 +8,20 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
-from channels.layers import get_channel_layer
 from django.contrib.auth.models import User
 
 from chatapp.prompts import services, tasks
 from chatapp.prompts.models import PromptTemplateVersion
 from inference.engines.vllm import VllmEngine
 from inference.protocol import ChatTurn
-from inference.transport import Transport
 from inference.worker import InferenceWorker
 from tests.chatapp.prompts.factories import template_create
 from tests.chatapp.realtime.test_consumer import open_socket, receive_until
-from tests.conftest import Connect, worker_settings
+from tests.conftest import Connect
 
 pytestmark = [
     pytest.mark.vllm,
@@ -42,20 +39,6 @@ def long_system_prompt() -> str:
         for i in range(40)
     )
     return f"Support policy {uuid.uuid4().hex}. {policy}"
-
-
-@pytest.fixture
-async def vllm_worker(vllm_engine: VllmEngine) -> AsyncIterator[InferenceWorker]:
-    worker = InferenceWorker(
-        engine=vllm_engine,
-        transport=Transport(layer=get_channel_layer()),
-        settings=worker_settings(engine="vllm"),
-    )
-    task = asyncio.create_task(worker.run())
-    await worker.ready.wait()
-    yield worker
-    task.cancel()
-    await asyncio.gather(task, return_exceptions=True)
 
 
 async def user(name: str) -> User:

@@ -167,6 +167,6 @@ async def test_user_text_cannot_smuggle_special_tokens(vllm_engine: VllmEngine) 
     )
     ids = built.token_ids
     assert tokenizer.bos_token_id not in ids  # the chat path adds none; typed text adds none
-    assert tokenizer.eos_token_id not in ids[:-3]  # only the template's own turn ends
+    assert ids.count(tokenizer.eos_token_id) == 1  # <|im_end|>: the template's own turn end
     im_start = tokenizer.convert_tokens_to_ids("<|im_start|>")
     assert ids.count(im_start) == 2  # the user turn and the generation prompt, nothing typed
