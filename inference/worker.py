@@ -363,6 +363,19 @@ class InferenceWorker:
                         ),
                     ):
                         return  # requester gone: leaving the loop closes the stream -> abort
+                if unsent_logprobs:  # asked-for logprobs of final tokens without text (EOS)
+                    progress.seq += 1
+                    if not await self._transport.send(
+                        reply,
+                        Delta(
+                            request_id=request.request_id,
+                            seq=progress.seq,
+                            text="",
+                            tokens=unsent_tokens,
+                            logprobs=list(unsent_logprobs),
+                        ),
+                    ):
+                        return
         except asyncio.CancelledError:
             active = self._active.get(request.request_id)
             if active is None or not active.cancelled_by_client:

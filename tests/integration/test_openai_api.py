@@ -8,6 +8,7 @@ the worker's abort path writes.
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import subprocess
@@ -22,6 +23,7 @@ import httpx
 import openai
 import pytest
 
+from inference.settings import DEFAULT_MODEL_DIR_NAME
 from tests.integration.processes import free_port, keep_draining, wait_for_line, wait_until
 
 REPO = Path(__file__).resolve().parents[2]
@@ -124,7 +126,7 @@ def serve(
         else:
             wait_for_line(proc, rf"Ready: open http://127\.0\.0\.1:{port}/", ready_timeout)
         output = keep_draining(proc)
-        model = env.get("CHAT_API_MODEL") or Path(env.get("MODEL") or "gemma-3-270m").name
+        model = env.get("CHAT_API_MODEL") or Path(env.get("MODEL") or DEFAULT_MODEL_DIR_NAME).name
         yield LiveServer(
             base_url=f"http://127.0.0.1:{port}",
             model=model,
@@ -395,3 +397,191 @@ def test_a_conversation_longer_than_the_context_is_a_clear_error(real: LiveServe
     assert caught.value.code == "context_length_exceeded"
     assert "too long for the model" in caught.value.message
     assert "at most 2047 plus the answer" in caught.value.message
+
+
+def test_sampling_parameters_through_the_live_server(scripted: LiveServer) -> None:
+    client = scripted.client(scripted.key("sampling"))
+    messages: list[openai.types.chat.ChatCompletionMessageParam] = [
+        {"role": "user", "content": "one two three four"}
+    ]
+    stopped = client.chat.completions.create(
+        model=scripted.model, messages=messages, stop=[" three"], seed=5, presence_penalty=1
+    )
+    assert stopped.choices[0].message.content == "You said: one two"
+    assert stopped.choices[0].finish_reason == "stop"
+
+    stream = client.chat.completions.create(
+        model=scripted.model, messages=messages, logprobs=True, top_logprobs=2, stream=True
+    )
+    tokens = [
+        token
+        for chunk in stream
+        if chunk.choices and chunk.choices[0].logprobs is not None
+        for token in chunk.choices[0].logprobs.content or []
+    ]
+    assert "".join(t.token for t in tokens) == "You said: one two three four"
+    assert [t.logprob for t in tokens[0].top_logprobs] == [0.0, -1.0]
+
+
+# A schema the tiny random model can only finish: every value is a boolean or an enum.
+TICKET_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "urgent": {"type": "boolean"},
+        "topic": {"type": "string", "enum": ["shipping", "billing", "other"]},
+    },
+    "required": ["urgent", "topic"],
+    "additionalProperties": False,
+}
+CLASSIFY: list[openai.types.chat.ChatCompletionMessageParam] = [
+    {"role": "user", "content": "Classify this ticket: my parcel is late."}
+]
+
+
+@pytest.mark.vllm
+def test_the_same_seed_samples_the_same_answer_on_the_real_engine(real: LiveServer) -> None:
+    client = real.client(real.key("vllm-seed"))
+
+    def sample(seed: int) -> str:
+        completion = client.chat.completions.create(
+            model=real.model, messages=CLASSIFY, max_tokens=16, temperature=1.0, seed=seed
+        )
+        return completion.choices[0].message.content or ""
+
+    first = sample(1234)
+    assert first
+    assert sample(1234) == first
+    # temperature 1 on a random model: another seed gives another answer
+    assert sample(4321) != first
+
+
+@pytest.mark.vllm
+def test_response_format_makes_the_real_engine_answer_json(real: LiveServer) -> None:
+    client = real.client(real.key("vllm-json"))
+    response_format: Any = {
+        "type": "json_schema",
+        "json_schema": {"name": "ticket", "schema": TICKET_SCHEMA, "strict": True},
+    }
+    completion = client.chat.completions.create(
+        model=real.model,
+        messages=CLASSIFY,
+        max_tokens=48,
+        temperature=0,
+        response_format=response_format,
+    )
+    text = completion.choices[0].message.content or ""
+    # the random model writes garbage, but structured outputs admit only the schema's JSON
+    answer = json.loads(text)
+    assert set(answer) == {"urgent", "topic"}
+    assert isinstance(answer["urgent"], bool)
+    assert answer["topic"] in ("shipping", "billing", "other")
+    assert completion.choices[0].finish_reason == "stop"
+    stream = client.chat.completions.create(
+        model=real.model,
+        messages=CLASSIFY,
+        max_tokens=48,
+        temperature=0,
+        response_format=response_format,
+        stream=True,
+    )
+    assert "".join(c.choices[0].delta.content or "" for c in stream if c.choices) == text
+
+    # Any JSON object: its strings are free, so a random model may not close it within
+    # max_tokens; what is certain is that it must open it (no other first token is allowed).
+    loose = client.chat.completions.create(
+        model=real.model,
+        messages=CLASSIFY,
+        max_tokens=16,
+        temperature=0,
+        response_format={"type": "json_object"},
+        logprobs=True,
+        top_logprobs=2,
+    )
+    content = loose.choices[0].message.content or ""
+    assert content.startswith("{")
+    if loose.choices[0].finish_reason == "stop":
+        assert isinstance(json.loads(content), dict)
+    assert loose.choices[0].logprobs is not None
+    first = (loose.choices[0].logprobs.content or [])[0]
+    assert (first.token, first.logprob) == ("{", 0.0)
+    assert first.top_logprobs[1].logprob < -1000  # masked by the grammar
+
+
+@pytest.mark.vllm
+def test_logprobs_and_logit_bias_on_the_real_engine(real: LiveServer) -> None:
+    client = real.client(real.key("vllm-logprobs"))
+    completion = client.chat.completions.create(
+        model=real.model,
+        messages=CLASSIFY,
+        max_tokens=8,
+        temperature=0,
+        logprobs=True,
+        top_logprobs=3,
+    )
+    choice = completion.choices[0]
+    assert choice.logprobs is not None
+    tokens = choice.logprobs.content or []
+    usage = completion.usage
+    assert usage is not None
+    # one per generated token, those without text (special tokens) included
+    assert len(tokens) == usage.completion_tokens > 0
+    for token in tokens:
+        assert token.logprob <= 0.0
+        assert len(token.top_logprobs) == 3
+        ranked = [t.logprob for t in token.top_logprobs]
+        assert ranked == sorted(ranked, reverse=True)
+        # greedy: the sampled token is the likeliest one
+        assert token.top_logprobs[0].logprob == pytest.approx(token.logprob)
+    stream = client.chat.completions.create(
+        model=real.model,
+        messages=CLASSIFY,
+        max_tokens=8,
+        temperature=0,
+        logprobs=True,
+        top_logprobs=3,
+        stream=True,
+    )
+    streamed = [
+        token
+        for chunk in stream
+        if chunk.choices and chunk.choices[0].logprobs is not None
+        for token in chunk.choices[0].logprobs.content or []
+    ]
+    assert [t.token for t in streamed] == [t.token for t in tokens]
+    assert [t.logprob for t in streamed] == pytest.approx([t.logprob for t in tokens], abs=1e-4)
+
+    # a bias of +100 on one token id makes greedy decoding pick only that token
+    biased = client.chat.completions.create(
+        model=real.model,
+        messages=CLASSIFY,
+        max_tokens=6,
+        temperature=0,
+        logit_bias={"300": 100},
+        logprobs=True,
+    )
+    assert biased.choices[0].logprobs is not None
+    picked = {t.token for t in biased.choices[0].logprobs.content or []}
+    assert len(picked) == 1
+    assert biased.choices[0].message.content == picked.pop() * 6
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.chat.completions.create(
+            model=real.model, messages=CLASSIFY, max_tokens=4, logit_bias={"1000000": 5}
+        )
+    assert "logit_bias" in caught.value.message
+
+
+@pytest.mark.vllm
+def test_a_stop_string_cuts_the_real_engines_answer(real: LiveServer) -> None:
+    client = real.client(real.key("vllm-stop"))
+    free = client.chat.completions.create(
+        model=real.model, messages=CLASSIFY, max_tokens=24, temperature=0
+    )
+    text = free.choices[0].message.content or ""
+    windows = [text[i : i + 3] for i in range(2, len(text) - 3)]
+    stop = next((w for w in windows if w.isascii() and w.isalnum()), None)
+    assert stop is not None, f"no plain 3-letter window in {text!r}"
+    cut = client.chat.completions.create(
+        model=real.model, messages=CLASSIFY, max_tokens=24, temperature=0, stop=[stop]
+    )
+    assert cut.choices[0].message.content == text[: text.index(stop)]
+    assert cut.choices[0].finish_reason == "stop"

@@ -44,14 +44,14 @@ async def test_sampling_parameters_reach_the_engine(
         presence_penalty=-1.5,
         seed=1234,
         stop="zzz",
-        logit_bias={"5": -100, "17": 2.5},
+        logit_bias={"5": -100, "17": 2},
     )
     sent = last_request(scripted_worker)
     assert (sent.temperature, sent.top_p) == (0.7, 0.5)
     assert (sent.frequency_penalty, sent.presence_penalty) == (0.5, -1.5)
     assert sent.seed == 1234
     assert "zzz" in sent.stop
-    assert sent.logit_bias == {5: -100.0, 17: 2.5}
+    assert sent.logit_bias == {5: -100.0, 17: 2.0}
     assert (sent.json_schema, sent.logprobs) == (None, None)
 
 
