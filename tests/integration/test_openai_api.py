@@ -506,6 +506,18 @@ def test_response_format_makes_the_real_engine_answer_json(real: LiveServer) -> 
     assert (first.token, first.logprob) == ("{", 0.0)
     assert first.top_logprobs[1].logprob < -1000  # masked by the grammar
 
+    with pytest.raises(openai.BadRequestError) as caught:  # the engine cannot compile it
+        client.chat.completions.create(
+            model=real.model,
+            messages=CLASSIFY,
+            max_tokens=4,
+            response_format={
+                "type": "json_schema",
+                "json_schema": {"name": "bad", "schema": {"type": "no-such-type"}},
+            },
+        )
+    assert caught.value.code == "invalid_request"
+
 
 @pytest.mark.vllm
 def test_logprobs_and_logit_bias_on_the_real_engine(real: LiveServer) -> None:
