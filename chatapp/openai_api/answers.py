@@ -166,8 +166,9 @@ async def answer_start(*, key: ApiKey, prompt: ApiPrompt, background: bool) -> A
         priority=BACKGROUND_PRIORITY if background else INTERACTIVE_PRIORITY,
         submitted_at=time.time(),
         faq_lookup=prompt.faq_lookup,
-        # OpenAI's behaviour: a conversation over the context is a 400, never silently cut
-        trim_history=False,
+        # OpenAI's behaviour unless the client opted in: a conversation over the context is a
+        # 400 context_length_exceeded, never silently cut
+        trim_history=prompt.trim_history,
     )
     message_id = turn.assistant_message.id
     # From here the relay owns the answer and frees the admission slot when it ends.

@@ -38,6 +38,7 @@ class ApiPrompt:
     sampling: SamplingOptions
     faq_lookup: FaqLookup | None
     template_version: PromptTemplateVersion | None
+    trim_history: bool  # the client opted into trimming (`truncation: "auto"`)
 
     @property
     def question(self) -> str:
@@ -113,6 +114,7 @@ def prompt_build(request: ChatCompletionRequest) -> ApiPrompt:
         if standalone and request.faq and settings.CHAT_FAQ_ENABLED and _faq_can_answer(sampling)
         else None,
         template_version=version,
+        trim_history=request.truncation == "auto",
     )
 
 

@@ -84,6 +84,9 @@ class ChatCompletionRequest(_Strict):
     template: TemplateRef | None = None
     faq: bool = True
     priority: Priority | None = None
+    # "auto": a conversation over the model's context loses its oldest turns (in steps, the
+    # system prompt kept) instead of a 400 context_length_exceeded (OpenAI's behaviour).
+    truncation: Literal["auto", "disabled"] = "disabled"
 
 
 # Parameter -> the values that mean "nothing special": anything else is refused with 400.

@@ -193,6 +193,31 @@ async def test_a_conversation_longer_than_the_context_is_400_context_length_exce
     assert ok.status_code == 200
 
 
+async def test_truncation_auto_trims_the_oldest_turns_instead_of_refusing(
+    http: httpx.AsyncClient, api_key: Key, scripted_worker: RunningWorker
+) -> None:
+    scripted_worker.engine.max_prompt_tokens = 12
+    history = [
+        {"role": "user", "content": " ".join(["order"] * 20)},
+        {"role": "assistant", "content": "Which order?"},
+        {"role": "user", "content": "the blue one"},
+    ]
+    refused = await http.post(
+        "/v1/chat/completions", json={**chat("x"), "messages": history}, headers=api_key.headers
+    )
+    assert refused.status_code == 400
+    assert error_of(refused)["code"] == "context_length_exceeded"
+
+    trimmed = await http.post(
+        "/v1/chat/completions",
+        json={**chat("x"), "messages": history, "truncation": "auto"},
+        headers=api_key.headers,
+    )
+    assert trimmed.status_code == 200, trimmed.text
+    assert trimmed.json()["choices"][0]["message"]["content"] == "You said: the blue one"
+    assert "order order" not in scripted_worker.engine.prompts[-1]  # the oldest turns went
+
+
 async def test_missing_wrong_and_revoked_keys_get_401(
     http: httpx.AsyncClient, api_key: Key, scripted_worker: RunningWorker
 ) -> None:
