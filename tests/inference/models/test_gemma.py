@@ -18,6 +18,7 @@ from inference.protocol import ChatTurn
 
 GEMMA_DIR = gemma_model_dir(data_dir=default_data_dir())
 
+
 def _gemma_ready() -> bool:
     try:
         ensure_model_ready(model_dir=GEMMA_DIR)
