@@ -10,7 +10,7 @@ same two things without loading an engine:
 * `BenchSampling`: one run's sampling, the model's defaults with an optional max_tokens, as
   explicit request fields for an OpenAI server and as a template's `sampling` for the app;
 * `tokenizer_prompt_builder`: the worker's `PromptBuilder` on the model folder's tokenizer
-  (transformers only, no vLLM), built exactly as `VllmEngine` builds its own.
+  (transformers only, no vLLM), built by the same function as `VllmEngine` builds its own.
 """
 
 from __future__ import annotations
@@ -93,29 +93,21 @@ class BenchSampling:
 
 
 def tokenizer_prompt_builder(model_dir: Path, *, context_tokens: int) -> PromptBuilder:
-    """The worker's prompt builder for `model_dir`, on its Hugging Face tokenizer.
+    """The worker's prompt builder for `model_dir`, on its Hugging Face tokenizer (no vLLM).
 
-    The same construction as `inference.engines.vllm.VllmEngine.__init__` (template of the
-    tokenizer, safe tokenization of contents, counts with `split_special_tokens`), with the
-    context length given instead of read from a loaded engine.
+    `inference.prompt_builder.tokenizer_prompt_builder`, the one `VllmEngine` builds its own
+    with, with the operator's `CHAT_TEMPLATE` if set and the context length given instead of
+    read from a loaded engine.
     """
     from transformers import AutoTokenizer
 
-    from inference.chat_prompt import ChatTemplate, special_token_ids, token_ids
+    from inference.prompt_builder import tokenizer_prompt_builder as of_tokenizer
+    from inference.settings import EngineSettings
 
     tokenizer: Any = AutoTokenizer.from_pretrained(str(model_dir), local_files_only=True)
-    template = ChatTemplate.of_tokenizer(tokenizer)
-    specials = special_token_ids(tokenizer)
-
-    def count(text: str) -> int:
-        return len(
-            tokenizer(text, add_special_tokens=False, split_special_tokens=True)["input_ids"]
-        )
-
-    return PromptBuilder(
-        template=template,
-        encode=lambda rendered: token_ids(tokenizer, rendered, specials=specials),
-        count=count,
+    override = EngineSettings.from_env(default_model_dir=model_dir).chat_template_path
+    return of_tokenizer(
+        tokenizer,
         context_tokens=context_tokens,
-        decode=lambda ids: str(tokenizer.decode(ids)),
+        chat_template=override.read_text(encoding="utf-8") if override else None,
     )
