@@ -920,7 +920,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--block-size",
         type=int,
         default=None,
-        help="KV cache block size (VLLM_BLOCK_SIZE; default vLLM's, 128 on CPU)",
+        help="KV cache block size (VLLM_BLOCK_SIZE; default the engine's: 32 on CPU)",
     )
     parser.add_argument("--repeats", type=int, default=3, help="conversations (default 3)")
     parser.add_argument("--seed", type=int, default=1, help="seed of the pasted logs")

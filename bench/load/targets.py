@@ -280,6 +280,8 @@ def vllm_server_env(settings: EngineSettings) -> dict[str, str]:
 
 
 def vllm_server_args(settings: EngineSettings, *, port: int) -> list[str]:
+    from inference.engines.vllm import engine_block_size
+
     args = [
         sys.executable,
         "-m",
@@ -306,8 +308,9 @@ def vllm_server_args(settings: EngineSettings, *, port: int) -> list[str]:
         "--disable-uvicorn-access-log",
         "--enable-prefix-caching" if settings.prefix_caching else "--no-enable-prefix-caching",
     ]
-    if settings.block_size:
-        args += ["--block-size", str(settings.block_size)]
+    block_size = engine_block_size(settings)  # the app's engine asks for the same
+    if block_size:
+        args += ["--block-size", str(block_size)]
     if settings.chat_template_path is not None:
         args += ["--chat-template", str(settings.chat_template_path)]
     if settings.enforce_eager:

@@ -57,6 +57,24 @@ def configure_vllm_environment(*, settings: EngineSettings) -> None:
         os.environ.setdefault(key, value)
 
 
+# KV cache block size on vLLM's CPU build when none is configured. Prefix caching reuses whole
+# blocks only, so every turn re-prefills the partial last block of what it shares with the one
+# before; the CPU build's default is 128 tokens. Measured with bench.long_conversation on
+# SmolLM2 (40 turns, two runs each, one engine at a time): median TTFT of ordinary turns
+# 210-252 ms with 32-token blocks against 370-384 ms with 128, the same decode speed; 16 does
+# not start on CPU ("prefers multiples of 32").
+CPU_BLOCK_SIZE = 32
+
+
+def engine_block_size(settings: EngineSettings) -> int | None:
+    """The block size to ask vLLM for: the configured one, else 32 on CPU, else vLLM's own."""
+    if settings.block_size:
+        return settings.block_size
+    from vllm.platforms import current_platform
+
+    return CPU_BLOCK_SIZE if current_platform.is_cpu() else None
+
+
 class _StatsRecorder:
     """In-process stat logger: keeps the scheduler's latest counts and prefix-cache totals.
 
@@ -211,6 +229,7 @@ class VllmEngine:
         from vllm.engine.arg_utils import AsyncEngineArgs
         from vllm.v1.engine.async_llm import AsyncLLM
 
+        block_size = engine_block_size(settings)
         args = AsyncEngineArgs(
             model=str(settings.model_dir),
             enable_prefix_caching=settings.prefix_caching,
@@ -231,7 +250,7 @@ class VllmEngine:
             structured_outputs_config=StructuredOutputsConfig(
                 backend="guidance", disable_any_whitespace=True
             ),
-            **({"block_size": settings.block_size} if settings.block_size else {}),
+            **({"block_size": block_size} if block_size else {}),
         )
         recorder = _StatsRecorder()
         try:
