@@ -6,7 +6,9 @@
 #
 #   MODEL=/models/Qwen2.5-1.5B-Instruct bench/gpu.sh [more bench.load options]
 #
-# MODEL is any Hugging Face model folder on disk (an instruct model is the point here). The
+# MODEL is any Hugging Face model folder on disk (an instruct model is the point here; an 8B one,
+# e.g. MODEL=/models/Qwen2.5-7B-Instruct, needs nothing but MODEL=; a Llama 3.x folder works too,
+# but its template dates every prompt: the worker says so at start and CHAT_TEMPLATE fixes it). The
 # app renders prompts with the folder's own chat template (or CHAT_TEMPLATE) and vLLM's server
 # renders the same messages with the same template (/v1/chat/completions), so both run the
 # same prompt tokens; sampling comes from the folder's generation_config.json and is sent to
