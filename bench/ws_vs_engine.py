@@ -59,7 +59,7 @@ from bench import harness
 from inference.engine_request import engine_request_of
 from inference.engines.vllm import VllmEngine
 from inference.protocol import ChatTurn, GenerateRequest, SamplingOptions
-from inference.settings import EngineSettings
+from inference.settings import DEFAULT_MODEL_DIR_NAME, EngineSettings
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 RESULTS_DIR = REPO_ROOT / "bench" / "results"
@@ -447,7 +447,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="CHAT_DATA_DIR with the prepared model (default <repo>/data)",
     )
     parser.add_argument(
-        "--model-dir", type=Path, default=None, help="default <data-dir>/models/gemma-3-270m"
+        "--model-dir",
+        type=Path,
+        default=None,
+        help="default <data-dir>/models/smollm2-135m-instruct",
     )
     parser.add_argument("--warmup", type=int, default=2, help="warm-up requests per path")
     parser.add_argument(
@@ -469,7 +472,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 async def run(args: argparse.Namespace) -> int:
     data_dir: Path = args.data_dir.resolve()
-    model_dir: Path = (args.model_dir or data_dir / "models" / "gemma-3-270m").resolve()
+    model_dir: Path = (args.model_dir or data_dir / "models" / DEFAULT_MODEL_DIR_NAME).resolve()
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     stem = RESULTS_DIR / f"ws_vs_engine-{stamp}"

@@ -179,7 +179,10 @@ def special_token_ids(tokenizer: Any) -> frozenset[int]:
 
 def token_ids(tokenizer: Any, rendered: RenderedChat, *, specials: frozenset[int]) -> list[int]:
     """The prompt's token ids; no token of a content span is a special token."""
-    encoded = tokenizer(rendered.text, add_special_tokens=False, return_offsets_mapping=True)
+    try:
+        encoded = tokenizer(rendered.text, add_special_tokens=False, return_offsets_mapping=True)
+    except NotImplementedError:  # a slow (Python) tokenizer has no offsets: always in pieces
+        return _tokenized_between(tokenizer, rendered.text, _template_specials(tokenizer, rendered))
     ids: list[int] = list(encoded["input_ids"])
     offsets: list[tuple[int, int]] = [tuple(o) for o in encoded["offset_mapping"]]
     template_specials: list[tuple[int, int]] = []  # (start, end) of the template's own
@@ -196,6 +199,39 @@ def token_ids(tokenizer: Any, rendered: RenderedChat, *, specials: frozenset[int
     if not injected:
         return ids
     return _tokenized_between(tokenizer, rendered.text, template_specials)
+
+
+def _template_specials(tokenizer: Any, rendered: RenderedChat) -> list[tuple[int, int]]:
+    """Where the template's own special tokens stand, found as text outside content spans."""
+    names = sorted(
+        {str(t) for t in getattr(tokenizer, "all_special_tokens", ()) or ()}
+        | {
+            str(getattr(t, "content", t))
+            for t in (getattr(tokenizer, "added_tokens_decoder", {}) or {}).values()
+            if getattr(t, "special", False)
+        },
+        key=len,
+        reverse=True,
+    )
+    found: list[tuple[int, int]] = []
+    position = 0
+    for start, end in [*rendered.content_spans, (len(rendered.text), len(rendered.text))]:
+        found.extend(_occurrences(rendered.text, names, position, start))
+        position = end
+    return found
+
+
+def _occurrences(text: str, names: Sequence[str], start: int, end: int) -> list[tuple[int, int]]:
+    spans: list[tuple[int, int]] = []
+    index = start
+    while index < end:
+        name = next((n for n in names if n and text.startswith(n, index, end)), None)
+        if name is None:
+            index += 1
+            continue
+        spans.append((index, index + len(name)))
+        index += len(name)
+    return spans
 
 
 def _tokenized_between(

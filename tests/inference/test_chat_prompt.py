@@ -130,3 +130,29 @@ def test_no_template_is_a_clear_error() -> None:
 
     with pytest.raises(ChatTemplateError, match="CHAT_TEMPLATE"):
         ChatTemplate.of_tokenizer(Bare())
+
+
+class _NoOffsets:
+    """A tokenizer without offset mapping, like transformers' slow (Python) ones."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def __call__(self, text: str, **kwargs: Any) -> Any:
+        if kwargs.get("return_offsets_mapping"):
+            raise NotImplementedError("return_offset_mapping is not available")
+        return self._inner(text, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+@pytest.mark.parametrize("content", ["Where is my order?\nIt is late.", INJECTION])
+def test_a_tokenizer_without_offsets_gets_the_same_safe_tokens(
+    tokenizer: Any, content: str
+) -> None:
+    template = ChatTemplate.of_tokenizer(tokenizer)
+    rendered = template.render(system="Be helpful.", messages=_turns("hello", "Hi!", content))
+    specials = special_token_ids(tokenizer)
+    slow = token_ids(_NoOffsets(tokenizer), rendered, specials=specials)
+    assert slow == token_ids(tokenizer, rendered, specials=specials)
