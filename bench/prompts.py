@@ -99,15 +99,11 @@ def tokenizer_prompt_builder(model_dir: Path, *, context_tokens: int) -> PromptB
     with, with the operator's `CHAT_TEMPLATE` if set and the context length given instead of
     read from a loaded engine.
     """
-    from transformers import AutoTokenizer
-
-    from inference.prompt_builder import tokenizer_prompt_builder as of_tokenizer
+    from inference.prompt_builder import folder_prompt_builder
     from inference.settings import EngineSettings
 
-    tokenizer: Any = AutoTokenizer.from_pretrained(str(model_dir), local_files_only=True)
-    override = EngineSettings.from_env(default_model_dir=model_dir).chat_template_path
-    return of_tokenizer(
-        tokenizer,
+    return folder_prompt_builder(
+        model_dir=model_dir,
         context_tokens=context_tokens,
-        chat_template=override.read_text(encoding="utf-8") if override else None,
+        chat_template=EngineSettings.from_env(default_model_dir=model_dir).chat_template(),
     )

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from inference.chat_prompt import ChatTemplate, RenderedChat, special_token_ids, token_ids
@@ -114,6 +115,19 @@ class PromptBuilder:
             max_tokens=min(max_tokens, room),
             kept_from=kept_from,
         )
+
+
+def folder_prompt_builder(
+    *, model_dir: Path, context_tokens: int, chat_template: str | None = None
+) -> PromptBuilder:
+    """The builder of a model folder's own tokenizer, without loading the model (the admin lint,
+    the benches): the same one `VllmEngine` builds on vLLM's copy of that tokenizer."""
+    from transformers import AutoTokenizer
+
+    tokenizer: Any = AutoTokenizer.from_pretrained(str(model_dir), local_files_only=True)
+    return tokenizer_prompt_builder(
+        tokenizer, context_tokens=context_tokens, chat_template=chat_template
+    )
 
 
 def tokenizer_prompt_builder(

@@ -77,6 +77,12 @@ class EngineSettings:
     # a Jinja chat template that replaces the model's own (CHAT_TEMPLATE; docs/operations.md)
     chat_template_path: Path | None = None
 
+    def chat_template(self) -> str | None:
+        """The override's text (OSError when unreadable); None: the model's own template."""
+        if self.chat_template_path is None:
+            return None
+        return self.chat_template_path.read_text(encoding="utf-8")
+
     @classmethod
     def from_env(cls, *, default_model_dir: Path | None = None) -> EngineSettings:
         data_dir = data_dir_from_env()

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import functools
 import logging
-from typing import Any
 
 from inference.chat_prompt import ChatTemplateError
 from inference.prefix_check import prefix_report
-from inference.prompt_builder import PromptBuilder, tokenizer_prompt_builder
+from inference.prompt_builder import PromptBuilder, folder_prompt_builder
 from inference.settings import EngineSettings
 
 logger = logging.getLogger(__name__)
@@ -30,14 +29,10 @@ def _builder() -> PromptBuilder | str:
     if not (folder / "tokenizer_config.json").is_file():
         return f"the model folder {folder} is not readable from this process"
     try:
-        from transformers import AutoTokenizer
-
-        tokenizer: Any = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
-        override = None
-        if settings.chat_template_path is not None:
-            override = settings.chat_template_path.read_text(encoding="utf-8")
-        return tokenizer_prompt_builder(
-            tokenizer, context_tokens=settings.max_model_len, chat_template=override
+        return folder_prompt_builder(
+            model_dir=folder,
+            context_tokens=settings.max_model_len,
+            chat_template=settings.chat_template(),
         )
     except ImportError:
         return "this process has no tokenizer library (transformers)"

@@ -5,7 +5,7 @@ word at a fixed pace, so tests can assert exact text, ordering, stop and error h
 milliseconds. Selected only with `INFERENCE_ENGINE=scripted`. Test hooks in the user text:
 `[[fail]]` makes the engine fail after two words, `[[slow]]` slows it to 50 ms a word,
 `[[stall]]` waits one second before the first word (a long, silent prefill). A prompt of
-more than `max_prompt_tokens` words is refused as vLLM refuses one longer than its context.
+more than `max_prompt_tokens` words is refused by its prompt builder, as for vLLM.
 Stop strings end the reply where they first appear (left out, finish reason "stop"), and
 asked-for logprobs are fakes with a fixed shape: 0.0 for the word, then `alt1`, `alt2`, ...
 at -1.0, -2.0, ... (the word itself first among the alternatives).
@@ -22,8 +22,6 @@ from inference.engines.base import (
     EngineError,
     EngineRequest,
     EngineStats,
-    PromptTooLongError,
-    prompt_too_long_message,
 )
 from inference.generation_config import GenerationDefaults
 from inference.models.chat_templates import CHATML_END, CHATML_START, CHATML_TEMPLATE
@@ -104,13 +102,7 @@ class ScriptedEngine:
         words = scripted_reply(request.prompt).split(" ")
         delay = 0.05 if "[[slow]]" in words[-1] or "[[slow]]" in request.prompt else self._delay_s
         pieces = _until_stop([w if i == 0 else f" {w}" for i, w in enumerate(words)], request.stop)
-        prompt_tokens = len(request.prompt_token_ids)
-        if prompt_tokens > self.max_prompt_tokens:
-            raise PromptTooLongError(
-                prompt_too_long_message(
-                    prompt_tokens=prompt_tokens, max_model_len=self.max_prompt_tokens + 1
-                )
-            )
+        prompt_tokens = len(request.prompt_token_ids)  # fits: its prompt builder checked
         self._running.add(request.request_id)
         try:
             if "[[stall]]" in request.prompt:

@@ -20,9 +20,7 @@ from inference.engines.base import (
     EngineError,
     EngineRequest,
     EngineStats,
-    PromptTooLongError,
     RequestRejectedError,
-    prompt_too_long_message,
 )
 from inference.generation_config import GenerationDefaults
 from inference.models import ensure_model_ready
@@ -218,12 +216,10 @@ class VllmEngine:
             raise EngineError(
                 f"MODEL={settings.model_dir} is not a Hugging Face model folder (no config.json)"
             )
-        chat_template = None
-        if settings.chat_template_path is not None:
-            try:
-                chat_template = settings.chat_template_path.read_text(encoding="utf-8")
-            except OSError as exc:
-                raise EngineError(f"CHAT_TEMPLATE={settings.chat_template_path}: {exc}") from exc
+        try:
+            chat_template = settings.chat_template()
+        except OSError as exc:
+            raise EngineError(f"CHAT_TEMPLATE={settings.chat_template_path}: {exc}") from exc
         configure_vllm_environment(settings=settings)
         from vllm.config import StructuredOutputsConfig
         from vllm.engine.arg_utils import AsyncEngineArgs
@@ -304,13 +300,7 @@ class VllmEngine:
             logit_bias=request.logit_bias,
             output_kind=RequestOutputKind.DELTA,
         )
-        max_model_len = self._builder.context_tokens
-        if len(request.prompt_token_ids) >= max_model_len:  # vLLM's check, worded for people
-            raise PromptTooLongError(
-                prompt_too_long_message(
-                    prompt_tokens=len(request.prompt_token_ids), max_model_len=max_model_len
-                )
-            )
+        # The prompt fits: the prompt builder refused it otherwise, worded for people.
         prompt = TokensPrompt(prompt_token_ids=list(request.prompt_token_ids))
         # Cancelling the task that iterates this generator, or closing it, makes vLLM abort
         # the request (its generator aborts on CancelledError and GeneratorExit).
