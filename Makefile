@@ -7,7 +7,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 export CHAT_DATA_DIR ?= $(CURDIR)/data
 
-.PHONY: e2e screenshots run test install install-dev prepare-model lint typecheck importlint pytest frontend-check worker web celery clean-venv
+.PHONY: e2e screenshots run test install install-dev prepare-model lint typecheck importlint pytest frontend-check protocol worker web celery clean-venv
 
 # --- setup ---------------------------------------------------------------------------------
 $(VENV)/.installed-cpu: pyproject.toml
@@ -75,6 +75,12 @@ frontend-check:
 	else echo "npm not found: skipping the front-end check"; fi
 
 test: lint typecheck importlint frontend-check pytest
+
+# After a change to chatapp/realtime/schemas.py: regenerate the browser's frame types
+# (frontend/src/generated/frames.ts) and golden frames (frontend/tests/golden/protocol.json);
+# `pytest` fails while they are stale. Then rebuild static/ (cd frontend && npm run build).
+protocol:
+	$(PY) -m chatapp.realtime.golden
 
 # The browser tests alone (part of `pytest`); screenshots for docs/screenshots/.
 e2e: install-dev

@@ -8,6 +8,7 @@ import {
   clientTimingFrame,
   editFrame,
   feedbackFrame,
+  hasCode,
   parseServerFrame,
   regenerateFrame,
   resumeFrame,
@@ -730,7 +731,7 @@ export class ChatController {
       p.user.remove();
       this.updateControls();
       this.el.input.focus();
-      if (f.code === "template_unknown" && p.frame.template !== undefined) void this.afterTemplateUnknown(p.frame.template.id);
+      if (hasCode(f, "template_unknown") && p.frame.template !== undefined && p.frame.template !== null) void this.afterTemplateUnknown(p.frame.template.id);
       return;
     }
     const a = this.active;
@@ -749,7 +750,7 @@ export class ChatController {
       this.updateControls();
       return;
     }
-    if (f.message_id !== null && f.code === "engine") this.setStatusById(f.message_id, "failed");
+    if (f.message_id !== null && hasCode(f, "engine")) this.setStatusById(f.message_id, "failed");
   }
 
   /**

@@ -1,0 +1,207 @@
+// GENERATED from the pydantic schemas in chatapp/realtime/schemas.py by
+// `python -m chatapp.realtime.golden` (or `make protocol`). Do not edit: change the
+// schemas and regenerate (tests/chatapp/realtime/test_golden_frames.py fails while
+// this is stale).
+// frontend/src/protocol.ts builds on these types; docs/protocol.md describes the frames.
+
+/** Every `type` a browser may send. */
+export const CLIENT_FRAME_TYPES = ["chat.send", "chat.stop", "chat.regenerate", "chat.feedback", "chat.resume", "chat.edit", "chat.client_timing"] as const;
+export type ClientFrameType = (typeof CLIENT_FRAME_TYPES)[number];
+
+/** Every `type` the server sends. */
+export const SERVER_FRAME_TYPES = ["chat.accepted", "chat.delta", "chat.done", "chat.snapshot", "chat.error", "chat.resend_full", "templates.changed", "chat.feedback_recorded"] as const;
+export type ServerFrameType = (typeof SERVER_FRAME_TYPES)[number];
+
+/** Every `code` of a `chat.error`. */
+export const ERROR_CODES = ["bad_json", "too_large", "unknown_type", "invalid", "not_found", "busy", "no_worker", "engine", "internal", "template_unknown", "worker_lost", "interrupted", "rate_limited", "too_long", "unavailable"] as const;
+export type ErrorCode = (typeof ERROR_CODES)[number];
+
+// --- browser -> server: what the server accepts (`?`: may be left out; the default
+// applies). Formats and bounds in the comments are checked by the server.
+
+export interface SendFrame {
+  type: "chat.send";
+  /** uuid */
+  id: string;
+  /** uuid; default null */
+  conversation_id?: string | null;
+  /** min length 1; default null */
+  text?: string | null;
+  /** default null */
+  template?: TemplateRef | null;
+  /** default null */
+  variables?: { [key: string]: string | number } | null;
+  /** default null */
+  patch?: string | null;
+  /** pattern ^[0-9a-f]{64}$; default null */
+  result_sha256?: string | null;
+}
+
+export interface StopFrame {
+  type: "chat.stop";
+  /** uuid */
+  id: string;
+  /** uuid; default null */
+  message_id?: string | null;
+}
+
+/** Answer the newest question again; `bypass_faq` is "Ask the assistant instead". */
+export interface RegenerateFrame {
+  type: "chat.regenerate";
+  /** uuid */
+  id: string;
+  /** uuid */
+  message_id: string;
+  /** default false */
+  bypass_faq?: boolean;
+}
+
+export interface FeedbackFrame {
+  type: "chat.feedback";
+  /** uuid */
+  id: string;
+  /** uuid */
+  message_id: string;
+  rating: "up" | "down";
+}
+
+/** Continue showing an answer after a reconnect: everything after `last_seq`, then live. */
+export interface ResumeFrame {
+  type: "chat.resume";
+  /** uuid */
+  id: string;
+  /** uuid */
+  message_id: string;
+  /** >= 0; <= 1000000; default 0 */
+  last_seq?: number;
+}
+
+/**
+ * Edit-and-resend: replace one of your questions; later messages are removed and the
+ * question is answered again into its answer's message.
+ */
+export interface EditFrame {
+  type: "chat.edit";
+  /** uuid */
+  id: string;
+  /** uuid */
+  message_id: string;
+  /** min length 1 */
+  text: string;
+}
+
+/**
+ * The browser's time to first token of one of your answers: from sending the frame that
+ * asked for it to painting its first token. Reported once per answer (for metrics).
+ */
+export interface ClientTimingFrame {
+  type: "chat.client_timing";
+  /** uuid */
+  id: string;
+  /** uuid */
+  message_id: string;
+  /** > 0; <= 600000.0 */
+  ttft_ms: number;
+}
+
+export interface TemplateRef {
+  /** >= 1; <= 2147483647 */
+  id: number;
+  /** >= 1; <= 2147483647 */
+  version: number;
+  /** pattern ^[0-9a-f]{64}$ */
+  sha256: string;
+}
+
+export type ClientFrame = SendFrame | StopFrame | RegenerateFrame | FeedbackFrame | ResumeFrame | EditFrame | ClientTimingFrame;
+
+// --- server -> browser: what the server sends (every field is always there).
+
+export interface AcceptedFrame {
+  type: "chat.accepted";
+  /** uuid */
+  id: string;
+  /** uuid */
+  conversation_id: string;
+  /** uuid */
+  user_message_id: string;
+  /** uuid */
+  assistant_message_id: string;
+}
+
+export interface DeltaFrame {
+  type: "chat.delta";
+  /** uuid */
+  message_id: string;
+  seq: number;
+  text: string;
+}
+
+export interface DoneFrame {
+  type: "chat.done";
+  /** uuid */
+  message_id: string;
+  status: "complete" | "stopped";
+  finish_reason: string;
+  usage: Usage;
+  timings: Timings;
+  source: "model" | "faq";
+  faq_entry_id: number | null;
+}
+
+/**
+ * The whole text of an answer so far; replaces what the browser shows for it. Sent on a
+ * resume when the stream log can no longer give exactly the missing part.
+ */
+export interface SnapshotFrame {
+  type: "chat.snapshot";
+  /** uuid */
+  message_id: string;
+  content: string;
+}
+
+export interface ErrorFrame {
+  type: "chat.error";
+  /** uuid */
+  id: string | null;
+  /** uuid */
+  message_id: string | null;
+  code: ErrorCode;
+  message: string;
+  retry_after_s: number | null;
+}
+
+export interface ResendFullFrame {
+  type: "chat.resend_full";
+  /** uuid */
+  id: string;
+  reason: "base_mismatch" | "patch_failed" | "hash_mismatch";
+}
+
+export interface TemplatesChangedFrame {
+  type: "templates.changed";
+  etag: string;
+}
+
+export interface FeedbackRecordedFrame {
+  type: "chat.feedback_recorded";
+  /** uuid */
+  id: string;
+  /** uuid */
+  message_id: string;
+  rating: "up" | "down";
+}
+
+export interface Timings {
+  queue_wait_ms: number | null;
+  ttft_ms: number | null;
+  total_ms: number | null;
+}
+
+export interface Usage {
+  prompt_tokens: number | null;
+  completion_tokens: number | null;
+  cached_prompt_tokens: number | null;
+}
+
+export type ServerFrame = AcceptedFrame | DeltaFrame | DoneFrame | SnapshotFrame | ErrorFrame | ResendFullFrame | TemplatesChangedFrame | FeedbackRecordedFrame;
