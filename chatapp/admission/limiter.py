@@ -3,8 +3,9 @@
 A request is admitted only if a worker exists, the user is within their rate window and their
 concurrency limit, and the service holds fewer outstanding requests than the workers' total
 capacity; otherwise it is refused at once instead of waiting in an unbounded queue. An admitted
-request holds a lease (globally and for its user) until released; a lease that is never released
-(a crashed web process) expires after `lease_s`. A refused request consumes nothing.
+request holds a lease (globally and for its user) until released; its owner renews it every
+heartbeat, so a lease that is never released (a crashed web process) expires `lease_s` after the
+owner's last renewal. A refused request consumes nothing.
 
 Two backends with the same semantics: Redis (every web process shares the limits; one Lua
 script checks and takes atomically) and in-process (the embedded single-process default).
@@ -47,6 +48,12 @@ class Admitted:
     request_id: str
 
 
+@dataclass(frozen=True, slots=True)
+class Lease:
+    request_id: str
+    user_key: str
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Refused:
     reason: RefusalReason
@@ -68,8 +75,13 @@ class Admission(Protocol):
         for this user (API keys carry their own rate and concurrency); the global capacity is
         shared either way."""
 
-    async def release(self, *, request_id: str, user_key: str) -> None:
-        """Free the request's leases; idempotent."""
+    async def release(self, *, request_id: str, user_key: str, refund: bool = False) -> None:
+        """Free the request's leases; idempotent. `refund`: the request was refused after it
+        was admitted (nothing started), so it does not count against the user's rate either."""
+
+    async def renew(self, *, leases: list[Lease]) -> None:
+        """Extend these leases by `lease_s` from now (their owner is alive); a lease already
+        released or expired stays so."""
 
     async def outstanding(self) -> int:
         """Requests admitted and not yet released (live leases)."""
@@ -120,7 +132,8 @@ class LocalAdmission:
         self._limits = limits
         self._leases: dict[tuple[str, str], float] = {}  # (user_key, request_id) -> expiry
         self._user_leases: dict[str, set[str]] = {}  # user_key -> request_ids holding a lease
-        self._starts: dict[str, deque[float]] = {}  # user_key -> start times within the window
+        # user_key -> (start time, request_id) within the window, oldest first
+        self._starts: dict[str, deque[tuple[float, str]]] = {}
         self._windows: dict[str, float] = {}  # user_key -> its rate window, when not the default
         # Check-and-take has no await inside, so no other coroutine can interleave; a thread
         # lock (rather than an asyncio one) also covers callers on other threads' event loops.
@@ -149,7 +162,7 @@ class LocalAdmission:
             starts = self._starts.get(user_key, deque())
             if len(starts) >= limits.user_rate:
                 # a slot frees when enough of the oldest starts have left the window
-                leaving = starts[len(starts) - limits.user_rate]
+                leaving, _ = starts[len(starts) - limits.user_rate]
                 wait = leaving + limits.user_rate_window_s - now
                 return _refused("rate_limited", wait, limits=limits)
             if len(self._user_leases.get(user_key, ())) >= limits.user_max_concurrent:
@@ -158,13 +171,25 @@ class LocalAdmission:
                 return _refused("busy", limits.busy_retry_after_s, limits=limits)
             self._leases[lease] = now + limits.lease_s
             self._user_leases.setdefault(user_key, set()).add(request_id)
-            starts.append(now)
+            starts.append((now, request_id))
             self._starts[user_key] = starts
             return Admitted(request_id)
 
-    async def release(self, *, request_id: str, user_key: str) -> None:
+    async def release(self, *, request_id: str, user_key: str, refund: bool = False) -> None:
         with self._lock:
             self._drop((user_key, request_id))
+            starts = self._starts.get(user_key)
+            if refund and starts:
+                kept = deque(start for start in starts if start[1] != request_id)
+                self._starts[user_key] = kept
+
+    async def renew(self, *, leases: list[Lease]) -> None:
+        expiry = time.monotonic() + self._limits.lease_s
+        with self._lock:
+            for lease in leases:
+                key = (lease.user_key, lease.request_id)
+                if key in self._leases:
+                    self._leases[key] = max(self._leases[key], expiry)
 
     async def outstanding(self) -> int:
         now = time.monotonic()
@@ -191,7 +216,7 @@ class LocalAdmission:
         for user_key in list(self._starts):
             window = self._windows.get(user_key, self._limits.user_rate_window_s)
             starts = self._starts[user_key]
-            while starts and starts[0] <= now - window:
+            while starts and starts[0][0] <= now - window:
                 starts.popleft()
             if not starts:
                 del self._starts[user_key]
@@ -308,11 +333,33 @@ class RedisAdmission:
             return Admitted(request_id)
         return _refused(result[0], float(result[1]), limits=limits)
 
-    async def release(self, *, request_id: str, user_key: str) -> None:
-        user_leases, _ = self._user_keys(user_key)
+    async def release(self, *, request_id: str, user_key: str, refund: bool = False) -> None:
+        user_leases, user_starts = self._user_keys(user_key)
         async with self._redis.pipeline(transaction=True) as pipe:
             pipe.zrem(self._leases_key(), self._member(user_key, request_id))
             pipe.zrem(user_leases, request_id)
+            if refund:
+                pipe.zrem(user_starts, request_id)
+            await pipe.execute()
+
+    async def renew(self, *, leases: list[Lease]) -> None:
+        if not leases:
+            return
+        expiry = time.time() + self._limits.lease_s
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for lease in leases:
+                user_leases, _ = self._user_keys(lease.user_key)
+                # XX: only leases that still exist; GT: never shorten one
+                pipe.zadd(
+                    self._leases_key(),
+                    {self._member(lease.user_key, lease.request_id): expiry},
+                    xx=True,
+                    gt=True,
+                )
+                pipe.zadd(user_leases, {lease.request_id: expiry}, xx=True, gt=True)
+                # the keys themselves must outlive the leases they hold
+                pipe.pexpire(self._leases_key(), int(self._limits.lease_s * 1000) + 1000, gt=True)
+                pipe.pexpire(user_leases, int(self._limits.lease_s * 1000) + 1000, gt=True)
             await pipe.execute()
 
     async def outstanding(self) -> int:

@@ -1,9 +1,14 @@
-"""Every answer's entries, in `seq` order, kept for a while so a socket can resume it.
+"""Every run's entries, in `seq` order, kept for a while so a socket can resume it.
 
-Redis (any web process can read what another one logged): a stream per answer whose entry ids
+Keyed by the run, never by the message: a regenerate or edit starts a new run in the same
+message row, and nothing a relay of an earlier run still does (a late heartbeat, a rewrite)
+can touch the new run's log or ownership.
+
+Redis (any web process can read what another one logged): a stream per run whose entry ids
 are `<seq>-1`, so Redis itself refuses an out-of-order or repeated seq, plus a small hash with
-the owning relay's channel and its last heartbeat. Without Redis (the embedded default, one
-process) the same thing lives in memory.
+the owning relay's channel, its last heartbeat, the admission holder and the worker serving
+the run (whoever ends a dead owner's run releases and cancels with them). Without Redis (the
+embedded default, one process) the same thing lives in memory.
 """
 
 from __future__ import annotations
@@ -16,58 +21,78 @@ from typing import Protocol
 import redis.asyncio as aioredis
 
 from chatapp.answers.entries import LogEntry, log_entry_adapter
+from inference.redis_client import redis_client
 
 
 @dataclass(frozen=True, slots=True)
 class Ownership:
     relay_channel: str
     heartbeat_at: float  # unix time
+    user_key: str = ""  # who holds the run's admission lease
+    worker_channel: str = ""  # the worker serving it, once one accepted it
+
+    def silent_for(self, now: float | None = None) -> float:
+        return (time.time() if now is None else now) - self.heartbeat_at
 
 
 class AnswerLog(Protocol):
-    async def begin(self, *, message_id: uuid.UUID, relay_channel: str) -> None:
-        """Start a fresh log (a regenerate reuses the message id) owned by this relay."""
+    async def begin(self, *, run_id: uuid.UUID, relay_channel: str, user_key: str) -> None:
+        """Start the run's log, owned by this relay."""
 
-    async def append(self, *, message_id: uuid.UUID, entry: LogEntry) -> None: ...
+    async def append(self, *, run_id: uuid.UUID, entry: LogEntry) -> None: ...
+
+    async def worker_taken(self, *, run_id: uuid.UUID, worker_channel: str) -> None:
+        """Record which worker serves the run (so another process can cancel it)."""
 
     async def heartbeat(
         self, *, relay_channel: str, lengths: dict[uuid.UUID, int]
     ) -> list[uuid.UUID]:
-        """The owning relay is alive and still tracks these answers: (re)write the ownership.
+        """The owning relay is alive and still runs these: (re)write their ownership.
 
-        `lengths` is how many entries each log must hold; returns the answers whose log does
+        `lengths` is how many entries each log must hold; returns the runs whose log does
         not (Redis restarted under it), which the relay then writes again.
         """
 
-    async def ownership(self, *, message_id: uuid.UUID) -> Ownership | None: ...
+    async def rewrite(
+        self, *, run_id: uuid.UUID, relay_channel: str, user_key: str, entries: list[LogEntry]
+    ) -> None:
+        """Replace the run's log with `entries` (after Redis lost it)."""
 
-    async def entries_after(self, *, message_id: uuid.UUID, seq: int) -> list[LogEntry] | None:
+    async def ownership(self, *, run_id: uuid.UUID) -> Ownership | None: ...
+
+    async def entries_after(self, *, run_id: uuid.UUID, seq: int) -> list[LogEntry] | None:
         """Entries with a larger seq, in order; None when there is no log (never or expired)."""
 
 
 class RedisAnswerLog:
-    def __init__(self, *, redis_url: str, ttl_s: float, prefix: str = "chat:answer") -> None:
-        self._redis = aioredis.Redis.from_url(redis_url)
+    def __init__(self, *, redis_url: str, ttl_s: float, prefix: str = "chat:run") -> None:
+        self._redis: aioredis.Redis = redis_client(redis_url, decode_responses=False)
         self._ttl_ms = int(ttl_s * 1000)
         self._prefix = prefix
 
-    def _keys(self, message_id: uuid.UUID) -> tuple[str, str]:
-        return f"{self._prefix}:{message_id}:log", f"{self._prefix}:{message_id}:owner"
+    def _keys(self, run_id: uuid.UUID) -> tuple[str, str]:
+        return f"{self._prefix}:{run_id}:log", f"{self._prefix}:{run_id}:owner"
 
-    async def begin(self, *, message_id: uuid.UUID, relay_channel: str) -> None:
-        log, owner = self._keys(message_id)
+    async def begin(self, *, run_id: uuid.UUID, relay_channel: str, user_key: str) -> None:
+        _, owner = self._keys(run_id)
         async with self._redis.pipeline(transaction=True) as pipe:
-            pipe.delete(log)
-            pipe.hset(owner, mapping={"relay": relay_channel, "heartbeat": time.time()})
+            pipe.hset(
+                owner,
+                mapping={"relay": relay_channel, "heartbeat": time.time(), "user": user_key},
+            )
             pipe.pexpire(owner, self._ttl_ms)
             await pipe.execute()
 
-    async def append(self, *, message_id: uuid.UUID, entry: LogEntry) -> None:
-        log, _ = self._keys(message_id)
+    async def append(self, *, run_id: uuid.UUID, entry: LogEntry) -> None:
+        log, _ = self._keys(run_id)
         async with self._redis.pipeline(transaction=True) as pipe:
             pipe.xadd(log, {"e": entry.model_dump_json()}, id=f"{entry.seq}-1")
             pipe.pexpire(log, self._ttl_ms)
             await pipe.execute()
+
+    async def worker_taken(self, *, run_id: uuid.UUID, worker_channel: str) -> None:
+        _, owner = self._keys(run_id)
+        await self._redis.hset(owner, "worker", worker_channel)
 
     async def heartbeat(
         self, *, relay_channel: str, lengths: dict[uuid.UUID, int]
@@ -76,27 +101,47 @@ class RedisAnswerLog:
             return []
         now = time.time()
         async with self._redis.pipeline(transaction=False) as pipe:
-            for message_id in lengths:
-                log, owner = self._keys(message_id)
+            for run_id in lengths:
+                log, owner = self._keys(run_id)
                 pipe.hset(owner, mapping={"relay": relay_channel, "heartbeat": now})
                 pipe.pexpire(owner, self._ttl_ms)
                 pipe.xlen(log)
             results = await pipe.execute()
         return [
-            message_id
-            for (message_id, expected), length in zip(lengths.items(), results[2::3], strict=True)
+            run_id
+            for (run_id, expected), length in zip(lengths.items(), results[2::3], strict=True)
             if length != expected
         ]
 
-    async def ownership(self, *, message_id: uuid.UUID) -> Ownership | None:
-        _, owner = self._keys(message_id)
+    async def rewrite(
+        self, *, run_id: uuid.UUID, relay_channel: str, user_key: str, entries: list[LogEntry]
+    ) -> None:
+        log, owner = self._keys(run_id)
+        async with self._redis.pipeline(transaction=True) as pipe:
+            pipe.delete(log)
+            for entry in entries:
+                pipe.xadd(log, {"e": entry.model_dump_json()}, id=f"{entry.seq}-1")
+            pipe.pexpire(log, self._ttl_ms)
+            pipe.hset(
+                owner, mapping={"relay": relay_channel, "heartbeat": time.time(), "user": user_key}
+            )
+            pipe.pexpire(owner, self._ttl_ms)
+            await pipe.execute()
+
+    async def ownership(self, *, run_id: uuid.UUID) -> Ownership | None:
+        _, owner = self._keys(run_id)
         raw = {_text(k): _text(v) for k, v in (await self._redis.hgetall(owner)).items()}
         if "relay" not in raw:
             return None
-        return Ownership(relay_channel=raw["relay"], heartbeat_at=float(raw.get("heartbeat", 0)))
+        return Ownership(
+            relay_channel=raw["relay"],
+            heartbeat_at=float(raw.get("heartbeat", 0)),
+            user_key=raw.get("user", ""),
+            worker_channel=raw.get("worker", ""),
+        )
 
-    async def entries_after(self, *, message_id: uuid.UUID, seq: int) -> list[LogEntry] | None:
-        log, _ = self._keys(message_id)
+    async def entries_after(self, *, run_id: uuid.UUID, seq: int) -> list[LogEntry] | None:
+        log, _ = self._keys(run_id)
         async with self._redis.pipeline(transaction=False) as pipe:
             pipe.exists(log)
             pipe.xrange(log, min=f"{seq + 1}-0", max="+")
@@ -115,8 +160,7 @@ def _text(value: bytes | str) -> str:
 
 @dataclass
 class _Local:
-    relay_channel: str
-    heartbeat_at: float
+    owner: Ownership
     expires_at: float
     entries: list[LogEntry] = field(default_factory=list)
 
@@ -126,46 +170,68 @@ class LocalAnswerLog:
         self._ttl_s = ttl_s
         self._logs: dict[uuid.UUID, _Local] = {}
 
-    def _live(self, message_id: uuid.UUID) -> _Local | None:
+    def _live(self, run_id: uuid.UUID) -> _Local | None:
         now = time.time()
         for key in [k for k, v in self._logs.items() if v.expires_at <= now]:
             del self._logs[key]
-        return self._logs.get(message_id)
+        return self._logs.get(run_id)
 
-    async def begin(self, *, message_id: uuid.UUID, relay_channel: str) -> None:
+    async def begin(self, *, run_id: uuid.UUID, relay_channel: str, user_key: str) -> None:
         now = time.time()
-        self._logs[message_id] = _Local(
-            relay_channel=relay_channel, heartbeat_at=now, expires_at=now + self._ttl_s
+        self._logs[run_id] = _Local(
+            owner=Ownership(relay_channel=relay_channel, heartbeat_at=now, user_key=user_key),
+            expires_at=now + self._ttl_s,
         )
 
-    async def append(self, *, message_id: uuid.UUID, entry: LogEntry) -> None:
-        log = self._live(message_id)
+    async def append(self, *, run_id: uuid.UUID, entry: LogEntry) -> None:
+        log = self._live(run_id)
         if log is None:
-            raise KeyError(f"no log for {message_id}")
+            raise KeyError(f"no log for run {run_id}")
         expected = log.entries[-1].seq + 1 if log.entries else 1
         if entry.seq != expected:  # the same rule Redis applies to stream ids
             raise ValueError(f"seq {entry.seq} appended where {expected} was due")
         log.entries.append(entry)
         log.expires_at = time.time() + self._ttl_s
 
+    async def worker_taken(self, *, run_id: uuid.UUID, worker_channel: str) -> None:
+        log = self._live(run_id)
+        if log is not None:
+            log.owner = Ownership(
+                relay_channel=log.owner.relay_channel,
+                heartbeat_at=log.owner.heartbeat_at,
+                user_key=log.owner.user_key,
+                worker_channel=worker_channel,
+            )
+
     async def heartbeat(
         self, *, relay_channel: str, lengths: dict[uuid.UUID, int]
     ) -> list[uuid.UUID]:
         now = time.time()
         broken = []
-        for message_id, expected in lengths.items():
-            log = self._live(message_id)
+        for run_id, expected in lengths.items():
+            log = self._live(run_id)
             if log is None or len(log.entries) != expected:
-                broken.append(message_id)
+                broken.append(run_id)
                 continue
-            log.heartbeat_at = now
+            log.owner = Ownership(
+                relay_channel=relay_channel,
+                heartbeat_at=now,
+                user_key=log.owner.user_key,
+                worker_channel=log.owner.worker_channel,
+            )
             log.expires_at = now + self._ttl_s
         return broken
 
-    async def ownership(self, *, message_id: uuid.UUID) -> Ownership | None:
-        log = self._live(message_id)
-        return None if log is None else Ownership(log.relay_channel, log.heartbeat_at)
+    async def rewrite(
+        self, *, run_id: uuid.UUID, relay_channel: str, user_key: str, entries: list[LogEntry]
+    ) -> None:
+        await self.begin(run_id=run_id, relay_channel=relay_channel, user_key=user_key)
+        self._logs[run_id].entries = list(entries)
 
-    async def entries_after(self, *, message_id: uuid.UUID, seq: int) -> list[LogEntry] | None:
-        log = self._live(message_id)
+    async def ownership(self, *, run_id: uuid.UUID) -> Ownership | None:
+        log = self._live(run_id)
+        return None if log is None else log.owner
+
+    async def entries_after(self, *, run_id: uuid.UUID, seq: int) -> list[LogEntry] | None:
+        log = self._live(run_id)
         return None if log is None else [e for e in log.entries if e.seq > seq]

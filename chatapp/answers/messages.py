@@ -1,7 +1,10 @@
-"""Channel-layer messages between sockets and the relay that owns an answer.
+"""Channel-layer messages between the watchers of a run and the relay that owns it.
 
-A socket may sit in any web process; the relay that started an answer owns it until it ends.
-`type` doubles as the Channels handler name (`answer.entry` -> `answer_entry`).
+A watcher (a socket, an API request) may sit in any web process; the relay that started a
+run owns it until it ends. Every message names the run, not only the message: a regenerate
+or edit starts a new run in the same message, and a watcher of the old run must never be
+shown the new one's text as if it were the rest of the old. `type` doubles as the Channels
+handler name (`answer.entry` -> `answer_entry`).
 """
 
 from __future__ import annotations
@@ -17,31 +20,31 @@ from chatapp.answers.entries import LoggedDelta, LoggedEnd
 class _Message(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    message_id: uuid.UUID
+    run_id: uuid.UUID
+
     def to_channel(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
 
 
-# ---- socket -> owning relay ------------------------------------------------------------
+# ---- watcher -> owning relay --------------------------------------------------------------
 
 
 class AttachAnswer(_Message):
-    """Watch an answer: the relay sends every entry after `after_seq`, then live ones."""
+    """Watch a run: the relay sends every entry after `after_seq`, then live ones."""
 
     type: Literal["answer.attach"] = "answer.attach"
-    message_id: uuid.UUID
     watcher: str
     after_seq: int = Field(ge=0)
 
 
 class DetachAnswer(_Message):
     type: Literal["answer.detach"] = "answer.detach"
-    message_id: uuid.UUID
     watcher: str
 
 
 class StopAnswer(_Message):
     type: Literal["answer.stop"] = "answer.stop"
-    message_id: uuid.UUID
 
 
 RelayControl = AttachAnswer | DetachAnswer | StopAnswer
@@ -49,24 +52,27 @@ relay_control_adapter: TypeAdapter[RelayControl] = TypeAdapter(
     Annotated[RelayControl, Field(discriminator="type")]
 )
 
-# ---- relay -> watching sockets ----------------------------------------------------------
+# ---- relay -> watchers ----------------------------------------------------------------------
 
 
 class AnswerEntry(_Message):
     type: Literal["answer.entry"] = "answer.entry"
-    message_id: uuid.UUID
     entry: Annotated[LoggedDelta | LoggedEnd, Field(discriminator="kind")]
 
 
 class AnswerAlive(_Message):
-    """The owning relay still tracks this answer (sent every few seconds while it runs)."""
+    """The owning relay still runs this (sent every heartbeat while it does)."""
 
     type: Literal["answer.alive"] = "answer.alive"
-    message_id: uuid.UUID
 
 
 class AnswerGone(_Message):
-    """Reply to an attach for an answer this relay no longer tracks (it has ended)."""
+    """Reply to an attach for a run this relay no longer runs (it has ended)."""
 
     type: Literal["answer.gone"] = "answer.gone"
-    message_id: uuid.UUID
+
+
+RelayReply = AnswerEntry | AnswerAlive | AnswerGone
+relay_reply_adapter: TypeAdapter[RelayReply] = TypeAdapter(
+    Annotated[RelayReply, Field(discriminator="type")]
+)

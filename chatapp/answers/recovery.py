@@ -1,25 +1,34 @@
-"""Finishing answers whose owner is gone, from what their log says.
+"""Ending runs whose owner is gone, from what their log says.
 
-A web process that dies takes its relay with it, and the answers it owned would stay
-"streaming" forever. Any relay (each web process runs one) periodically finds streaming
-answers whose owner has not been heard from for a while and stores them from the log: the
-logged end if there is one, otherwise `failed` (`interrupted`) with the text that was logged.
+A web process that dies takes its relay with it, and the runs it owned would stay "streaming"
+forever, holding admission leases and worker slots. Whoever finds such a run (the reaper of any
+web process, a socket resuming it, the API request watching it) ends it here, and only once
+its owner is known to be silent: the logged end if there is one, otherwise `failed`
+(`interrupted`) with the text that was logged; the write names the run, so it can never land on
+a newer run of the same message. Ending it also frees what the dead owner held: the run's
+admission lease and its request on the worker, and tells the owner, should it still be alive
+but cut off, to stop.
 """
 
 from __future__ import annotations
 
 import logging
-import time
 import uuid
+from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any, Literal, Protocol
 
 from channels.db import database_sync_to_async
 from django.utils import timezone
 
+from chatapp.admission.limiter import Admission
 from chatapp.answers.entries import LoggedEnd, text_of
-from chatapp.answers.log import AnswerLog
+from chatapp.answers.log import AnswerLog, Ownership
+from chatapp.answers.messages import StopAnswer
 from chatapp.conversations import selectors, services
 from chatapp.conversations.models import Message
+from chatapp.metrics import recording as metrics
+from inference.protocol import CancelRequest
 
 logger = logging.getLogger(__name__)
 
@@ -27,6 +36,29 @@ INTERRUPTED_MESSAGE = (
     "The answer was interrupted (the server handling it went away). What arrived is kept; "
     "please ask again."
 )
+
+
+class Sender(Protocol):
+    async def send(self, channel: str, message: dict[str, Any]) -> None: ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Orphans:
+    """What ending a dead owner's runs needs: its log, the shared admission and the layer."""
+
+    log: AnswerLog
+    admission: Admission
+    layer: Sender
+    silent_after_s: float  # an owner not heard from this long is dead
+
+
+OwnerState = Literal["alive", "silent", "unknown"]
+
+
+def owner_state(owner: Ownership | None, *, silent_after_s: float) -> OwnerState:
+    if owner is None:
+        return "unknown"
+    return "alive" if owner.silent_for() < silent_after_s else "silent"
 
 
 def outcome_of(end: LoggedEnd) -> services.AnswerOutcome:
@@ -45,9 +77,33 @@ def outcome_of(end: LoggedEnd) -> services.AnswerOutcome:
     )
 
 
-async def answer_abandon(*, log: AnswerLog, message_id: uuid.UUID) -> LoggedEnd:
-    """Store an ownerless answer from its log; returns the end the watchers should see."""
-    entries = await log.entries_after(message_id=message_id, seq=0) or []
+async def answer_store(
+    *, message_id: uuid.UUID, run_id: uuid.UUID, content: str, end: LoggedEnd
+) -> bool:
+    """The one final write of a run. A write that lands on no row (the run had ended, or the
+    row moved on to a newer run) is logged and counted, never silently dropped."""
+    # Not the shared thread of thread-sensitive calls: a slow write here must not hold up
+    # every socket's and relay's database work behind it.
+    stored: bool = await database_sync_to_async(services.answer_finish, thread_sensitive=False)(
+        message_id=message_id, run_id=run_id, content=content, outcome=outcome_of(end)
+    )
+    if not stored:
+        logger.warning(
+            "the end (%s) of run %s of answer %s matched no streaming row: not stored",
+            end.status,
+            run_id,
+            message_id,
+        )
+        metrics.answer_write_fenced()
+    return stored
+
+
+async def run_abandon(
+    *, orphans: Orphans, message_id: uuid.UUID, run_id: uuid.UUID, owner: Ownership | None
+) -> LoggedEnd:
+    """End a run whose owner is silent: store it from its log, free what the owner held.
+    Returns the end the watchers should see."""
+    entries = await orphans.log.entries_after(run_id=run_id, seq=0) or []
     last = entries[-1] if entries else None
     if isinstance(last, LoggedEnd):
         end = last
@@ -58,24 +114,52 @@ async def answer_abandon(*, log: AnswerLog, message_id: uuid.UUID) -> LoggedEnd:
             error_code="interrupted",
             error_message=INTERRUPTED_MESSAGE,
         )
-    await database_sync_to_async(services.answer_finish)(
-        message_id=message_id, content=text_of(entries), outcome=outcome_of(end)
-    )
+    await answer_store(message_id=message_id, run_id=run_id, content=text_of(entries), end=end)
+    if owner is not None:
+        if owner.user_key:
+            try:
+                await orphans.admission.release(request_id=str(run_id), user_key=owner.user_key)
+            except Exception as exc:  # the lease still expires on its own, a few heartbeats on
+                logger.warning("could not release the lease of run %s: %s", run_id, exc)
+        for channel, message in (
+            (owner.worker_channel, CancelRequest(request_id=str(run_id)).to_channel()),
+            (owner.relay_channel, StopAnswer(message_id=message_id, run_id=run_id).to_channel()),
+        ):
+            if channel:
+                try:
+                    await orphans.layer.send(channel, message)
+                except Exception as exc:  # gone with its process: nothing to stop there
+                    logger.info("could not reach %s for run %s: %s", channel, run_id, exc)
     return end
 
 
-async def orphaned_answers_finish(*, log: AnswerLog, stale_after_s: float) -> int:
-    """Finish streaming answers whose relay has been silent for `stale_after_s`; how many."""
-    started_before = timezone.now() - timedelta(seconds=stale_after_s)
-    candidates = await database_sync_to_async(selectors.streaming_answer_ids)(
+async def run_abandon_if_orphaned(
+    *, orphans: Orphans, message_id: uuid.UUID, run_id: uuid.UUID
+) -> LoggedEnd | None:
+    """End the run if its owner is silent; None (nothing done) while the owner is alive."""
+    owner = await orphans.log.ownership(run_id=run_id)
+    if owner_state(owner, silent_after_s=orphans.silent_after_s) == "alive":
+        return None
+    logger.warning(
+        "run %s of answer %s lost its owner: storing it from the log", run_id, message_id
+    )
+    return await run_abandon(orphans=orphans, message_id=message_id, run_id=run_id, owner=owner)
+
+
+async def orphaned_runs_finish(*, orphans: Orphans) -> int:
+    """End streaming runs whose owner has been silent for `silent_after_s`; how many.
+
+    Runs younger than that are left alone: their owner may not have written its first
+    heartbeat yet.
+    """
+    started_before = timezone.now() - timedelta(seconds=orphans.silent_after_s)
+    candidates = await database_sync_to_async(selectors.streaming_runs)(
         started_before=started_before
     )
     finished = 0
-    for message_id in candidates:
-        owner = await log.ownership(message_id=message_id)
-        if owner is not None and time.time() - owner.heartbeat_at < stale_after_s:
-            continue
-        logger.warning("answer %s lost its owner: storing it from the log", message_id)
-        await answer_abandon(log=log, message_id=message_id)
-        finished += 1
+    for run in candidates:
+        ended = await run_abandon_if_orphaned(
+            orphans=orphans, message_id=run.message_id, run_id=run.run_id
+        )
+        finished += ended is not None
     return finished

@@ -1,28 +1,31 @@
-"""The owner of every answer a web process starts, for as long as it generates.
+"""The owner of every run a web process starts, for as long as it generates.
 
-Sockets come and go (a refresh, a network blip, another tab); the answer does not follow them.
+Sockets come and go (a refresh, a network blip, another tab); the run does not follow them.
 The relay receives the worker's events on its own channel and, for each one, logs the entry
-(for resume), sends it to every socket watching and, at the end, writes the message once and
-frees the admission slot. It also fails answers nobody is producing any more: no worker took
-the request (`no_worker`), the worker went silent (`worker_lost`), or part of the stream was
-lost in transit (`interrupted`); and it aborts an answer nobody has watched for the grace
-period. One relay per web process (per event loop), created on first use.
+(for resume) and sends it to every watcher; at the end it writes the message once (fenced by
+the run id) and frees the admission slot. While it runs it renews the run's admission lease
+and ownership every heartbeat, so a relay that dies with its process frees both within a few
+heartbeats. It also fails runs nobody is producing any more: no worker took the request
+(`no_worker`), the worker went silent (`worker_lost`), or part of the stream was lost in
+transit (`interrupted`); and it aborts a run nobody has watched for the grace period. One
+relay per web process (per event loop), created on first use.
+
+Nothing slow runs in the receive loop: the final write of a run runs in a task of its own (on
+a thread of its own), so one slow database write never holds up other runs' events.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from channels.db import database_sync_to_async
 from pydantic import ValidationError
 
-from chatapp.admission.limiter import Admission
+from chatapp.admission.limiter import Admission, Lease
 from chatapp.answers.entries import LogEntry, LoggedDelta, LoggedEnd, text_of
 from chatapp.answers.log import AnswerLog
 from chatapp.answers.messages import (
@@ -33,8 +36,7 @@ from chatapp.answers.messages import (
     DetachAnswer,
     relay_control_adapter,
 )
-from chatapp.answers.recovery import outcome_of
-from chatapp.conversations import services
+from chatapp.answers.recovery import Orphans, answer_store, orphaned_runs_finish
 from chatapp.metrics import recording as metrics
 from inference.protocol import (
     Accepted,
@@ -74,15 +76,15 @@ class RelaySettings:
     queue_timeout_s: float  # workers are alive but busy: wait this long in their queue
     stall_timeout_s: float  # accepted, then silent this long: worker_lost
     disconnect_grace_s: float  # nobody watching this long: abort the generation
-    heartbeat_s: float  # how often watchers and the log hear the relay is alive
-    reap_every_s: float  # how often answers orphaned by a dead web process are finished
-    reap_after_s: float  # an answer whose owner has not been heard from this long is orphaned
+    heartbeat_s: float  # how often watchers, the log and admission hear the relay is alive
+    reap_every_s: float  # how often runs orphaned by a dead web process are ended
+    owner_silent_after_s: float  # an owner not heard from this long is dead
 
 
 @dataclass
-class _Tracked:
+class _Run:
     message_id: uuid.UUID
-    request_id: str
+    run_id: uuid.UUID
     user_key: str
     watchers: set[str]
     entries: list[LogEntry] = field(default_factory=list)
@@ -93,10 +95,15 @@ class _Tracked:
     unwatched_since: float | None = None
     faq_lookup: bool = False  # the request asked the FAQ cache first
     started_at: float = field(default_factory=time.monotonic)
+    ending: bool = False  # its end is logged; the final write is under way
 
     @property
     def next_seq(self) -> int:
         return len(self.entries) + 1
+
+    @property
+    def request_id(self) -> str:
+        return str(self.run_id)
 
 
 class AnswerRelay:
@@ -114,16 +121,27 @@ class AnswerRelay:
         self._admission = admission
         self._registry = registry
         self._settings = settings
-        self._by_request: dict[str, _Tracked] = {}
-        self._by_message: dict[uuid.UUID, _Tracked] = {}
+        self._runs: dict[uuid.UUID, _Run] = {}
+        self._finishing: set[asyncio.Task[None]] = set()
         self.channel = ""
         self.ready = asyncio.Event()
+        # Appending to a run's memory and to its log happen together under this lock, so a
+        # heartbeat that compares the two never sees one ahead of the other.
         self._log_lock = asyncio.Lock()
         metrics.relay_started(self)
 
     @property
     def active_answers(self) -> int:
-        return len(self._by_message)
+        return len(self._runs)
+
+    @property
+    def orphans(self) -> Orphans:
+        return Orphans(
+            log=self._log,
+            admission=self._admission,
+            layer=self._layer,
+            silent_after_s=self._settings.owner_silent_after_s,
+        )
 
     async def run(self) -> None:
         # The default prefix: channels_redis lets one receiver per prefix hold the process's read
@@ -134,7 +152,7 @@ class AnswerRelay:
             group.create_task(self._receive_loop())
             group.create_task(self._tick_loop())
 
-    # ---- called by the socket that starts an answer ---------------------------------------
+    # ---- called by whoever starts a run (a socket, an API request) ----------------------
 
     async def start(
         self,
@@ -145,43 +163,43 @@ class AnswerRelay:
         request: GenerateRequest,
         request_channel: str,
     ) -> None:
-        """Track the answer, then send the request (built with `reply_channel=self.channel`).
+        """Own run `request.request_id` of the message, then send the request (built with
+        `reply_channel=self.channel`).
 
-        The caller holds an admission slot under `request.request_id`; the relay frees it when
-        the answer ends, however it ends.
+        The caller holds an admission slot under the run id; the relay renews it while the
+        run lasts and frees it when the run ends, however it ends.
         """
         assert request.reply_channel == self.channel, "workers must answer this relay"
-        stale = self._by_message.pop(message_id, None)
-        if stale is not None:  # a regenerate can only follow an ended answer; be safe anyway
-            self._by_request.pop(stale.request_id, None)
-        tracked = _Tracked(
+        run = _Run(
             message_id=message_id,
-            request_id=request.request_id,
+            run_id=uuid.UUID(request.request_id),
             user_key=user_key,
             watchers={watcher},
             faq_lookup=request.faq_lookup is not None,
         )
-        self._by_request[request.request_id] = tracked
-        self._by_message[message_id] = tracked
+        self._runs[run.run_id] = run
         try:
-            await self._log.begin(message_id=message_id, relay_channel=self.channel)
-        except Exception:  # resume is lost for this answer, the answer itself is not
-            logger.exception("could not start the log of %s", message_id)
+            await self._log.begin(run_id=run.run_id, relay_channel=self.channel, user_key=user_key)
+        except Exception:  # resume is lost for this run (until a heartbeat rewrites it)
+            logger.exception("could not start the log of run %s", run.run_id)
         try:
             await self._layer.send(request_channel, request.to_channel())
         except Exception as exc:
-            logger.warning("could not queue %s: %s", request.request_id, exc)
+            logger.warning("could not queue run %s: %s", run.run_id, exc)
             await self._end(
-                tracked,
+                run,
                 LoggedEnd(
-                    seq=tracked.next_seq,
+                    seq=run.next_seq,
                     status="failed",
                     error_code="busy",
                     error_message="The assistant is overloaded right now. Please try again.",
                 ),
             )
 
-    # ---- inbound: worker events and socket control --------------------------------------
+    def owns(self, run_id: uuid.UUID) -> bool:
+        return run_id in self._runs
+
+    # ---- inbound: worker events and watcher control -------------------------------------
 
     async def _receive_loop(self) -> None:
         backoff = 0.2
@@ -190,7 +208,7 @@ class AnswerRelay:
                 raw = await self._layer.receive(self.channel)
             except asyncio.CancelledError:
                 raise
-            except Exception as exc:  # Redis restarting: keep trying, answers fail by watchdog
+            except Exception as exc:  # Redis restarting: keep trying, runs fail by watchdog
                 logger.warning("relay receive failed (%s); retrying in %.1f s", exc, backoff)
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, 5.0)
@@ -211,61 +229,72 @@ class AnswerRelay:
                 elif isinstance(control, DetachAnswer):
                     self._detach(control)
                 else:
-                    await self.stop(control.message_id)
+                    await self.stop(control.run_id)
                 return
             event = worker_event_adapter.validate_python(raw)
         except ValidationError:
             logger.warning("relay dropped a malformed %r message", kind)
             return
-        tracked = self._by_request.get(event.request_id)
-        if tracked is None:
+        run = self._live(event.request_id)
+        if run is None:
             if isinstance(event, Accepted):  # we gave up on it: free the engine
                 await self._send(
                     event.worker_channel, CancelRequest(request_id=event.request_id).to_channel()
                 )
             return
-        tracked.last_event = time.monotonic()
+        run.last_event = time.monotonic()
         if isinstance(event, Accepted):
-            tracked.worker_channel = event.worker_channel
-            if tracked.stop_code is not None:
-                await self._cancel_upstream(tracked)
+            run.worker_channel = event.worker_channel
+            try:
+                await self._log.worker_taken(run_id=run.run_id, worker_channel=event.worker_channel)
+            except Exception as exc:  # only a dead owner's cleanup needs it
+                logger.warning("could not record the worker of run %s: %s", run.run_id, exc)
+            if run.stop_code is not None:
+                await self._cancel_upstream(run)
         elif isinstance(event, Heartbeat):
             pass
         elif isinstance(event, Delta):
-            await self._on_delta(tracked, event)
+            await self._on_delta(run, event)
         elif isinstance(event, Done):
-            if event.seq > tracked.next_seq:  # the last deltas never came: not complete
-                await self._end_lost(tracked)
+            if event.seq > run.next_seq:  # the last deltas never came: not complete
+                await self._end_lost(run)
                 return
-            await self._end(tracked, self._end_of_done(tracked, event))
+            await self._end(run, self._end_of_done(run, event))
         elif isinstance(event, Error):
             await self._end(
-                tracked,
+                run,
                 LoggedEnd(
-                    seq=tracked.next_seq,
+                    seq=run.next_seq,
                     status="failed",
                     error_code=_WORKER_ERRORS.get(event.code, "engine"),
                     error_message=event.message,
                 ),
             )
 
-    async def _on_delta(self, tracked: _Tracked, delta: Delta) -> None:
-        if delta.seq < tracked.next_seq:
-            return  # a repeat (a retried send): already have it
-        if delta.seq > tracked.next_seq:
-            # Events were lost (Redis restarted under the stream): the text has a hole.
-            await self._cancel_upstream(tracked)
-            await self._end_lost(tracked)
-            return
-        await self._publish(
-            tracked, LoggedDelta(seq=delta.seq, text=delta.text, logprobs=delta.logprobs)
-        )
+    def _live(self, request_id: str) -> _Run | None:
+        try:
+            run = self._runs.get(uuid.UUID(request_id))
+        except ValueError:
+            return None
+        return None if run is None or run.ending else run
 
-    async def _end_lost(self, tracked: _Tracked) -> None:
+    async def _on_delta(self, run: _Run, delta: Delta) -> None:
+        if delta.seq < run.next_seq:
+            return  # a repeat (a retried send): already have it
+        if delta.seq > run.next_seq:
+            # Events were lost (Redis restarted under the stream): the text has a hole.
+            await self._cancel_upstream(run)
+            await self._end_lost(run)
+            return
+        entry = LoggedDelta(seq=delta.seq, text=delta.text, logprobs=delta.logprobs)
+        await self._record(run, entry)
+        await self._broadcast(run, entry)
+
+    async def _end_lost(self, run: _Run) -> None:
         await self._end(
-            tracked,
+            run,
             LoggedEnd(
-                seq=tracked.next_seq,
+                seq=run.next_seq,
                 status="failed",
                 error_code="interrupted",
                 error_message=(
@@ -275,13 +304,13 @@ class AnswerRelay:
             ),
         )
 
-    def _end_of_done(self, tracked: _Tracked, done: Done) -> LoggedEnd:
+    def _end_of_done(self, run: _Run, done: Done) -> LoggedEnd:
         stopped = done.finish_reason == "abort"
         return LoggedEnd(
-            seq=tracked.next_seq,
+            seq=run.next_seq,
             status="stopped" if stopped else "complete",
             finish_reason=done.finish_reason,
-            error_code=(tracked.stop_code or "") if stopped else "",
+            error_code=(run.stop_code or "") if stopped else "",
             prompt_tokens=done.prompt_tokens,
             completion_tokens=done.completion_tokens,
             cached_prompt_tokens=done.cached_prompt_tokens,
@@ -293,51 +322,57 @@ class AnswerRelay:
         )
 
     async def _attach(self, attach: AttachAnswer) -> None:
-        tracked = self._by_message.get(attach.message_id)
-        if tracked is None:
-            await self._send(attach.watcher, AnswerGone(message_id=attach.message_id).to_channel())
-            return
-        tracked.watchers.add(attach.watcher)
-        tracked.unwatched_since = None
-        # Sequential with the worker's events: nothing between this replay and the live ones.
-        for entry in tracked.entries[attach.after_seq :]:
+        run = self._runs.get(attach.run_id)
+        if run is None:
             await self._send(
                 attach.watcher,
-                AnswerEntry(message_id=tracked.message_id, entry=entry).to_channel(),
+                AnswerGone(message_id=attach.message_id, run_id=attach.run_id).to_channel(),
+            )
+            return
+        run.watchers.add(attach.watcher)
+        run.unwatched_since = None
+        # Sequential with the worker's events: nothing between this replay and the live ones.
+        # An ending run's end goes out once it is stored (see _finish).
+        for entry in run.entries[attach.after_seq :]:
+            if run.ending and isinstance(entry, LoggedEnd):
+                break
+            await self._send(
+                attach.watcher,
+                AnswerEntry(message_id=run.message_id, run_id=run.run_id, entry=entry).to_channel(),
             )
 
     def _detach(self, detach: DetachAnswer) -> None:
-        tracked = self._by_message.get(detach.message_id)
-        if tracked is None:
+        run = self._runs.get(detach.run_id)
+        if run is None:
             return
-        tracked.watchers.discard(detach.watcher)
-        if not tracked.watchers:
-            tracked.unwatched_since = time.monotonic()
+        run.watchers.discard(detach.watcher)
+        if not run.watchers:
+            run.unwatched_since = time.monotonic()
 
-    async def stop(self, message_id: uuid.UUID, *, code: str = "") -> bool:
-        """Abort the generation; the worker answers `done` (abort) and the answer ends stopped."""
-        tracked = self._by_message.get(message_id)
-        if tracked is None:
+    async def stop(self, run_id: uuid.UUID, *, code: str = "") -> bool:
+        """Abort the generation; the worker answers `done` (abort) and the run ends stopped."""
+        run = self._runs.get(run_id)
+        if run is None:
             return False
-        if tracked.stop_code is None:
-            tracked.stop_code = code
-        if tracked.worker_channel is None:
+        if run.ending:
+            return True
+        if run.stop_code is None:
+            run.stop_code = code
+        if run.worker_channel is None:
             # Still queued: end it now; if a worker takes it later, `accepted` gets a cancel.
             await self._end(
-                tracked,
+                run,
                 LoggedEnd(
-                    seq=tracked.next_seq, status="stopped", finish_reason="abort", error_code=code
+                    seq=run.next_seq, status="stopped", finish_reason="abort", error_code=code
                 ),
             )
             return True
-        await self._cancel_upstream(tracked)
+        await self._cancel_upstream(run)
         return True
 
     # ---- periodic: watchdogs, grace period, heartbeats, orphan reaping ------------------
 
     async def _tick_loop(self) -> None:
-        from chatapp.answers.recovery import orphaned_answers_finish
-
         s = self._settings
         interval = min(s.accept_timeout_s / 3, s.stall_timeout_s / 3, s.heartbeat_s, 1.0)
         last_heartbeat = last_reap = 0.0
@@ -351,23 +386,23 @@ class AnswerRelay:
                     metrics.admission_sampled(in_flight=await self._admission.outstanding())
                 if now - last_reap >= s.reap_every_s:
                     last_reap = now
-                    await orphaned_answers_finish(log=self._log, stale_after_s=s.reap_after_s)
+                    await orphaned_runs_finish(orphans=self.orphans)
             except Exception:  # Redis or the database away: try again next tick
                 logger.exception("relay housekeeping failed")
             await asyncio.sleep(interval)
 
     async def _check_timeouts(self, now: float) -> None:
         s = self._settings
-        for tracked in list(self._by_message.values()):
-            silence = now - tracked.last_event
-            if tracked.worker_channel is None and silence >= s.accept_timeout_s:
+        for run in [r for r in self._runs.values() if not r.ending]:
+            silence = now - run.last_event
+            if run.worker_channel is None and silence >= s.accept_timeout_s:
                 if silence < s.queue_timeout_s and await self._registry.capacity() > 0:
                     continue  # queued behind other answers of live workers: keep waiting
                 alive = silence < s.queue_timeout_s
                 await self._end(
-                    tracked,
+                    run,
                     LoggedEnd(
-                        seq=tracked.next_seq,
+                        seq=run.next_seq,
                         status="failed",
                         error_code="no_worker" if alive else "busy",
                         error_message=(
@@ -379,12 +414,12 @@ class AnswerRelay:
                         ),
                     ),
                 )
-            elif tracked.worker_channel is not None and silence >= s.stall_timeout_s:
-                await self._cancel_upstream(tracked)  # in case it is alive but cut off
+            elif run.worker_channel is not None and silence >= s.stall_timeout_s:
+                await self._cancel_upstream(run)  # in case it is alive but cut off
                 await self._end(
-                    tracked,
+                    run,
                     LoggedEnd(
-                        seq=tracked.next_seq,
+                        seq=run.next_seq,
                         status="failed",
                         error_code="worker_lost",
                         error_message=(
@@ -394,83 +429,98 @@ class AnswerRelay:
                     ),
                 )
             elif (
-                tracked.unwatched_since is not None
-                and tracked.stop_code is None
-                and now - tracked.unwatched_since >= s.disconnect_grace_s
+                run.unwatched_since is not None
+                and run.stop_code is None
+                and now - run.unwatched_since >= s.disconnect_grace_s
             ):
-                logger.info("nobody came back for %s: aborting it", tracked.message_id)
-                await self.stop(tracked.message_id, code="client_disconnected")
+                logger.info("nobody came back for run %s: aborting it", run.run_id)
+                await self.stop(run.run_id, code="client_disconnected")
 
     async def _heartbeat(self) -> None:
-        tracked = list(self._by_message.values())
-        for answer in tracked:
-            for watcher in list(answer.watchers):
-                await self._send(watcher, AnswerAlive(message_id=answer.message_id).to_channel())
-        # Under the lock: no entry is appended between counting and rewriting a log.
+        runs = list(self._runs.values())
+        for run in runs:
+            alive = AnswerAlive(message_id=run.message_id, run_id=run.run_id).to_channel()
+            for watcher in list(run.watchers):
+                await self._send(watcher, alive)
+        try:
+            await self._admission.renew(
+                leases=[Lease(request_id=r.request_id, user_key=r.user_key) for r in runs]
+            )
+        except Exception as exc:  # the leases last a few heartbeats: the next one may work
+            logger.warning("could not renew %d admission leases: %s", len(runs), exc)
         async with self._log_lock:
             broken = await self._log.heartbeat(
-                relay_channel=self.channel,
-                lengths={t.message_id: len(t.entries) for t in tracked},
+                relay_channel=self.channel, lengths={r.run_id: len(r.entries) for r in runs}
             )
-            for message_id in broken:  # Redis restarted under it: write it again from memory
-                owned = self._by_message.get(message_id)
+            for run_id in broken:  # Redis restarted under it: write it again from memory
+                owned = self._runs.get(run_id)
                 if owned is None:
                     continue
-                logger.warning("the log of %s is incomplete; writing it again", message_id)
-                await self._log.begin(message_id=message_id, relay_channel=self.channel)
-                for entry in owned.entries:
-                    await self._log.append(message_id=message_id, entry=entry)
+                logger.warning("the log of run %s is incomplete; writing it again", run_id)
+                await self._log.rewrite(
+                    run_id=run_id,
+                    relay_channel=self.channel,
+                    user_key=owned.user_key,
+                    entries=owned.entries,
+                )
+                if owned.worker_channel:
+                    await self._log.worker_taken(
+                        run_id=run_id, worker_channel=owned.worker_channel
+                    )
 
     # ---- helpers -----------------------------------------------------------------------
 
-    async def _publish(self, tracked: _Tracked, entry: LogEntry) -> None:
-        await self._record(tracked, entry)
-        await self._broadcast(tracked, entry)
+    async def _record(self, run: _Run, entry: LogEntry) -> None:
+        async with self._log_lock:
+            run.entries.append(entry)
+            try:
+                await self._log.append(run_id=run.run_id, entry=entry)
+            except Exception as exc:  # live watchers still get it; a heartbeat rewrites the log
+                logger.warning("could not log seq %d of run %s: %s", entry.seq, run.run_id, exc)
 
-    async def _record(self, tracked: _Tracked, entry: LogEntry) -> None:
-        tracked.entries.append(entry)
-        try:
-            async with self._log_lock:
-                await self._log.append(message_id=tracked.message_id, entry=entry)
-        except Exception as exc:  # live sockets still get it; only a later resume could miss it
-            logger.warning("could not log seq %d of %s: %s", entry.seq, tracked.message_id, exc)
-
-    async def _broadcast(self, tracked: _Tracked, entry: LogEntry) -> None:
-        frame = AnswerEntry(message_id=tracked.message_id, entry=entry).to_channel()
-        for watcher in list(tracked.watchers):
+    async def _broadcast(self, run: _Run, entry: LogEntry) -> None:
+        frame = AnswerEntry(message_id=run.message_id, run_id=run.run_id, entry=entry).to_channel()
+        for watcher in list(run.watchers):
             await self._send(watcher, frame)
 
-    async def _end(self, tracked: _Tracked, end: LoggedEnd) -> None:
-        if self._by_message.get(tracked.message_id) is not tracked:
+    async def _end(self, run: _Run, end: LoggedEnd) -> None:
+        if run.ending or self._runs.get(run.run_id) is not run:
             return  # ended already
-        del self._by_message[tracked.message_id]
-        self._by_request.pop(tracked.request_id, None)
-        metrics.answer_ended(end, faq_lookup=tracked.faq_lookup, elapsed_s=_since(tracked))
-        await self._record(tracked, end)
-        try:  # stored before anyone is told it ended: a reload right after shows it stored
-            await database_sync_to_async(services.answer_finish)(
-                message_id=tracked.message_id,
-                content=text_of(tracked.entries),
-                outcome=outcome_of(end),
-            )
-        except Exception:  # the log has the end: the orphan reaper writes it later
-            logger.exception("could not store the answer %s", tracked.message_id)
-        with contextlib.suppress(Exception):  # freed before the user can ask again
-            await self._admission.release(request_id=tracked.request_id, user_key=tracked.user_key)
-        await self._broadcast(tracked, end)
+        run.ending = True
+        metrics.answer_ended(end, faq_lookup=run.faq_lookup, elapsed_s=_since(run))
+        await self._record(run, end)
+        task = asyncio.create_task(self._finish(run, end), name=f"finish-{run.run_id}")
+        self._finishing.add(task)
+        task.add_done_callback(self._finishing.discard)
 
-    async def _cancel_upstream(self, tracked: _Tracked) -> None:
-        if tracked.worker_channel is not None:
+    async def _finish(self, run: _Run, end: LoggedEnd) -> None:
+        """Store, free the slot, then tell the watchers: a reload right after shows it stored,
+        and the user can ask again at once. The run stays owned (heartbeats go on) until then."""
+        try:
+            await answer_store(
+                message_id=run.message_id, run_id=run.run_id, content=text_of(run.entries), end=end
+            )
+        except Exception:  # the log has the end: the orphan reaper stores it later
+            logger.exception("could not store run %s of answer %s", run.run_id, run.message_id)
+        try:
+            await self._admission.release(request_id=run.request_id, user_key=run.user_key)
+        except Exception as exc:  # the lease expires on its own a few heartbeats later
+            logger.warning("could not release the lease of run %s: %s", run.run_id, exc)
+        self._runs.pop(run.run_id, None)
+        await self._broadcast(run, end)
+
+    async def _cancel_upstream(self, run: _Run) -> None:
+        if run.worker_channel is not None:
             await self._send(
-                tracked.worker_channel, CancelRequest(request_id=tracked.request_id).to_channel()
+                run.worker_channel, CancelRequest(request_id=run.request_id).to_channel()
             )
 
     async def _send(self, channel: str, message: dict[str, Any]) -> None:
         try:
             await self._layer.send(channel, message)
-        except Exception as exc:  # a full or vanished channel: the socket resyncs on a gap
+        except Exception as exc:  # a full or vanished channel: the watcher resyncs on a gap
             logger.warning("send to %s failed: %s", channel, exc)
 
 
-def _since(tracked: _Tracked) -> float:
-    return time.monotonic() - tracked.started_at
+def _since(run: _Run) -> float:
+    return time.monotonic() - run.started_at

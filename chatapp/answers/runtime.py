@@ -46,7 +46,7 @@ def relay_settings() -> RelaySettings:
         disconnect_grace_s=settings.CHAT_DISCONNECT_GRACE_S,
         heartbeat_s=settings.CHAT_RELAY_HEARTBEAT_S,
         reap_every_s=settings.CHAT_REAP_EVERY_S,
-        reap_after_s=settings.CHAT_REAP_AFTER_S,
+        owner_silent_after_s=settings.CHAT_REAP_AFTER_S,
     )
 
 

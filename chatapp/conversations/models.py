@@ -84,6 +84,14 @@ class Message(models.Model):
         "faq.FaqEntry", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     feedback = models.CharField(max_length=8, blank=True)
+    # The run generating (or last generated) this answer: a regenerate or edit starts a new run
+    # in the same row. Every write of the answer names its run, so a late write of an earlier
+    # run (a stale relay, a reaper that read an old log) lands on no row.
+    run_id = models.UUIDField(null=True, blank=True)
+    run_started_at = models.DateTimeField(null=True, blank=True)
+    # Client id of the frame that started the run (send, regenerate, edit): a repeated frame
+    # with the same id follows this run instead of starting another.
+    run_client_id = models.UUIDField(null=True, blank=True)
 
     class Meta:
         ordering = ("created_at",)
@@ -99,6 +107,12 @@ class Message(models.Model):
                 fields=("-finished_at",),
                 name="answer_finished_at",
                 condition=models.Q(role="assistant"),
+            ),
+            # The orphan reaper of every web process reads streaming runs by start time.
+            models.Index(
+                fields=("run_started_at",),
+                name="answer_streaming_run",
+                condition=models.Q(status="streaming"),
             ),
         )
 

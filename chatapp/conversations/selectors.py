@@ -83,15 +83,24 @@ def generation_context(
     )
 
 
-def streaming_answer_ids(*, started_before: datetime) -> list[uuid.UUID]:
-    """Answers still marked streaming that were created before the given time."""
-    return list(
-        Message.objects.filter(
-            role=Message.Role.ASSISTANT,
-            status=Message.Status.STREAMING,
-            created_at__lt=started_before,
-        ).values_list("id", flat=True)[:500]
-    )
+@dataclass(frozen=True, slots=True)
+class StreamingRun:
+    message_id: uuid.UUID
+    run_id: uuid.UUID
+
+
+def streaming_runs(*, started_before: datetime) -> list[StreamingRun]:
+    """Runs still streaming that started before the given time (index answer_streaming_run)."""
+    rows = Message.objects.filter(
+        status=Message.Status.STREAMING,
+        run_started_at__lt=started_before,
+        run_id__isnull=False,
+    ).values_list("id", "run_id")[:500]
+    return [
+        StreamingRun(message_id=message_id, run_id=run_id)
+        for message_id, run_id in rows
+        if run_id is not None
+    ]
 
 
 def answer_get(*, owner: User, message_id: uuid.UUID) -> Message | None:

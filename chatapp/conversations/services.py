@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from chatapp.conversations.models import Conversation, Message
@@ -22,7 +23,14 @@ class TurnStart:
     conversation: Conversation
     user_message: Message
     assistant_message: Message
-    created: bool  # False: a retry of an earlier send; nothing new was written
+    created: bool  # False: a retry of an earlier frame; nothing new was written
+
+    @property
+    def run_id(self) -> uuid.UUID:
+        """The run generating the answer (for a retry: the run the first frame started)."""
+        run_id = self.assistant_message.run_id
+        assert run_id is not None, "every answer row written since migration 0006 has a run"
+        return run_id
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -64,11 +72,13 @@ def turn_start(
     conversation_id: uuid.UUID | None,
     client_message_id: uuid.UUID,
     text: str,
+    run_id: uuid.UUID,
     template_version: PromptTemplateVersion | None = None,
 ) -> TurnStart:
-    """Store the user's message and an empty assistant message that the answer will fill.
+    """Store the user's message and an empty assistant message that run `run_id` will fill.
 
-    Idempotent on (sender, client_message_id): a retried send returns the first turn.
+    Idempotent on (sender, client_message_id): a retried send returns the first turn (and its
+    run, not `run_id`).
     """
     existing = turn_existing(sender=sender, client_message_id=client_message_id)
     if existing is not None:
@@ -101,6 +111,9 @@ def turn_start(
                 role=Message.Role.ASSISTANT,
                 status=Message.Status.STREAMING,
                 reply_to=user_message,
+                run_id=run_id,
+                run_started_at=timezone.now(),
+                run_client_id=client_message_id,
             )
     except IntegrityError:
         # A concurrent retry with the same client id won the race: return its turn.
@@ -117,9 +130,14 @@ def turn_start(
 
 
 @transaction.atomic
-def answer_finish(*, message_id: uuid.UUID, content: str, outcome: AnswerOutcome) -> bool:
-    """Write the finished answer once. False if it was already finished (nothing written)."""
-    updated = Message.objects.filter(id=message_id, status=Message.Status.STREAMING).update(
+def answer_finish(
+    *, message_id: uuid.UUID, run_id: uuid.UUID, content: str, outcome: AnswerOutcome
+) -> bool:
+    """Write run `run_id`'s finished answer once. False (nothing written) if the run already
+    ended, or the row has moved on to another run (a regenerate or edit since)."""
+    updated = Message.objects.filter(
+        id=message_id, run_id=run_id, status=Message.Status.STREAMING
+    ).update(
         content=content,
         status=outcome.status,
         finish_reason=outcome.finish_reason,
@@ -139,26 +157,40 @@ def answer_finish(*, message_id: uuid.UUID, content: str, outcome: AnswerOutcome
     return updated == 1
 
 
-def answer_restart(*, sender: User, message_id: uuid.UUID) -> TurnStart:
-    """Clear the conversation's last answer so it can be generated again (regenerate).
+def answer_restart(
+    *, sender: User, message_id: uuid.UUID, client_id: uuid.UUID, run_id: uuid.UUID
+) -> TurnStart:
+    """Clear the conversation's last answer so run `run_id` generates it again (regenerate).
 
     Only the newest answer of one of the sender's conversations, and never while it streams.
+    Idempotent on `client_id`: a repeated frame returns the run the first one started.
     """
     with transaction.atomic():
+        conversation = _conversation_lock(
+            Message.objects.filter(
+                id=message_id, role=Message.Role.ASSISTANT, conversation__owner=sender
+            )
+        )
         message = (
-            Message.objects.select_for_update(of=("self",))
-            .select_related("conversation", "reply_to")
-            .filter(id=message_id, role=Message.Role.ASSISTANT, conversation__owner=sender)
+            Message.objects.select_related("conversation", "reply_to")
+            .filter(id=message_id, conversation=conversation)
             .first()
         )
         if message is None or message.reply_to is None:
             raise NotFoundError("No such answer in your conversations.")
+        if message.run_client_id == client_id:
+            return TurnStart(
+                conversation=message.conversation,
+                user_message=message.reply_to,
+                assistant_message=message,
+                created=False,
+            )
         if message.status == Message.Status.STREAMING:
             raise ApplicationError("This answer is still streaming.")
         newer = message.conversation.messages.filter(created_at__gt=message.created_at)
         if newer.exists():
             raise ApplicationError("Only the newest answer can be asked again.")
-        _answer_clear(message)
+        _answer_clear(message, run_id=run_id, client_id=client_id)
     return TurnStart(
         conversation=message.conversation,
         user_message=message.reply_to,
@@ -167,26 +199,41 @@ def answer_restart(*, sender: User, message_id: uuid.UUID) -> TurnStart:
     )
 
 
-def turn_edit(*, sender: User, message_id: uuid.UUID, text: str) -> TurnStart:
-    """Edit-and-resend: replace one of the sender's questions and answer it again.
+def turn_edit(
+    *,
+    sender: User,
+    message_id: uuid.UUID,
+    text: str,
+    client_id: uuid.UUID,
+    run_id: uuid.UUID,
+) -> TurnStart:
+    """Edit-and-resend: replace one of the sender's questions and answer it again (run `run_id`).
 
     Every message after it in the conversation is deleted (the conversation continues from
     the edited question) and its answer is cleared to be generated again into the same row.
-    Refused while any answer of the conversation is still streaming.
+    Refused while any answer of the conversation is still streaming; the conversation is locked
+    first, so a send from another tab either lands before (and the edit is refused) or after.
+    Idempotent on `client_id`: a repeated frame returns the run the first one started.
     """
     with transaction.atomic():
-        question = (
-            Message.objects.select_for_update(of=("self",))
-            .select_related("conversation")
-            .filter(id=message_id, role=Message.Role.USER, conversation__owner=sender)
-            .first()
+        conversation = _conversation_lock(
+            Message.objects.filter(
+                id=message_id, role=Message.Role.USER, conversation__owner=sender
+            )
         )
+        question = Message.objects.filter(id=message_id, conversation=conversation).first()
         if question is None:
             raise NotFoundError("No such question in your conversations.")
-        conversation = question.conversation
+        answer = Message.objects.filter(reply_to=question).first()
+        if answer is not None and answer.run_client_id == client_id:
+            return TurnStart(
+                conversation=conversation,
+                user_message=question,
+                assistant_message=answer,
+                created=False,
+            )
         if conversation.messages.filter(status=Message.Status.STREAMING).exists():
             raise ConflictError("An answer is still streaming; stop it first.")
-        answer = Message.objects.filter(reply_to=question).first()
         later = conversation.messages.filter(created_at__gt=question.created_at)
         if answer is not None:
             later = later.exclude(pk=answer.pk)
@@ -199,17 +246,40 @@ def turn_edit(*, sender: User, message_id: uuid.UUID, text: str) -> TurnStart:
                 role=Message.Role.ASSISTANT,
                 status=Message.Status.STREAMING,
                 reply_to=question,
+                run_id=run_id,
+                run_started_at=timezone.now(),
+                run_client_id=client_id,
             )
         else:
-            _answer_clear(answer)
+            _answer_clear(answer, run_id=run_id, client_id=client_id)
         conversation.save(update_fields=["updated_at"])
     return TurnStart(
         conversation=conversation, user_message=question, assistant_message=answer, created=True
     )
 
 
-def _answer_clear(message: Message) -> None:
+def _conversation_lock(messages: QuerySet[Message]) -> Conversation:
+    """Lock the conversation of the (one) message in `messages`, or refuse as not found.
+
+    Every write that adds or removes turns takes this lock first (in one order: conversation,
+    then messages), so two tabs' writes to one conversation run one after the other.
+    """
+    conversation_id = messages.values_list("conversation_id", flat=True).first()
+    conversation = (
+        Conversation.objects.select_for_update().filter(id=conversation_id).first()
+        if conversation_id is not None
+        else None
+    )
+    if conversation is None:
+        raise NotFoundError("No such message in your conversations.")
+    return conversation
+
+
+def _answer_clear(message: Message, *, run_id: uuid.UUID, client_id: uuid.UUID) -> None:
     Message.objects.filter(pk=message.pk).update(
+        run_id=run_id,
+        run_started_at=timezone.now(),
+        run_client_id=client_id,
         content="",
         status=Message.Status.STREAMING,
         finish_reason="",

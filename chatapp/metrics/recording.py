@@ -109,6 +109,10 @@ def admission_sampled(*, in_flight: int) -> None:
 _owners: weakref.WeakSet[AnswerOwner] = weakref.WeakSet()
 
 
+def answer_write_fenced() -> None:
+    registry.ANSWER_WRITES_FENCED.inc()
+
+
 def relay_started(owner: AnswerOwner) -> None:
     _owners.add(owner)
 

@@ -83,6 +83,11 @@ ERRORS = Counter(
     "however many sockets watched it), by error code.",
     ["code"],
 )
+ANSWER_WRITES_FENCED = Counter(
+    "chat:answer_writes_fenced_total",
+    "Final writes of an answer that matched no streaming row of their run (the run had ended, "
+    "or a regenerate/edit had started a newer one): logged and not stored.",
+)
 
 # ---- the browser's own measurement ---------------------------------------------------------
 

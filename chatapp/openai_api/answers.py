@@ -1,12 +1,15 @@
 """An API request's answer, through the same pipeline as a chat message.
 
 Admission (with the key's own rate and concurrency), then the turn is stored as a new
-conversation of the key's user, then this process's answer relay owns the answer exactly as it
-owns a WebSocket answer: it sends the request to the workers, logs every entry, fails answers no
-worker produces (`no_worker`, `worker_lost`, queue timeout), writes the message once and frees
-the admission slot when it ends. The API request only *watches*, on a channel of its own,
-like a socket does; closing it early (the client went away) stops the answer, which aborts the
-engine request.
+conversation of the key's user, then this process's answer relay owns the run exactly as it
+owns a WebSocket answer (`chatapp.answers.runs`). The API request only *watches*, on a channel
+of its own, with the same rules as a socket (`chatapp.answers.follower`): entries in seq order,
+a gap replayed by the owner, an owner that goes silent checked on and, only once it is known
+dead, its run ended from the log; so the text returned is always the text stored. Closing the
+request early (the client went away) stops the run, which aborts the engine request.
+
+`Idempotency-Key`: a retry of a request with the same key (per API key) starts nothing; it
+returns the first request's answer, streamed from its log or read from the stored row.
 
 Where API answers end (for metrics): `ApiAnswer.entries` yields the `LoggedEnd`.
 """
@@ -24,16 +27,19 @@ from dataclasses import dataclass, replace
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
+from django.contrib.auth.models import User
 from pydantic import ValidationError
 
 from chatapp.admission.limiter import AdmissionLimits, Refused
-from chatapp.answers.entries import LogEntry, LoggedEnd
-from chatapp.answers.messages import AnswerEntry, AttachAnswer
-from chatapp.answers.recovery import answer_abandon
-from chatapp.answers.runtime import AnswerRuntime, admission_limits, answer_runtime
+from chatapp.answers import runs
+from chatapp.answers.entries import LogEntry, LoggedDelta, LoggedEnd
+from chatapp.answers.follower import RunWatch, StoredAnswer, run_rest, silence_limit_s
+from chatapp.answers.messages import AnswerEntry, AnswerGone, relay_reply_adapter
+from chatapp.answers.recovery import owner_state
+from chatapp.answers.runtime import AnswerRuntime, admission_limits
 from chatapp.apikeys.models import ApiKey
-from chatapp.conversations import services
-from chatapp.openai_api.errors import refused
+from chatapp.conversations import selectors, services
+from chatapp.openai_api.errors import ApiError, refused
 from chatapp.openai_api.prompting import ApiPrompt
 from inference.protocol import (
     BACKGROUND_CHANNEL,
@@ -44,6 +50,10 @@ from inference.protocol import (
 )
 
 logger = logging.getLogger(__name__)
+
+# uuid5 namespace of idempotency keys: (API key, Idempotency-Key) -> the turn's client id
+_IDEMPOTENCY = uuid.UUID("5b1f0d5e-3c61-4d8a-9d2e-6a0e4f3b7c21")
+IDEMPOTENCY_KEY_MAX = 255
 
 
 def key_limits(key: ApiKey) -> AdmissionLimits:
@@ -64,101 +74,161 @@ def key_user(key: ApiKey) -> str:
 @dataclass
 class ApiAnswer:
     runtime: AnswerRuntime
-    message_id: uuid.UUID
-    channel: str  # where the relay sends this answer's entries
+    watch: RunWatch
+    channel: str  # where the relay sends this run's entries
+    user: User
     ended: bool = False
 
+    @property
+    def message_id(self) -> uuid.UUID:
+        return self.watch.message_id
+
     async def entries(self) -> AsyncIterator[LogEntry]:
-        """Entries in seq order, ending with the `LoggedEnd`. Lost entries (a full or
-        restarted channel layer) are replayed by the relay from its memory."""
+        """Entries in seq order, ending with the `LoggedEnd`."""
         layer = get_channel_layer()
-        next_seq = 1
-        resyncing = False
-        # The relay says it is alive every CHAT_RELAY_HEARTBEAT_S; silence means it died.
-        silence_s = settings.CHAT_STALL_TIMEOUT_S + 2 * settings.CHAT_RELAY_HEARTBEAT_S
-        last_heard = time.monotonic()
+        limit = silence_limit_s(settings.CHAT_RELAY_HEARTBEAT_S)
+        watch = self.watch
+        shown = ""  # the text yielded so far (a stored row is what it must add up to)
         while True:
-            waited = time.monotonic() - last_heard
-            if waited >= silence_s:
-                logger.warning(
-                    "relay silent for answer %s: storing it from its log", self.message_id
-                )
+            rest: list[LogEntry] | StoredAnswer | None = None
+            check = watch.owner == ""  # following a run that was not live when we came
+            if not check:
+                try:
+                    async with asyncio.timeout(max(0.01, limit - watch.silent_for())):
+                        raw = await layer.receive(self.channel)
+                except TimeoutError:
+                    check = True
+                except Exception as exc:  # Redis restarting: the silence check decides
+                    logger.warning("receive for answer %s failed: %s", self.message_id, exc)
+                    await asyncio.sleep(0.2)
+                    check = watch.silent_for() >= limit
+            if check:
+                rest = await self._rest()
+                if rest is None:  # the owner is alive: what it sent was lost; replay
+                    continue
+            else:
+                try:
+                    reply = relay_reply_adapter.validate_python(raw)
+                except ValidationError:
+                    continue
+                if reply.run_id != watch.run_id:
+                    continue
+                watch.heard()
+                if isinstance(reply, AnswerGone):
+                    rest = await self._rest()
+                    if rest is None:
+                        continue
+                elif isinstance(reply, AnswerEntry):
+                    rest = [reply.entry]
+                else:
+                    continue
+            if isinstance(rest, StoredAnswer):
                 self.ended = True
-                yield await answer_abandon(log=self.runtime.log, message_id=self.message_id)
+                if rest.content.startswith(shown) and len(rest.content) > len(shown):
+                    yield LoggedDelta(seq=watch.next_seq, text=rest.content[len(shown) :])
+                yield rest.end
                 return
-            try:
-                async with asyncio.timeout(silence_s - waited):
-                    raw = await layer.receive(self.channel)
-            except TimeoutError:
-                continue
-            except Exception as exc:  # Redis restarting: keep trying until the silence limit
-                logger.warning("receive for answer %s failed: %s", self.message_id, exc)
-                await asyncio.sleep(0.2)
-                continue
-            last_heard = time.monotonic()
-            if raw.get("type") == "answer.alive":  # AnswerAlive: the relay is still there
-                continue
-            try:
-                entry = AnswerEntry.model_validate(raw).entry
-            except ValidationError:
-                continue
-            if entry.seq < next_seq:
-                continue  # replayed and live copies overlap
-            if entry.seq > next_seq:
-                if not resyncing:
-                    resyncing = True
-                    await layer.send(
-                        self.runtime.relay.channel,
-                        AttachAnswer(
-                            message_id=self.message_id, watcher=self.channel, after_seq=next_seq - 1
-                        ).to_channel(),
-                    )
-                continue
-            resyncing = False
-            next_seq += 1
-            if isinstance(entry, LoggedEnd):
-                self.ended = True
+            for entry in rest:
+                taken = watch.take(entry)
+                if taken == "gap":
+                    attach = watch.resync(watcher=self.channel)
+                    if attach is not None:
+                        await self._send_owner(attach.to_channel())
+                    break
+                if taken == "repeat":
+                    continue
+                if isinstance(entry, LoggedEnd):
+                    self.ended = True
+                    yield entry
+                    return
+                shown += entry.text
                 yield entry
-                return
-            yield entry
+
+    async def _rest(self) -> list[LogEntry] | StoredAnswer | None:
+        watch, user = self.watch, self.user
+        rest = await run_rest(
+            orphans=self.runtime.relay.orphans,
+            watch=watch,
+            load_row=lambda: database_sync_to_async(selectors.answer_get)(
+                owner=user, message_id=watch.message_id
+            ),
+        )
+        if rest is None:
+            owner = await self.runtime.log.ownership(run_id=watch.run_id)
+            if owner is not None:
+                watch.owner = owner.relay_channel
+            watch.heard()
+            watch.resyncing = False
+            await self._send_owner(watch.attach(watcher=self.channel).to_channel())
+        return rest
+
+    async def _send_owner(self, message: dict[str, object]) -> None:
+        if self.watch.owner:
+            with contextlib.suppress(Exception):
+                await get_channel_layer().send(self.watch.owner, message)
 
     async def close(self) -> None:
-        """The client is gone (or done reading): stop the answer if it still generates."""
+        """The client is gone (or done reading): stop the run if it still generates."""
         if not self.ended:
             self.ended = True
             with contextlib.suppress(Exception):
-                await self.runtime.relay.stop(self.message_id, code="client_disconnected")
+                await self.runtime.relay.stop(self.watch.run_id, code="client_disconnected")
 
 
-async def answer_start(*, key: ApiKey, prompt: ApiPrompt, background: bool) -> ApiAnswer:
-    """Admit, store and start the answer; raises `ApiError` (429/503) when refused."""
-    runtime = await answer_runtime()
-    request_id = str(uuid.uuid4())
-    user_key = key_user(key)
-    decision = await runtime.admission.acquire(
-        request_id=request_id,
-        user_key=user_key,
-        capacity=await runtime.registry.capacity(),
-        limits=key_limits(key),
+def idempotency_client_id(*, key: ApiKey, idempotency_key: str) -> uuid.UUID:
+    return uuid.uuid5(_IDEMPOTENCY, f"{key.pk}:{idempotency_key}")
+
+
+async def answer_start(
+    *, key: ApiKey, prompt: ApiPrompt, background: bool, idempotency_key: str | None = None
+) -> ApiAnswer:
+    """Admit, store and start the answer; raises `ApiError` (429/503, 409 for an
+    Idempotency-Key reused with another question). With an Idempotency-Key seen before, nothing
+    new starts: the answer of the first request is followed."""
+    client_id = (
+        idempotency_client_id(key=key, idempotency_key=idempotency_key)
+        if idempotency_key is not None
+        else uuid.uuid4()
     )
-    if isinstance(decision, Refused):
-        raise refused(decision)
-    try:
-        turn = await database_sync_to_async(services.turn_start)(
+    user_key = key_user(key)
+    started = await runs.run_admit_and_store(
+        user_key=user_key,
+        write=lambda run_id: services.turn_start(
             sender=key.user,
             conversation_id=None,
-            client_message_id=uuid.uuid4(),
+            client_message_id=client_id,
             text=prompt.question,
             template_version=prompt.template_version,
-        )
-        channel = await get_channel_layer().new_channel()
-    except BaseException:
-        with contextlib.suppress(Exception):
-            await runtime.admission.release(request_id=request_id, user_key=user_key)
-        raise
+            run_id=run_id,
+        ),
+        limits=key_limits(key),
+    )
+    if isinstance(started, Refused):
+        raise refused(started)
+    turn, runtime = started.turn, started.runtime
+    channel = await get_channel_layer().new_channel()
+    message_id = turn.assistant_message.id
+    watch = RunWatch(message_id=message_id, run_id=started.run_id, owner="", client_id=client_id)
+    answer = ApiAnswer(runtime=runtime, watch=watch, channel=channel, user=key.user)
+    if started.repeated:
+        if turn.user_message.content != prompt.question:
+            answer.ended = True  # nothing of ours to stop
+            raise ApiError(
+                status=409,
+                code="idempotency_key_reused",
+                param="Idempotency-Key",
+                message="This Idempotency-Key was already used for a different request.",
+            )
+        owner = await runtime.log.ownership(run_id=started.run_id)
+        if owner_state(owner, silent_after_s=settings.CHAT_REAP_AFTER_S) == "alive":
+            assert owner is not None
+            watch.owner = owner.relay_channel
+            await answer._send_owner(watch.attach(watcher=channel).to_channel())
+        return answer
     relay = runtime.relay
+    watch.owner = relay.channel
     request = GenerateRequest(
-        request_id=request_id,
+        request_id=str(started.run_id),
         reply_channel=relay.channel,
         system=prompt.system,
         messages=prompt.turns,
@@ -170,8 +240,7 @@ async def answer_start(*, key: ApiKey, prompt: ApiPrompt, background: bool) -> A
         # 400 context_length_exceeded, never silently cut
         trim_history=prompt.trim_history,
     )
-    message_id = turn.assistant_message.id
-    # From here the relay owns the answer and frees the admission slot when it ends.
+    # From here the relay owns the run and frees the admission slot when it ends.
     await relay.start(
         message_id=message_id,
         user_key=user_key,
@@ -179,4 +248,4 @@ async def answer_start(*, key: ApiKey, prompt: ApiPrompt, background: bool) -> A
         request=request,
         request_channel=BACKGROUND_CHANNEL if background else REQUEST_CHANNEL,
     )
-    return ApiAnswer(runtime=runtime, message_id=message_id, channel=channel)
+    return answer

@@ -19,9 +19,9 @@ from django.views.decorators.csrf import csrf_exempt
 from chatapp import unavailable
 from chatapp.answers.entries import LogEntry, LoggedDelta, LoggedEnd, text_of
 from chatapp.openai_api import responses
-from chatapp.openai_api.answers import ApiAnswer, answer_start
+from chatapp.openai_api.answers import IDEMPOTENCY_KEY_MAX, ApiAnswer, answer_start
 from chatapp.openai_api.auth import api_key_of
-from chatapp.openai_api.errors import ApiError, answer_failed
+from chatapp.openai_api.errors import ApiError, answer_failed, invalid
 from chatapp.openai_api.parsing import chat_request_parse
 from chatapp.openai_api.prompting import prompt_build
 from chatapp.openai_api.schemas import ModelCard, ModelList
@@ -106,7 +106,12 @@ async def chat_completions(request: HttpRequest) -> HttpResponseBase:
     prompt = await database_sync_to_async(prompt_build)(parsed)
     # A request may ask for background on its own, never to be ahead of its key's priority.
     background = "background" in (key.priority, parsed.priority)
-    answer = await answer_start(key=key, prompt=prompt, background=background)
+    answer = await answer_start(
+        key=key,
+        prompt=prompt,
+        background=background,
+        idempotency_key=_idempotency_key(request),
+    )
     streaming = False
     try:
         entries = answer.entries()
@@ -169,6 +174,20 @@ async def _completion(
     reply = JsonResponse(body)
     reply["X-Answer-Source"] = end.source  # "faq" when an approved FAQ entry answered
     return reply
+
+
+def _idempotency_key(request: HttpRequest) -> str | None:
+    """The client's `Idempotency-Key` (an SDK sends one per logical request and repeats it on
+    retries), or None."""
+    value = request.headers.get("Idempotency-Key")
+    if value is None:
+        return None
+    if not value or len(value) > IDEMPOTENCY_KEY_MAX or not value.isprintable():
+        raise invalid(
+            f"Idempotency-Key must be 1 to {IDEMPOTENCY_KEY_MAX} printable characters.",
+            param="Idempotency-Key",
+        )
+    return value
 
 
 def _failed(end: LoggedEnd) -> ApiError:

@@ -11,13 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import json
 import logging
-import time
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -27,18 +23,18 @@ from pydantic import ValidationError
 
 from chatapp import unavailable
 from chatapp.admission.limiter import Refused
+from chatapp.answers import runs
 from chatapp.answers.entries import LogEntry, LoggedDelta, LoggedEnd
-from chatapp.answers.log import Ownership
+from chatapp.answers.follower import RunWatch, StoredAnswer, run_rest, silence_limit_s
 from chatapp.answers.messages import (
     AnswerAlive,
     AnswerEntry,
     AnswerGone,
-    AttachAnswer,
     DetachAnswer,
     StopAnswer,
 )
-from chatapp.answers.recovery import answer_abandon
-from chatapp.answers.runtime import AnswerRuntime, answer_runtime
+from chatapp.answers.recovery import owner_state
+from chatapp.answers.runtime import answer_runtime
 from chatapp.conversations import selectors, services
 from chatapp.conversations.models import Message
 from chatapp.errors import ApplicationError
@@ -71,33 +67,14 @@ from chatapp.realtime.schemas import (
     client_id_of,
 )
 from chatapp.unavailable import database_unavailable
-from inference.faq.index import GLOBAL_SCOPE, template_scope
-from inference.protocol import (
-    REQUEST_CHANNEL,
-    ChatTurn,
-    FaqLookup,
-    GenerateRequest,
-    SamplingOptions,
-)
 
 logger = logging.getLogger(__name__)
 
 _BUSY_HERE = "An answer is still streaming; stop it first."
 
 
-@dataclass
-class _Watch:
-    """An answer this socket shows while it is generated."""
-
-    next_seq: int  # the next seq the browser needs
-    owner: str  # the channel of the relay that owns the answer
-    client_id: uuid.UUID | None  # the frame that asked for it, echoed on errors
-    last_heard: float = field(default_factory=time.monotonic)
-    resyncing: bool = False  # a gap was seen; the owner is replaying from next_seq
-
-
 class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is untyped
-    watching: dict[uuid.UUID, _Watch]
+    watching: dict[uuid.UUID, RunWatch]
     _frame_bytes = 0  # size of the frame being handled, as received
     watchdog: asyncio.Task[None] | None = None
 
@@ -116,11 +93,13 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
         if self.watchdog is not None:
             self.watchdog.cancel()
         # The answers go on without us for the grace period, so a refresh can resume them.
-        for message_id, watch in getattr(self, "watching", {}).items():
+        for watch in getattr(self, "watching", {}).values():
             with contextlib.suppress(Exception):
                 await self.channel_layer.send(
                     watch.owner,
-                    DetachAnswer(message_id=message_id, watcher=self.channel_name).to_channel(),
+                    DetachAnswer(
+                        message_id=watch.message_id, run_id=watch.run_id, watcher=self.channel_name
+                    ).to_channel(),
                 )
         self.watching = {}
 
@@ -231,48 +210,40 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
         assert text is not None  # the frame schema requires text without a template
         if await self._too_long(text, client_id=frame.id):
             return
-        admitted = await self._admitted_write(
-            functools.partial(
-                services.turn_start,
-                sender=self.scope["user"],
+        user = self.scope["user"]
+        started = await self._started(
+            lambda run_id: services.turn_start(
+                sender=user,
                 conversation_id=frame.conversation_id,
                 client_message_id=frame.id,
                 text=text,
                 template_version=template_version,
+                run_id=run_id,
             ),
             client_id=frame.id,
         )
-        if admitted is None:
+        if started is None:
             return
-        runtime, request_id, turn = admitted
-        metrics.request_frame(kind=_kind_of(frame), frame_bytes=self._frame_bytes, prompt_text=text)
-        await self._send_frame(_accepted(frame.id, turn))
-        if not turn.created:  # a concurrent retry with this id won the race
-            await self._release(runtime, request_id)
-            await self._follow(turn.assistant_message, after_seq=0, client_id=frame.id)
-            return
-        await self._generate(
-            runtime, turn, request_id=request_id, client_id=frame.id, bypass_faq=False
-        )
+        if not started.repeated:
+            metrics.request_frame(
+                kind=_kind_of(frame), frame_bytes=self._frame_bytes, prompt_text=text
+            )
+        await self._run_show(started, client_id=frame.id, bypass_faq=False)
 
     async def _on_regenerate(self, frame: RegenerateFrame) -> None:
         if self._generating():
             await self._error("busy", _BUSY_HERE, client_id=frame.id)
             return
-        admitted = await self._admitted_write(
-            functools.partial(
-                services.answer_restart, sender=self.scope["user"], message_id=frame.message_id
+        user = self.scope["user"]
+        started = await self._started(
+            lambda run_id: services.answer_restart(
+                sender=user, message_id=frame.message_id, client_id=frame.id, run_id=run_id
             ),
             client_id=frame.id,
             message_id=frame.message_id,
         )
-        if admitted is None:
-            return
-        runtime, request_id, turn = admitted
-        await self._send_frame(_accepted(frame.id, turn))
-        await self._generate(
-            runtime, turn, request_id=request_id, client_id=frame.id, bypass_faq=frame.bypass_faq
-        )
+        if started is not None:
+            await self._run_show(started, client_id=frame.id, bypass_faq=frame.bypass_faq)
 
     async def _on_edit(self, frame: EditFrame) -> None:
         if self._generating():
@@ -280,24 +251,25 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
             return
         if await self._too_long(frame.text, client_id=frame.id):
             return
-        admitted = await self._admitted_write(
-            functools.partial(
-                services.turn_edit,
-                sender=self.scope["user"],
+        user = self.scope["user"]
+        started = await self._started(
+            lambda run_id: services.turn_edit(
+                sender=user,
                 message_id=frame.message_id,
                 text=frame.text,
+                client_id=frame.id,
+                run_id=run_id,
             ),
             client_id=frame.id,
             message_id=frame.message_id,
         )
-        if admitted is None:
+        if started is None:
             return
-        runtime, request_id, turn = admitted
-        metrics.request_frame(kind="text", frame_bytes=self._frame_bytes, prompt_text=frame.text)
-        await self._send_frame(_accepted(frame.id, turn))
-        await self._generate(
-            runtime, turn, request_id=request_id, client_id=frame.id, bypass_faq=False
-        )
+        if not started.repeated:
+            metrics.request_frame(
+                kind="text", frame_bytes=self._frame_bytes, prompt_text=frame.text
+            )
+        await self._run_show(started, client_id=frame.id, bypass_faq=False)
 
     async def _too_long(self, text: str, *, client_id: uuid.UUID) -> bool:
         if len(text) <= settings.CHAT_MAX_MESSAGE_CHARS:
@@ -309,43 +281,25 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
         )
         return True
 
-    async def _admitted_write(
+    async def _started(
         self,
-        write: Callable[[], services.TurnStart],
+        write: runs.TurnWrite,
         *,
         client_id: uuid.UUID,
         message_id: uuid.UUID | None = None,
-    ) -> tuple[AnswerRuntime, str, services.TurnStart] | None:
-        """Admit a new generation, then store its turn; None (the user told why) if either
-        is refused. A failed write gives the admission slot back: nothing half-done stays."""
-        runtime = await answer_runtime()
-        request_id = await self._admit(runtime, client_id=client_id)
-        if request_id is None:
-            return None
+    ) -> runs.Started | None:
+        """Admit a new run and store its turn; None (the user told why) if either is refused."""
         try:
-            turn = await database_sync_to_async(write)()
-        except BaseException as exc:
-            await self._release(runtime, request_id)
-            if not isinstance(exc, ApplicationError):
-                raise
+            started = await runs.run_admit_and_store(user_key=self._user_key(), write=write)
+        except ApplicationError as exc:
             await self._app_error(exc, client_id=client_id, message_id=message_id)
             return None
-        return runtime, request_id, turn
-
-    async def _admit(self, runtime: AnswerRuntime, *, client_id: uuid.UUID) -> str | None:
-        """Take an admission slot for a new generation; on refusal tell the browser why."""
-        request_id = str(uuid.uuid4())
-        decision = await runtime.admission.acquire(
-            request_id=request_id,
-            user_key=self._user_key(),
-            capacity=await runtime.registry.capacity(),
-        )
-        if isinstance(decision, Refused):
+        if isinstance(started, Refused):
             code: ErrorCode = (
                 "no_worker"
-                if decision.reason == "no_worker"
+                if started.reason == "no_worker"
                 else "rate_limited"
-                if decision.reason == "rate_limited"
+                if started.reason == "rate_limited"
                 else "busy"
             )
             metrics.error_sent(code=code)
@@ -353,71 +307,33 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
                 ErrorFrame(
                     id=client_id,
                     code=code,
-                    message=decision.message,
-                    retry_after_s=decision.retry_after_s,
+                    message=started.message,
+                    retry_after_s=started.retry_after_s,
                 )
             )
             return None
-        return request_id
+        return started
 
-    async def _release(self, runtime: AnswerRuntime, request_id: str) -> None:
-        with contextlib.suppress(Exception):
-            await runtime.admission.release(request_id=request_id, user_key=self._user_key())
-
-    async def _generate(
-        self,
-        runtime: AnswerRuntime,
-        turn: services.TurnStart,
-        *,
-        request_id: str,
-        client_id: uuid.UUID,
-        bypass_faq: bool,
+    async def _run_show(
+        self, started: runs.Started, *, client_id: uuid.UUID, bypass_faq: bool
     ) -> None:
-        try:
-            context = await database_sync_to_async(selectors.generation_context)(
-                conversation_id=turn.conversation.id,
-                up_to=turn.user_message,
-                max_messages=settings.CHAT_HISTORY_MAX_MESSAGES,
-            )
-        except BaseException:
-            await self._release(runtime, request_id)
-            await database_sync_to_async(services.answer_finish)(
-                message_id=turn.assistant_message.id,
-                content="",
-                outcome=services.AnswerOutcome(status=Message.Status.FAILED, error_code="internal"),
-            )
-            raise
-        scopes = [GLOBAL_SCOPE]
-        if context.template_id is not None:
-            scopes.append(template_scope(context.template_id))
-        relay = runtime.relay
-        request = GenerateRequest(
-            request_id=request_id,
-            reply_channel=relay.channel,
-            system=context.system_prompt,
-            messages=[
-                ChatTurn(role="user" if t.role == "user" else "assistant", content=t.content)
-                for t in context.turns
-            ],
-            sampling=SamplingOptions.model_validate(
-                {
-                    **context.sampling,
-                    "max_tokens": settings.CHAT_MAX_TOKENS or context.sampling.get("max_tokens"),
-                }
-            ),
-            submitted_at=time.time(),
-            faq_lookup=FaqLookup(scopes=scopes)
-            if context.standalone and not bypass_faq and settings.CHAT_FAQ_ENABLED
-            else None,
-        )
-        message_id = turn.assistant_message.id
-        self.watching[message_id] = _Watch(next_seq=1, owner=relay.channel, client_id=client_id)
-        await relay.start(
+        """Tell the browser where the answer goes, then start it (or follow the first frame's)."""
+        await self._send_frame(_accepted(client_id, started.turn))
+        if started.repeated:
+            await self._follow(started.turn.assistant_message, after_seq=0, client_id=client_id)
+            return
+        message_id = started.turn.assistant_message.id
+        self.watching[message_id] = RunWatch(
             message_id=message_id,
+            run_id=started.run_id,
+            owner=started.runtime.relay.channel,
+            client_id=client_id,
+        )
+        await runs.chat_run_start(
+            started=started,
             user_key=self._user_key(),
             watcher=self.channel_name,
-            request=request,
-            request_channel=REQUEST_CHANNEL,
+            bypass_faq=bypass_faq,
         )
 
     async def _on_resume(self, frame: ResumeFrame) -> None:
@@ -435,81 +351,106 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
         await self._follow(message, after_seq=frame.last_seq, client_id=frame.id)
 
     async def _follow(self, message: Message, *, after_seq: int, client_id: uuid.UUID) -> None:
-        """Show an answer from `after_seq` on: live from its relay, or as it ended."""
+        """Show an answer from `after_seq` on: live from its owner, or as it ended."""
         if message.id in self.watching:
             return  # this socket already shows it (a retry on the same socket)
-        runtime = await answer_runtime()
+        if message.run_id is None:  # written before runs existed and long finished
+            await self._show_stored(message, client_id=client_id)
+            return
+        watch = RunWatch(
+            message_id=message.id,
+            run_id=message.run_id,
+            owner="",
+            client_id=client_id,
+            next_seq=after_seq + 1,
+        )
         if message.status == Message.Status.STREAMING:
-            owner = await self._owner_of(runtime, message)
-            if owner is not None:
-                self.watching[message.id] = _Watch(
-                    next_seq=after_seq + 1, owner=owner.relay_channel, client_id=client_id
-                )
+            runtime = await answer_runtime()
+            owner = await runtime.log.ownership(run_id=message.run_id)
+            if owner_state(owner, silent_after_s=settings.CHAT_REAP_AFTER_S) == "alive":
+                assert owner is not None
+                watch.owner = owner.relay_channel
+                self.watching[message.id] = watch
                 await self.channel_layer.send(
-                    owner.relay_channel,
-                    AttachAnswer(
-                        message_id=message.id, watcher=self.channel_name, after_seq=after_seq
-                    ).to_channel(),
+                    owner.relay_channel, watch.attach(watcher=self.channel_name).to_channel()
                 )
                 return
-            if message.status == Message.Status.STREAMING:
-                # Still no owner on record: its web process died before it could log it.
-                await answer_abandon(log=runtime.log, message_id=message.id)
-                await database_sync_to_async(message.refresh_from_db)()
-        await self._show_ended(message, after_seq=after_seq, client_id=client_id)
+        await self._show_rest(watch)
 
-    async def _owner_of(self, runtime: AnswerRuntime, message: Message) -> Ownership | None:
-        """The relay owning a streaming answer. Its record can be missing for a moment (Redis
-        just restarted: the owner rewrites it every heartbeat), so look a few times."""
-        for attempt in range(5):
-            owner = await runtime.log.ownership(message_id=message.id)
-            if owner is not None:
-                return owner
-            await database_sync_to_async(message.refresh_from_db)()
-            if message.status != Message.Status.STREAMING or attempt == 4:
-                return None
-            await asyncio.sleep(settings.CHAT_RELAY_HEARTBEAT_S / 2)
-        return None
-
-    async def _show_ended(self, message: Message, *, after_seq: int, client_id: uuid.UUID) -> None:
+    async def _show_rest(self, watch: RunWatch) -> None:
+        """The run has ended, or its owner is silent: show how it ended (ending it if need be).
+        Still running after all (its owner is alive): watch it from its owner again."""
         runtime = await answer_runtime()
-        entries = await runtime.log.entries_after(message_id=message.id, seq=after_seq)
-        if (
-            entries
-            and isinstance(entries[-1], LoggedEnd)
-            and [e.seq for e in entries] == list(range(after_seq + 1, after_seq + 1 + len(entries)))
-        ):
-            for entry in entries:
-                await self._show(message.id, entry, client_id=client_id)
+        user = self.scope["user"]
+        rest = await run_rest(
+            orphans=runtime.relay.orphans,
+            watch=watch,
+            load_row=lambda: database_sync_to_async(selectors.answer_get)(
+                owner=user, message_id=watch.message_id
+            ),
+        )
+        if rest is None:
+            owner = await runtime.log.ownership(run_id=watch.run_id)
+            if owner is not None:
+                watch.owner = owner.relay_channel
+                watch.heard()
+                self.watching[watch.message_id] = watch
+                await self.channel_layer.send(
+                    owner.relay_channel, watch.attach(watcher=self.channel_name).to_channel()
+                )
+                return
+            rest = StoredAnswer(content="", end=LoggedEnd(seq=watch.next_seq, status="failed"))
+        self.watching.pop(watch.message_id, None)
+        if isinstance(rest, StoredAnswer):
+            # The log is gone: the stored message is the truth; replace what is shown.
+            await self._send_frame(SnapshotFrame(message_id=watch.message_id, content=rest.content))
+            await self._show_end(watch.message_id, rest.end, client_id=watch.client_id)
             return
-        # The log is gone (expired): the stored message is the truth; replace what is shown.
+        self.watching[watch.message_id] = watch
+        for entry in rest:
+            await self._show(watch, entry)
+
+    async def _show_stored(self, message: Message, *, client_id: uuid.UUID) -> None:
         await self._send_frame(SnapshotFrame(message_id=message.id, content=message.content))
-        if message.status == Message.Status.FAILED:
-            code = message.error_code if message.error_code in ERROR_CODES else "engine"
-            await self._answer_failed(
-                code,  # type: ignore[arg-type]
-                "This answer failed; ask again to get a new one.",
-                client_id=client_id,
-                message_id=message.id,
-            )
-        else:
-            await self._send_frame(_done_frame(message))
+        await self._show_end(
+            message.id,
+            LoggedEnd(
+                seq=1,
+                status="failed"
+                if message.status == Message.Status.FAILED
+                else ("stopped" if message.status == Message.Status.STOPPED else "complete"),
+                finish_reason=message.finish_reason or "stop",
+                error_code=message.error_code,
+                error_message="This answer failed; ask again to get a new one.",
+            ),
+            client_id=client_id,
+        )
 
     async def _on_stop(self, frame: StopFrame) -> None:
         message_id = frame.message_id
         if message_id is None and len(self.watching) == 1:
             message_id = next(iter(self.watching))
         watch = self.watching.get(message_id) if message_id is not None else None
-        owner = watch.owner if watch is not None else None
-        if owner is None and message_id is not None:  # streaming in another tab: stop it too
+        stop: tuple[str, StopAnswer] | None = None
+        if watch is not None:
+            stop = watch.owner, StopAnswer(message_id=watch.message_id, run_id=watch.run_id)
+        elif message_id is not None:  # streaming in another tab: stop it too
             message = await database_sync_to_async(selectors.answer_get)(
                 owner=self.scope["user"], message_id=message_id
             )
-            if message is not None and message.status == Message.Status.STREAMING:
+            if (
+                message is not None
+                and message.status == Message.Status.STREAMING
+                and message.run_id is not None
+            ):
                 runtime = await answer_runtime()
-                ownership = await runtime.log.ownership(message_id=message_id)
-                owner = ownership.relay_channel if ownership is not None else None
-        if owner is None or message_id is None:
+                ownership = await runtime.log.ownership(run_id=message.run_id)
+                if ownership is not None:
+                    stop = (
+                        ownership.relay_channel,
+                        StopAnswer(message_id=message_id, run_id=message.run_id),
+                    )
+        if stop is None:
             await self._error(
                 "not_found",
                 "Nothing is streaming here to stop.",
@@ -518,7 +459,7 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
             )
             return
         # The owner aborts the engine request; its `done` (stopped) comes back as an entry.
-        await self.channel_layer.send(owner, StopAnswer(message_id=message_id).to_channel())
+        await self.channel_layer.send(stop[0], stop[1].to_channel())
 
     async def _on_feedback(self, frame: FeedbackFrame) -> None:
         try:
@@ -548,87 +489,69 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
 
     async def answer_entry(self, event: dict[str, Any]) -> None:
         message = AnswerEntry.model_validate(event)
-        watch = self.watching.get(message.message_id)
-        if watch is None:
-            return
-        watch.last_heard = time.monotonic()
-        await self._show(message.message_id, message.entry, client_id=watch.client_id)
+        watch = self._watch_of(message.message_id, message.run_id)
+        if watch is not None:
+            watch.heard()
+            await self._show(watch, message.entry)
 
     async def answer_alive(self, event: dict[str, Any]) -> None:
-        watch = self.watching.get(AnswerAlive.model_validate(event).message_id)
+        alive = AnswerAlive.model_validate(event)
+        watch = self._watch_of(alive.message_id, alive.run_id)
         if watch is not None:
-            watch.last_heard = time.monotonic()
+            watch.heard()
 
     async def answer_gone(self, event: dict[str, Any]) -> None:
-        """We attached after the answer ended: show how it ended from the log."""
-        message_id = AnswerGone.model_validate(event).message_id
-        watch = self.watching.pop(message_id, None)
-        if watch is None:
-            return
-        message = await database_sync_to_async(selectors.answer_get)(
-            owner=self.scope["user"], message_id=message_id
-        )
-        if message is not None:
-            await self._show_ended(
-                message, after_seq=watch.next_seq - 1, client_id=watch.client_id or uuid.uuid4()
-            )
+        """We attached after the run ended: show how it ended."""
+        gone = AnswerGone.model_validate(event)
+        watch = self._watch_of(gone.message_id, gone.run_id)
+        if watch is not None:
+            await self._show_rest(watch)
 
     async def templates_changed(self, event: dict[str, Any]) -> None:
         await self._send_frame(TemplatesChangedFrame(etag=str(event.get("etag", ""))))
 
     async def chat_watchdog(self, event: dict[str, Any]) -> None:
-        """An owner relay that went silent died with its web process: finish from the log."""
-        limit = settings.CHAT_STALL_TIMEOUT_S + 2 * settings.CHAT_RELAY_HEARTBEAT_S
-        now = time.monotonic()
-        for message_id, watch in list(self.watching.items()):
-            if now - watch.last_heard < limit:
-                continue
-            del self.watching[message_id]
-            runtime = await answer_runtime()
-            await answer_abandon(log=runtime.log, message_id=message_id)
-            message = await database_sync_to_async(selectors.answer_get)(
-                owner=self.scope["user"], message_id=message_id
-            )
-            if message is not None:
-                await self._show_ended(
-                    message, after_seq=watch.next_seq - 1, client_id=watch.client_id or uuid.uuid4()
-                )
+        """An owner not heard from for a while: alive (what it sent us was lost) or dead with
+        its web process. `_show_rest` tells which, and ends the run only in the second case."""
+        limit = silence_limit_s(settings.CHAT_RELAY_HEARTBEAT_S)
+        for watch in list(self.watching.values()):
+            if watch.silent_for() >= limit:
+                await self._show_rest(watch)
 
     # ---- helpers -------------------------------------------------------------------------
 
-    async def _show(self, message_id: uuid.UUID, entry: LogEntry, *, client_id: Any) -> None:
-        """Send one entry unless the browser has it already; entries arrive in seq order."""
+    def _watch_of(self, message_id: uuid.UUID, run_id: uuid.UUID) -> RunWatch | None:
         watch = self.watching.get(message_id)
-        if watch is not None:
-            if entry.seq < watch.next_seq:
-                return  # replayed and live copies overlap: show once
-            if entry.seq > watch.next_seq:
-                # Something was lost on the way: show nothing out of order; ask the owner to
-                # replay from the last entry shown (once; what it sends is in order).
-                if not watch.resyncing:
-                    watch.resyncing = True
-                    await self.channel_layer.send(
-                        watch.owner,
-                        AttachAnswer(
-                            message_id=message_id,
-                            watcher=self.channel_name,
-                            after_seq=watch.next_seq - 1,
-                        ).to_channel(),
-                    )
-                return
-            watch.resyncing = False
-            watch.next_seq = entry.seq + 1
+        return watch if watch is not None and watch.run_id == run_id else None
+
+    async def _show(self, watch: RunWatch, entry: LogEntry) -> None:
+        """Send one entry unless the browser has it already; entries arrive in seq order."""
+        taken = watch.take(entry)
+        if taken == "repeat":
+            return
+        if taken == "gap":
+            # Something was lost on the way: show nothing out of order; ask the owner to
+            # replay from the last entry shown (once; what it sends is in order).
+            attach = watch.resync(watcher=self.channel_name)
+            if attach is not None:
+                await self.channel_layer.send(watch.owner, attach.to_channel())
+            return
         if isinstance(entry, LoggedDelta):
             await self._send_frame(
-                DeltaFrame(message_id=message_id, seq=entry.seq, text=entry.text)
+                DeltaFrame(message_id=watch.message_id, seq=entry.seq, text=entry.text)
             )
             return
-        self.watching.pop(message_id, None)
-        if entry.status == "failed":
-            code = entry.error_code if entry.error_code in ERROR_CODES else "engine"
+        self.watching.pop(watch.message_id, None)
+        await self._show_end(watch.message_id, entry, client_id=watch.client_id)
+
+    async def _show_end(
+        self, message_id: uuid.UUID, end: LoggedEnd, *, client_id: uuid.UUID | None
+    ) -> None:
+        if end.status == "failed":
+            code = end.error_code if end.error_code in ERROR_CODES else "engine"
             await self._answer_failed(
                 code,  # type: ignore[arg-type]
-                entry.error_message or "The answer failed.",
+                end.error_message or "The answer failed.",
                 client_id=client_id,
                 message_id=message_id,
             )
@@ -636,20 +559,18 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
         await self._send_frame(
             DoneFrame(
                 message_id=message_id,
-                status="stopped" if entry.status == "stopped" else "complete",
-                finish_reason=entry.finish_reason,
+                status="stopped" if end.status == "stopped" else "complete",
+                finish_reason=end.finish_reason,
                 usage=Usage(
-                    prompt_tokens=entry.prompt_tokens,
-                    completion_tokens=entry.completion_tokens,
-                    cached_prompt_tokens=entry.cached_prompt_tokens,
+                    prompt_tokens=end.prompt_tokens,
+                    completion_tokens=end.completion_tokens,
+                    cached_prompt_tokens=end.cached_prompt_tokens,
                 ),
                 timings=Timings(
-                    queue_wait_ms=entry.queue_wait_ms,
-                    ttft_ms=entry.ttft_ms,
-                    total_ms=entry.total_ms,
+                    queue_wait_ms=end.queue_wait_ms, ttft_ms=end.ttft_ms, total_ms=end.total_ms
                 ),
-                source=entry.source,
-                faq_entry_id=entry.faq_entry_id,
+                source=end.source,
+                faq_entry_id=end.faq_entry_id,
             )
         )
 
@@ -719,24 +640,6 @@ def _accepted(client_id: uuid.UUID, turn: services.TurnStart) -> AcceptedFrame:
         conversation_id=turn.conversation.id,
         user_message_id=turn.user_message.id,
         assistant_message_id=turn.assistant_message.id,
-    )
-
-
-def _done_frame(message: Message) -> DoneFrame:
-    return DoneFrame(
-        message_id=message.id,
-        status="stopped" if message.status == Message.Status.STOPPED else "complete",
-        finish_reason=message.finish_reason or "stop",
-        usage=Usage(
-            prompt_tokens=message.prompt_tokens,
-            completion_tokens=message.completion_tokens,
-            cached_prompt_tokens=message.cached_prompt_tokens,
-        ),
-        timings=Timings(
-            queue_wait_ms=message.queue_wait_ms, ttft_ms=message.ttft_ms, total_ms=message.total_ms
-        ),
-        source="faq" if message.source == "faq" else "model",
-        faq_entry_id=message.faq_entry_id,
     )
 
 

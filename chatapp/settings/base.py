@@ -142,17 +142,25 @@ CHAT_STALL_TIMEOUT_S = float(os.environ.get("CHAT_STALL_TIMEOUT_S", "10"))
 CHAT_DISCONNECT_GRACE_S = float(os.environ.get("CHAT_DISCONNECT_GRACE_S", "30"))
 # How long an answer's stream log stays resumable after its last entry (Redis stream TTL).
 CHAT_ANSWER_LOG_TTL_S = float(os.environ.get("CHAT_ANSWER_LOG_TTL_S", "3600"))
-# The relay owning an answer tells watchers and the log it is alive this often; a streaming
-# answer whose owner is silent for CHAT_REAP_AFTER_S is finished from its log (checked every
-# CHAT_REAP_EVERY_S by every web process).
+# The relay owning an answer's run tells watchers, the log and admission it is alive this
+# often; a run whose owner is silent for CHAT_REAP_AFTER_S is taken as orphaned (its web
+# process died): whoever finds it (a resuming socket, the API request watching it, the reaper
+# of any web process every CHAT_REAP_EVERY_S) ends it from its log, frees its admission lease
+# and cancels its worker request.
 CHAT_RELAY_HEARTBEAT_S = float(os.environ.get("CHAT_RELAY_HEARTBEAT_S", "2"))
-CHAT_REAP_AFTER_S = float(os.environ.get("CHAT_REAP_AFTER_S", "60"))
-CHAT_REAP_EVERY_S = float(os.environ.get("CHAT_REAP_EVERY_S", "30"))
+CHAT_REAP_AFTER_S = float(
+    os.environ.get("CHAT_REAP_AFTER_S", str(max(5.0, 4 * CHAT_RELAY_HEARTBEAT_S)))
+)
+CHAT_REAP_EVERY_S = float(os.environ.get("CHAT_REAP_EVERY_S", "5"))
 # Admission control (docs/operations.md): past these the user gets "busy" with a retry-after.
 CHAT_USER_MAX_CONCURRENT = int(os.environ.get("CHAT_USER_MAX_CONCURRENT", "3"))
 CHAT_USER_RATE = int(os.environ.get("CHAT_USER_RATE", "30"))
 CHAT_USER_RATE_WINDOW_S = float(os.environ.get("CHAT_USER_RATE_WINDOW_S", "60"))
-CHAT_ADMISSION_LEASE_S = float(os.environ.get("CHAT_ADMISSION_LEASE_S", "900"))
+# An admitted run's lease; its owner renews it every heartbeat, so a dead owner's slots come
+# back this long after its last heartbeat even if nobody ends its runs.
+CHAT_ADMISSION_LEASE_S = float(
+    os.environ.get("CHAT_ADMISSION_LEASE_S", str(max(10.0, 5 * CHAT_RELAY_HEARTBEAT_S)))
+)
 CHAT_BUSY_RETRY_AFTER_S = float(os.environ.get("CHAT_BUSY_RETRY_AFTER_S", "5"))
 # Answer standalone questions from approved FAQ entries before the model (see docs/protocol.md)
 CHAT_FAQ_ENABLED = os.environ.get("CHAT_FAQ_ENABLED", "1") == "1"

@@ -1,0 +1,142 @@
+"""Following one run as a watcher (a socket or an API request): in order, and to its end.
+
+The relay sends a watcher every entry of the run, live, and a heartbeat; entries can still be
+lost on the way (a full channel, a Redis restart) and the relay can die with its process. A
+watcher therefore keeps a `RunWatch`: the next seq it needs (a gap asks the owner to replay
+once), and when it last heard from the owner. When the owner has been silent too long, or says
+the run is gone, `run_rest` finds how the run ended: from its log, from the stored row, or by
+ending it (only once its owner is known to be silent, see `recovery`). Socket and API share
+these rules; each renders what they find in its own format.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Literal
+
+from chatapp.answers.entries import LogEntry, LoggedEnd
+from chatapp.answers.messages import AttachAnswer
+from chatapp.answers.recovery import Orphans, run_abandon_if_orphaned
+from chatapp.conversations.models import Message
+
+Taken = Literal["show", "repeat", "gap"]
+
+
+def silence_limit_s(heartbeat_s: float) -> float:
+    """How long a watcher waits without hearing from the owner before checking on it."""
+    return max(0.5, 2.5 * heartbeat_s)
+
+
+@dataclass
+class RunWatch:
+    """What one watcher has of one run."""
+
+    message_id: uuid.UUID
+    run_id: uuid.UUID
+    owner: str  # the channel of the relay that owns the run
+    client_id: uuid.UUID | None  # the frame that asked for it, echoed on errors
+    next_seq: int = 1  # the next seq the watcher needs
+    last_heard: float = field(default_factory=time.monotonic)
+    resyncing: bool = False  # a gap was seen; the owner is replaying from next_seq
+
+    def heard(self) -> None:
+        self.last_heard = time.monotonic()
+
+    def silent_for(self) -> float:
+        return time.monotonic() - self.last_heard
+
+    def take(self, entry: LogEntry) -> Taken:
+        """Whether to show `entry` now; a "gap" needs `resync()` sent to the owner (once)."""
+        if entry.seq < self.next_seq:
+            return "repeat"  # replayed and live copies overlap: show once
+        if entry.seq > self.next_seq:
+            return "gap"
+        self.resyncing = False
+        self.next_seq = entry.seq + 1
+        return "show"
+
+    def resync(self, *, watcher: str) -> AttachAnswer | None:
+        """The attach that replays from the last entry shown; None while one is under way."""
+        if self.resyncing:
+            return None
+        self.resyncing = True
+        return self.attach(watcher=watcher)
+
+    def attach(self, *, watcher: str) -> AttachAnswer:
+        return AttachAnswer(
+            message_id=self.message_id,
+            run_id=self.run_id,
+            watcher=watcher,
+            after_seq=self.next_seq - 1,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class StoredAnswer:
+    """The run's log is gone (expired, or Redis lost it): the stored row is the truth."""
+
+    content: str
+    end: LoggedEnd
+
+
+RowLoader = Callable[[], Awaitable[Message | None]]
+
+
+async def run_rest(
+    *, orphans: Orphans, watch: RunWatch, load_row: RowLoader
+) -> list[LogEntry] | StoredAnswer | None:
+    """How the run ended, from `watch.next_seq` on; None when it has not ended (its owner is
+    alive: attach again)."""
+    for _ in range(2):
+        entries = await orphans.log.entries_after(run_id=watch.run_id, seq=watch.next_seq - 1)
+        if entries and isinstance(entries[-1], LoggedEnd) and _contiguous(entries, watch):
+            return entries
+        row = await load_row()
+        if row is None:  # deleted (an edit in another tab removed the turn)
+            return StoredAnswer(content="", end=_end_of(None, seq=watch.next_seq))
+        if row.run_id != watch.run_id:  # a regenerate or edit replaced this run
+            return StoredAnswer(content="", end=_end_of(None, seq=watch.next_seq))
+        if row.status != Message.Status.STREAMING:
+            return StoredAnswer(content=row.content, end=_end_of(row, seq=watch.next_seq))
+        ended = await run_abandon_if_orphaned(
+            orphans=orphans, message_id=watch.message_id, run_id=watch.run_id
+        )
+        if ended is None:
+            return None
+    return None
+
+
+def _contiguous(entries: list[LogEntry], watch: RunWatch) -> bool:
+    return [e.seq for e in entries] == list(range(watch.next_seq, watch.next_seq + len(entries)))
+
+
+def _end_of(row: Message | None, *, seq: int) -> LoggedEnd:
+    """A stored row as the end entry its run would have logged."""
+    if row is None or row.status == Message.Status.STREAMING:
+        return LoggedEnd(
+            seq=seq,
+            status="failed",
+            error_code="interrupted",
+            error_message="This answer was replaced or removed; ask again to get a new one.",
+        )
+    return LoggedEnd(
+        seq=seq,
+        status=row.status,
+        finish_reason=row.finish_reason
+        or ("stop" if row.status == Message.Status.COMPLETE else ""),
+        error_code=row.error_code,
+        error_message="This answer failed; ask again to get a new one."
+        if row.status == Message.Status.FAILED
+        else "",
+        prompt_tokens=row.prompt_tokens,
+        completion_tokens=row.completion_tokens,
+        cached_prompt_tokens=row.cached_prompt_tokens,
+        queue_wait_ms=row.queue_wait_ms,
+        ttft_ms=row.ttft_ms,
+        total_ms=row.total_ms,
+        source="faq" if row.source == "faq" else "model",
+        faq_entry_id=row.faq_entry_id,
+    )
