@@ -210,12 +210,42 @@ class FaqSnapshotChunk(WireMessage):
     last: bool
 
 
+class FaqSyncRequest(WireMessage):
+    """A worker asks, every few seconds, whether its FAQ set is still the web side's.
+
+    `version` is `inference.faq.sync.set_version` of the entries it indexes; the web side
+    answers with a full snapshot (FaqSnapshotChunk...) when its own set differs, then always
+    with FaqInSync. Upserts and removals are broadcasts, which the channel layer may drop, and
+    so may this request: a worker repeats it until it is confirmed in sync.
+    """
+
+    type: Literal["faq.sync_request"] = "faq.sync_request"
+    reply_channel: str
+    version: str
+    # the worker's own clock (time.monotonic()) when it sent this; echoed in FaqInSync
+    sent_at: float
+
+
+class FaqInSync(WireMessage):
+    """The web side's set was `version` after `sent_at` (the request's own time): a worker
+    that indexes exactly that set is confirmed fresh as of `sent_at`."""
+
+    type: Literal["faq.in_sync"] = "faq.in_sync"
+    version: str
+    sent_at: float
+
+
+FaqSnapshotServe = Annotated[FaqSnapshotRequest | FaqSyncRequest, Field(discriminator="type")]
+faq_snapshot_serve_adapter: TypeAdapter[FaqSnapshotRequest | FaqSyncRequest] = TypeAdapter(
+    FaqSnapshotServe
+)
+
 FAQ_WORKERS_GROUP = "inference.faq"
 FAQ_SNAPSHOT_CHANNEL = "faq.snapshots"
 
 WorkerEvent = Annotated[Accepted | Heartbeat | Delta | Done | Error, Field(discriminator="type")]
 WorkerInbound = Annotated[
-    GenerateRequest | CancelRequest | FaqUpsert | FaqRemove | FaqSnapshotChunk,
+    GenerateRequest | CancelRequest | FaqUpsert | FaqRemove | FaqSnapshotChunk | FaqInSync,
     Field(discriminator="type"),
 ]
 
@@ -223,5 +253,5 @@ worker_event_adapter: TypeAdapter[Accepted | Heartbeat | Delta | Done | Error] =
     WorkerEvent
 )
 worker_inbound_adapter: TypeAdapter[
-    GenerateRequest | CancelRequest | FaqUpsert | FaqRemove | FaqSnapshotChunk
+    GenerateRequest | CancelRequest | FaqUpsert | FaqRemove | FaqSnapshotChunk | FaqInSync
 ] = TypeAdapter(WorkerInbound)

@@ -73,10 +73,23 @@ class Transport:
 
 def redis_layer_config(*, redis_url: str) -> dict[str, Any]:
     """The Redis channel layer's settings, the same for web processes and workers."""
+    from inference.redis_client import SOCKET_TIMEOUT_S, keepalive_options
+
     return {
-        # redis-py's default 5 s socket timeout fires inside channels_redis's 5 s blocking
-        # read: an idle consumer would crash every few seconds (channels_redis#422).
-        "hosts": [{"address": redis_url, "socket_timeout": None}],
+        # channels_redis passes every other key of a host to redis-py's ConnectionPool.
+        "hosts": [
+            {
+                "address": redis_url,
+                # redis-py's default 5 s socket timeout fires inside channels_redis's 5 s
+                # blocking read: an idle consumer would crash every few seconds
+                # (channels_redis#422). So no read timeout here; TCP keepalive is what notices
+                # a peer that vanished without closing the connection (~45 s).
+                "socket_timeout": None,
+                "socket_connect_timeout": SOCKET_TIMEOUT_S,
+                "socket_keepalive": True,
+                "socket_keepalive_options": keepalive_options(),
+            }
+        ],
         # a relay channel carries every event of every answer of its web process
         "capacity": 5000,
     }

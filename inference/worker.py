@@ -32,18 +32,18 @@ from inference.engines.base import (
     RequestRejectedError,
 )
 from inference.faq.cache import FaqCache
+from inference.faq.sync import faq_resync
 from inference.healthcheck import mark_alive
 from inference.protocol import (
-    FAQ_SNAPSHOT_CHANNEL,
     FAQ_WORKERS_GROUP,
     Accepted,
     CancelRequest,
     Delta,
     Done,
     Error,
+    FaqInSync,
     FaqRemove,
     FaqSnapshotChunk,
-    FaqSnapshotRequest,
     FaqUpsert,
     FinishReason,
     GenerateRequest,
@@ -132,11 +132,9 @@ class InferenceWorker:
         """Serve until cancelled; on cancel, abort every running request."""
         self.channel = await self._transport.new_channel()
         if self._faq is not None:
-            # FAQ changes are broadcast to every worker; the full set comes from the web side.
+            # FAQ changes are broadcast to every worker; the full set comes from the web side
+            # (faq_resync, at once and then periodically: broadcasts can be lost).
             await self._transport.group_add(FAQ_WORKERS_GROUP, self.channel)
-            await self._transport.send(
-                FAQ_SNAPSHOT_CHANNEL, FaqSnapshotRequest(reply_channel=self.channel)
-            )
         self.ready.set()
         metrics.worker_started(self)
         logger.info(
@@ -148,6 +146,12 @@ class InferenceWorker:
                 group.create_task(self._pull_background())
                 group.create_task(self._pull_control(self.channel))
                 group.create_task(self._announce())
+                if self._faq is not None:
+                    group.create_task(
+                        faq_resync(
+                            cache=self._faq, transport=self._transport, reply_channel=self.channel
+                        )
+                    )
         finally:
             metrics.worker_stopped(self)
             with contextlib.suppress(Exception):
@@ -222,7 +226,7 @@ class InferenceWorker:
                 continue
             if isinstance(message, CancelRequest):
                 self.cancel(message.request_id)
-            elif isinstance(message, FaqUpsert | FaqRemove | FaqSnapshotChunk):
+            elif isinstance(message, FaqUpsert | FaqRemove | FaqSnapshotChunk | FaqInSync):
                 if self._faq is not None:
                     self._faq.apply(message)
             else:  # a generate sent to this worker directly is served like any other

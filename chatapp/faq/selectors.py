@@ -8,6 +8,7 @@ import numpy as np
 
 from chatapp.faq.models import FaqEntry
 from inference.faq.cache import vectors_to_wire
+from inference.faq.sync import entry_version, set_version
 from inference.protocol import FaqEntryData
 
 SNAPSHOT_CHUNK = 500
@@ -25,6 +26,28 @@ def entry_data(entry: FaqEntry) -> FaqEntryData | None:
         phrasings=list(entry.embedded_phrasings),
         vectors_b64=vectors_to_wire(vectors.reshape(len(entry.embedded_phrasings), -1)),
     )
+
+
+def served_set_version() -> str:
+    """The version (`inference.faq.sync`) of the set `snapshot_chunks` would send, without
+    reading any vectors: workers ask for it every few seconds."""
+    versions = []
+    entries = FaqEntry.objects.filter(enabled=True).exclude(vectors=None).defer("vectors")
+    for entry in entries.iterator():
+        if entry.embedded_phrasings != entry.phrasings:  # stale vectors: not served yet
+            continue
+        versions.append(
+            (
+                entry.pk,
+                entry_version(
+                    entry_id=entry.pk,
+                    scope=entry.scope,
+                    answer=entry.answer,
+                    phrasings=list(entry.embedded_phrasings),
+                ),
+            )
+        )
+    return set_version(versions)
 
 
 def snapshot_chunks() -> Iterator[list[FaqEntryData]]:

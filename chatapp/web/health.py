@@ -6,8 +6,13 @@ check is bounded by a short timeout so a hung dependency makes the probe fail, n
 
 from __future__ import annotations
 
+import asyncio
+
+from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.db import connection
+
+from inference.redis_client import redis_client
 
 
 def database_ok() -> bool:
@@ -23,14 +28,17 @@ def redis_ok(*, timeout_s: float = 2.0) -> bool | None:
     """None when this deployment has no Redis (the embedded default)."""
     if not settings.REDIS_URL:
         return None
-    import redis
-
-    client = redis.Redis.from_url(
-        settings.REDIS_URL, socket_timeout=timeout_s, socket_connect_timeout=timeout_s
-    )
     try:
-        return bool(client.ping())
+        return bool(async_to_sync(_redis_ping)(settings.REDIS_URL, timeout_s))
     except Exception:
         return False
+
+
+async def _redis_ping(redis_url: str, timeout_s: float) -> bool:
+    # The same client as every other short command (timeouts, keepalive): a fresh one per
+    # probe, since a pool belongs to the event loop it was made on.
+    client = redis_client(redis_url)
+    try:
+        return bool(await asyncio.wait_for(client.ping(), timeout=timeout_s))
     finally:
-        client.close()
+        await client.aclose()

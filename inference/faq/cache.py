@@ -1,9 +1,11 @@
 """The worker's FAQ cache: keeps the index in sync with the web side and answers lookups.
 
-Entries arrive with vectors computed by Celery (the same embedding model), as a snapshot at
-start-up and as upserts/removals whenever an admin changes an entry, so a worker picks up
-changes without a restart. A lookup embeds the question (off the event loop), searches the
-allowed scopes and applies the calibrated threshold and lexical guard (`matcher.decide`).
+Entries arrive with vectors computed by Celery (the same embedding model), as upserts/removals
+whenever an admin changes an entry, so a worker picks up changes without a restart, and as a
+snapshot of the whole set whenever the worker's periodic sync finds its set differs from the
+web side's (`sync.py`: how a lost broadcast or request is repaired, and the freshness bound).
+A lookup embeds the question (off the event loop), searches the allowed scopes and applies the
+calibrated threshold and lexical guard (`matcher.decide`).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -19,7 +22,8 @@ import numpy as np
 from inference.faq.embedder import Embedder
 from inference.faq.index import FaqIndex, IndexedEntry
 from inference.faq.matcher import decide
-from inference.protocol import FaqEntryData, FaqRemove, FaqSnapshotChunk, FaqUpsert
+from inference.faq.sync import STALE_AFTER_RESYNCS, data_version, resync_s_from_env, set_version
+from inference.protocol import FaqEntryData, FaqInSync, FaqRemove, FaqSnapshotChunk, FaqUpsert
 
 logger = logging.getLogger(__name__)
 
@@ -47,27 +51,96 @@ def vectors_to_wire(vectors: np.ndarray) -> str:
 
 
 class FaqCache:
-    def __init__(self, *, embedder: Embedder, index: FaqIndex | None = None) -> None:
+    """The index plus what keeps it honest: the version of the set it holds and when the web
+    side last confirmed that set (`sync.py`).
+
+    Freshness is enforced once a sync loop drives the cache (`begin_sync`, as the worker
+    does); a cache fed by hand (tests, benches) answers from whatever it was given.
+    """
+
+    def __init__(
+        self,
+        *,
+        embedder: Embedder,
+        index: FaqIndex | None = None,
+        resync_s: float | None = None,
+        max_stale_s: float | None = None,
+    ) -> None:
         self._embedder = embedder
         self.index = index or FaqIndex()
-        self._snapshot: list[IndexedEntry] = []
+        self.resync_s = resync_s if resync_s is not None else resync_s_from_env()
+        self.max_stale_s = (
+            max_stale_s if max_stale_s is not None else STALE_AFTER_RESYNCS * self.resync_s
+        )
+        self._snapshot: list[FaqEntryData] = []
+        self._versions: dict[int, str] = {}  # of the entries in the index
+        self._sync_driven = False
+        self._fresh_as_of: float | None = None  # monotonic; None: never confirmed
+        self._said_stale = False
 
-    def apply(self, message: FaqUpsert | FaqRemove | FaqSnapshotChunk) -> None:
+    @property
+    def version(self) -> str:
+        """The digest of the set this index holds (`sync.set_version`)."""
+        return set_version(self._versions.items())
+
+    def begin_sync(self) -> str:
+        """A sync request goes out now: the version to send.
+
+        A snapshot still half-received belongs to an earlier request whose rest was lost:
+        dropped, so its entries never mix into the next one.
+        """
+        self._sync_driven = True
+        self._snapshot = []
+        return self.version
+
+    def fresh(self, now: float | None = None) -> bool:
+        if not self._sync_driven:
+            return True
+        if self._fresh_as_of is None:
+            return False
+        now = time.monotonic() if now is None else now
+        return now - self._fresh_as_of <= self.max_stale_s
+
+    def apply(self, message: FaqUpsert | FaqRemove | FaqSnapshotChunk | FaqInSync) -> None:
         if isinstance(message, FaqUpsert):
             for data in message.entries:
                 self.index.upsert(entry_from_wire(data))
+                self._versions[data.entry_id] = data_version(data)
         elif isinstance(message, FaqRemove):
             for entry_id in message.entry_ids:
                 self.index.remove(entry_id)
+                self._versions.pop(entry_id, None)
+        elif isinstance(message, FaqInSync):
+            # Only a confirmation of the set held now counts: a broadcast applied since the
+            # request, or a lost snapshot chunk, leaves it for the next sync to settle.
+            if message.version == self.version and (
+                self._fresh_as_of is None or message.sent_at > self._fresh_as_of
+            ):
+                self._fresh_as_of = message.sent_at
+                self._said_stale = False
         else:
-            self._snapshot.extend(entry_from_wire(data) for data in message.entries)
+            self._snapshot.extend(message.entries)
             if message.last:
-                self.index.replace_all(self._snapshot)
-                logger.info("FAQ index loaded: %d entries", len(self._snapshot))
-                self._snapshot = []
+                entries, self._snapshot = self._snapshot, []
+                try:
+                    self.index.replace_all(entry_from_wire(data) for data in entries)
+                except ValueError:  # the old index stays; no confirmation until it is fixed
+                    logger.exception("FAQ snapshot rejected")
+                    return
+                self._versions = {data.entry_id: data_version(data) for data in entries}
+                logger.info("FAQ index loaded: %d entries", len(self._versions))
 
     async def lookup(self, *, question: str, scopes: Sequence[str]) -> FaqHit | None:
         if not question.strip() or self.index.is_empty:
+            return None
+        if not self.fresh():  # unconfirmed for too long: it may hold removed entries
+            if not self._said_stale:
+                self._said_stale = True
+                logger.warning(
+                    "FAQ set not confirmed by the web side for %.0f s: answering with the "
+                    "model until it is",
+                    self.max_stale_s,
+                )
             return None
         vector = (await asyncio.to_thread(self._embedder.encode, [question]))[0]
         candidates = self.index.search_phrasings(query_vector=vector, scopes=scopes)
