@@ -130,6 +130,12 @@ class WorkerSettings:
     # touched on every successful heartbeat once the model is loaded ("" = off): the
     # container healthcheck (`python -m inference.healthcheck`) reads its age
     health_file: str = ""
+    # a running request that made no new token for this long after its first one is aborted
+    # with an engine error (0: off); the prefill before the first token is not bounded here
+    stall_s: float = 30.0
+    # how often the engine's own health check runs (0: off), and how long it may take
+    health_every_s: float = 10.0
+    health_timeout_s: float = 5.0
 
     @classmethod
     def from_env(cls) -> WorkerSettings:
@@ -151,4 +157,7 @@ class WorkerSettings:
             metrics_port=_env_port("INFERENCE_METRICS_PORT", 9400),
             metrics_host=os.environ.get("INFERENCE_METRICS_HOST") or "127.0.0.1",
             health_file=os.environ.get("INFERENCE_HEALTH_FILE", ""),
+            stall_s=_env_float("INFERENCE_STALL_S", 30.0),
+            health_every_s=_env_float("INFERENCE_HEALTH_EVERY_S", 10.0),
+            health_timeout_s=_env_float("INFERENCE_HEALTH_TIMEOUT_S", 5.0),
         )

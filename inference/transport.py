@@ -7,10 +7,12 @@ layer, `python -m inference` builds a Redis layer from `REDIS_URL`.
 from __future__ import annotations
 
 import asyncio
+import enum
 import logging
 import time
 from typing import Any, Protocol
 
+from channels.exceptions import ChannelFull
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
@@ -31,9 +33,22 @@ class ChannelLayer(Protocol):
     async def group_discard(self, group: str, channel: str) -> None: ...
 
 
+class SendResult(enum.Enum):
+    """How a send ended; truthy only when the event was delivered to the channel."""
+
+    SENT = "sent"
+    FULL = "full"  # the receiver did not drain its channel for `full_retry_s`
+    FAILED = "failed"  # the layer stayed unreachable for `retry_s`, or refused the event
+
+    def __bool__(self) -> bool:
+        return self is SendResult.SENT
+
+
 class Transport:
-    def __init__(self, *, layer: ChannelLayer) -> None:
+    def __init__(self, *, layer: ChannelLayer, full_retry_s: float = 3.0) -> None:
         self._layer = layer
+        # A full channel means a slow receiver, not a gone one: wait this long for it to drain.
+        self._full_retry_s = full_retry_s
 
     async def new_channel(self) -> str:
         return await self._layer.new_channel()  # one prefix per process: see AnswerRelay.run
@@ -47,28 +62,49 @@ class Transport:
     async def group_discard(self, group: str, channel: str) -> None:
         await self._layer.group_discard(group, channel)
 
-    async def send(self, channel: str, message: WireMessage, *, retry_s: float = 5.0) -> bool:
-        """Send one event; False when the receiver is gone or not draining (channel full).
+    async def send(
+        self,
+        channel: str,
+        message: WireMessage,
+        *,
+        retry_s: float = 5.0,
+        full_retry_s: float | None = None,
+    ) -> SendResult:
+        """Send one event; falsy (FULL or FAILED) when it could not be delivered.
 
         A Redis that is restarting is waited for (up to `retry_s`), so a short outage loses
-        no delta of an answer in flight.
+        no delta of an answer in flight; a full channel is retried with a short backoff for
+        `full_retry_s` (default: the transport's), so a reader that lags a moment loses
+        nothing either.
         """
-        deadline = time.monotonic() + retry_s
-        backoff = 0.1
+        now = time.monotonic()
+        deadline = now + retry_s
+        full_deadline = now + (self._full_retry_s if full_retry_s is None else full_retry_s)
+        backoff, full_backoff = 0.1, 0.02
         while True:
             try:
                 await self._layer.send(channel, message.to_channel())
             except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
                 if time.monotonic() + backoff > deadline:
                     logger.warning("send to %s failed: %s", channel, exc)
-                    return False
+                    return SendResult.FAILED
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, 1.0)
                 continue
-            except Exception as exc:  # ChannelFull: the receiver stopped draining
+            except ChannelFull:
+                left = full_deadline - time.monotonic()
+                if left <= 0:
+                    logger.warning(
+                        "channel %s stayed full; gave up on a %s", channel, type(message).__name__
+                    )
+                    return SendResult.FULL
+                await asyncio.sleep(min(full_backoff, left))
+                full_backoff = min(full_backoff * 2, 0.5)
+                continue
+            except Exception as exc:  # anything else the layer refuses: not worth retrying
                 logger.warning("send to %s failed: %s", channel, exc)
-                return False
-            return True
+                return SendResult.FAILED
+            return SendResult.SENT
 
 
 def redis_layer_config(*, redis_url: str) -> dict[str, Any]:

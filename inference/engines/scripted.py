@@ -4,8 +4,10 @@ It is NOT a model and never the product path: it echoes the last user message ba
 word at a fixed pace, so tests can assert exact text, ordering, stop and error handling in
 milliseconds. Selected only with `INFERENCE_ENGINE=scripted`. Test hooks in the user text:
 `[[fail]]` makes the engine fail after two words, `[[slow]]` slows it to 50 ms a word,
-`[[stall]]` waits one second before the first word (a long, silent prefill). A prompt of
-more than `max_prompt_tokens` words is refused by its prompt builder, as for vLLM.
+`[[stall]]` waits one second before the first word (a long, silent prefill). Attributes fake
+a broken engine: `hang_after_tokens` (the stream stops after that many words and waits until
+cancelled), `health_error` (`check_health` raises it), `health_hangs` (it never returns).
+A prompt of more than `max_prompt_tokens` words is refused by its prompt builder, as for vLLM.
 Stop strings end the reply where they first appear (left out, finish reason "stop"), and
 asked-for logprobs are fakes with a fixed shape: 0.0 for the word, then `alt1`, `alt2`, ...
 at -1.0, -2.0, ... (the word itself first among the alternatives).
@@ -72,6 +74,11 @@ class ScriptedEngine:
         self._running: set[str] = set()
         self.prompts: list[str] = []  # every prompt it was given, for tests
         self.requests: list[EngineRequest] = []  # and every request, with its sampling
+        # Fault knobs for tests: a wedged engine that stops after this many pieces of a reply
+        # (until cancelled), and a health check that raises or never returns.
+        self.hang_after_tokens: int | None = None
+        self.health_error: Exception | None = None
+        self.health_hangs = False
         # The same ChatML layout as the tiny test model, so the worker's path is the real one.
         self._builder = PromptBuilder(
             template=ChatTemplate(source=CHATML_TEMPLATE),
@@ -108,6 +115,8 @@ class ScriptedEngine:
             if "[[stall]]" in request.prompt:
                 await asyncio.sleep(1.0)
             for index, text in enumerate(pieces[: request.max_tokens] or [""]):
+                if index == self.hang_after_tokens:
+                    await asyncio.Event().wait()  # wedged: no token ever again, until cancelled
                 await asyncio.sleep(delay)
                 if index == 2 and "[[fail]]" in request.prompt:
                     raise EngineError("scripted failure")
@@ -131,7 +140,10 @@ class ScriptedEngine:
         self._running.discard(request_id)
 
     async def check_health(self) -> None:
-        return None
+        if self.health_hangs:
+            await asyncio.Event().wait()
+        if self.health_error is not None:
+            raise self.health_error
 
     def stats(self) -> EngineStats:
         running = len(self._running)

@@ -1,0 +1,387 @@
+"""The worker when things go wrong: a wedged engine, a failing health check, a stop during the
+FAQ lookup, a reply channel that is full. Real worker, scripted engine, in-memory layer."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any, cast
+
+import pytest
+from channels.exceptions import ChannelFull
+from channels.layers import InMemoryChannelLayer
+from prometheus_client import REGISTRY
+
+from inference.engines.base import EngineError
+from inference.engines.scripted import ScriptedEngine
+from inference.faq.cache import FaqCache, FaqHit
+from inference.faq.embedder import Embedder
+from inference.protocol import (
+    REQUEST_CHANNEL,
+    Accepted,
+    CancelRequest,
+    ChatTurn,
+    FaqLookup,
+    GenerateRequest,
+    worker_event_adapter,
+)
+from inference.registry import LocalWorkerRegistry
+from inference.settings import WorkerSettings
+from inference.transport import Transport
+from inference.worker import InferenceWorker
+
+
+def worker_settings(**overrides: Any) -> WorkerSettings:
+    # the same test defaults as tests/conftest.py, without importing the web side
+    values: dict[str, Any] = {
+        "engine": "scripted",
+        "request_channel": REQUEST_CHANNEL,
+        "max_active": 4,
+        "coalesce_ms": 15.0,
+        "coalesce_tokens": 8,
+        "redis_url": "",
+        "heartbeat_s": 0.1,
+    }
+    values.update(overrides)
+    return WorkerSettings(**values)
+
+
+def generate(reply: str, text: str, request_id: str = "r1", **extra: Any) -> dict[str, Any]:
+    return GenerateRequest(
+        request_id=request_id,
+        reply_channel=reply,
+        messages=[ChatTurn(role="user", content=text)],
+        submitted_at=time.time(),
+        **extra,
+    ).to_channel()
+
+
+async def collect(layer: Any, channel: str, timeout_s: float = 5.0) -> list[Any]:
+    """Events up to and including Done or Error, within `timeout_s` in all (heartbeats alone
+    never end it)."""
+    events = []
+    deadline = time.monotonic() + timeout_s
+    while True:
+        event = worker_event_adapter.validate_python(
+            await asyncio.wait_for(layer.receive(channel), max(0.0, deadline - time.monotonic()))
+        )
+        events.append(event)
+        if event.type in ("inference.done", "inference.error"):
+            return events
+
+
+async def drain(layer: Any, channel: str, quiet_s: float) -> list[Any]:
+    """Whatever arrives on `channel` until it stays quiet for `quiet_s`."""
+    events: list[Any] = []
+    while True:
+        try:
+            raw = await asyncio.wait_for(layer.receive(channel), quiet_s)
+        except TimeoutError:
+            return events
+        events.append(worker_event_adapter.validate_python(raw))
+
+
+async def until(predicate: Callable[[], bool], timeout_s: float = 3.0) -> None:
+    for _ in range(int(timeout_s / 0.02)):
+        if predicate():
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError("condition not met in time")
+
+
+class _Started:
+    def __init__(
+        self, worker: InferenceWorker, task: asyncio.Task[None], registry: LocalWorkerRegistry
+    ) -> None:
+        self.worker, self.task, self.registry = worker, task, registry
+
+
+@pytest.fixture
+async def layer() -> InMemoryChannelLayer:
+    return InMemoryChannelLayer()
+
+
+@pytest.fixture
+async def engine() -> ScriptedEngine:
+    return ScriptedEngine()
+
+
+async def start(
+    *,
+    layer: Any,
+    engine: ScriptedEngine,
+    settings: WorkerSettings,
+    faq: FaqCache | None = None,
+    transport: Transport | None = None,
+) -> _Started:
+    registry = LocalWorkerRegistry()
+    worker = InferenceWorker(
+        engine=engine,
+        transport=transport or Transport(layer=layer),
+        settings=settings,
+        faq=faq,
+        registry=registry,
+    )
+    task = asyncio.create_task(worker.run())
+    await worker.ready.wait()
+    return _Started(worker, task, registry)
+
+
+@pytest.fixture
+async def stopper() -> AsyncIterator[list[asyncio.Task[None]]]:
+    tasks: list[asyncio.Task[None]] = []
+    yield tasks
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
+# ---- 1a: no progress after the first token ------------------------------------------------
+
+
+async def test_an_engine_that_stops_producing_tokens_is_aborted_with_an_engine_error(
+    layer: InMemoryChannelLayer, engine: ScriptedEngine, stopper: list[asyncio.Task[None]]
+) -> None:
+    engine.hang_after_tokens = 2
+    started = await start(
+        layer=layer,
+        engine=engine,
+        settings=worker_settings(stall_s=0.4, heartbeat_s=0.05, coalesce_ms=0.0),
+    )
+    stopper.append(started.task)
+    reply = await layer.new_channel()
+    began = time.monotonic()
+    await layer.send(REQUEST_CHANNEL, generate(reply, "one two three four"))
+    events = await collect(layer, reply)
+
+    assert [e.type for e in events if e.type == "inference.delta"]  # it did start streaming
+    error = events[-1]
+    assert error.type == "inference.error"
+    assert error.code == "engine"
+    assert "no new token" in error.message
+    assert 0.4 <= time.monotonic() - began < 2.0
+    assert engine.stats().running_requests == 0  # the engine request was aborted
+    assert started.worker.active_requests == 0
+    # heartbeats for it stop with the abort
+    assert await drain(layer, reply, quiet_s=0.3) == []
+
+
+async def test_a_long_prefill_before_the_first_token_is_not_a_stall(
+    layer: InMemoryChannelLayer, engine: ScriptedEngine, stopper: list[asyncio.Task[None]]
+) -> None:
+    started = await start(
+        layer=layer, engine=engine, settings=worker_settings(stall_s=0.3, heartbeat_s=0.05)
+    )
+    stopper.append(started.task)
+    reply = await layer.new_channel()
+    await layer.send(REQUEST_CHANNEL, generate(reply, "[[stall]] a b"))  # 1 s before a token
+    events = await collect(layer, reply)
+    assert events[-1].type == "inference.done"
+    assert events[-1].finish_reason == "stop"
+    assert any(e.type == "inference.heartbeat" for e in events)
+
+
+# ---- 1b: the engine's health check --------------------------------------------------------
+
+
+@pytest.mark.parametrize("failure", ["raises", "hangs"])
+async def test_a_failed_health_check_withdraws_the_worker_and_fails_its_requests(
+    layer: InMemoryChannelLayer,
+    engine: ScriptedEngine,
+    stopper: list[asyncio.Task[None]],
+    failure: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    started = await start(
+        layer=layer,
+        engine=engine,
+        settings=worker_settings(
+            max_active=2, max_queue=3, health_every_s=0.05, health_timeout_s=0.1
+        ),
+    )
+    stopper.append(started.task)
+    await asyncio.sleep(0.1)
+    assert await started.registry.capacity() == 5  # healthy: announced, checks pass
+
+    reply = await layer.new_channel()
+    await layer.send(REQUEST_CHANNEL, generate(reply, "[[slow]] " + "w " * 200))
+    accepted = worker_event_adapter.validate_python(await layer.receive(reply))
+    assert accepted.type == "inference.accepted"
+    if failure == "raises":
+        engine.health_error = EngineError("engine core died")
+    else:
+        engine.health_hangs = True
+
+    events = await collect(layer, reply)
+    assert events[-1].type == "inference.error"
+    assert events[-1].code == "engine"
+    assert await started.registry.capacity() == 0  # withdrawn: admission stops counting it
+    with pytest.raises(EngineError, match="health check"):
+        await asyncio.wait_for(started.task, 2)
+    assert engine.stats().running_requests == 0
+    assert "health check failed" in caplog.text
+    # and it takes no new request: this one stays in the channel for a healthy worker
+    await layer.send(REQUEST_CHANNEL, generate(reply, "anyone?", request_id="r2"))
+    await asyncio.sleep(0.1)
+    left = await asyncio.wait_for(layer.receive(REQUEST_CHANNEL), 1)
+    assert left["request_id"] == "r2"
+
+
+# ---- 2: a stop while the FAQ cache is being asked -----------------------------------------
+
+
+class _SlowFaq(FaqCache):
+    """A FAQ cache whose lookup takes until it is cancelled."""
+
+    def __init__(self) -> None:
+        super().__init__(embedder=cast(Embedder, object()))
+        self.looking = asyncio.Event()
+
+    async def lookup(self, *, question: str, scopes: Sequence[str]) -> FaqHit | None:
+        self.looking.set()
+        await asyncio.Event().wait()
+        return None
+
+
+async def test_a_stop_during_the_faq_lookup_ends_with_done_abort(
+    layer: InMemoryChannelLayer, engine: ScriptedEngine, stopper: list[asyncio.Task[None]]
+) -> None:
+    faq = _SlowFaq()
+    started = await start(layer=layer, engine=engine, settings=worker_settings(), faq=faq)
+    stopper.append(started.task)
+    reply = await layer.new_channel()
+    await layer.send(
+        REQUEST_CHANNEL,
+        generate(reply, "how do I reset my password?", faq_lookup=FaqLookup(scopes=["global"])),
+    )
+    accepted = worker_event_adapter.validate_python(await layer.receive(reply))
+    assert isinstance(accepted, Accepted)
+    await asyncio.wait_for(faq.looking.wait(), 2)
+    await layer.send(accepted.worker_channel, CancelRequest(request_id="r1").to_channel())
+
+    events = await collect(layer, reply)
+    done = events[-1]
+    assert done.type == "inference.done"
+    assert done.finish_reason == "abort"
+    assert done.seq == 1
+    assert done.completion_tokens == 0
+    assert engine.prompts == []  # never reached the engine
+    assert started.worker.active_requests == 0
+
+
+# ---- 3: a full reply channel --------------------------------------------------------------
+
+
+class _FullFor:
+    """An in-memory layer whose sends of some event types raise ChannelFull (a slow reader)."""
+
+    def __init__(self, inner: InMemoryChannelLayer, *, times: int, types: set[str]) -> None:
+        self._inner, self._left, self._types = inner, times, types
+        self.refused = 0
+
+    async def send(self, channel: str, message: dict[str, Any]) -> None:
+        if message.get("type") in self._types and self._left > 0:
+            self._left -= 1
+            self.refused += 1
+            raise ChannelFull(channel)
+        await self._inner.send(channel, message)
+
+    async def receive(self, channel: str) -> dict[str, Any]:
+        message: dict[str, Any] = await self._inner.receive(channel)
+        return message
+
+    async def new_channel(self, prefix: str = "specific.") -> str:
+        return str(await self._inner.new_channel(prefix))
+
+    async def group_add(self, group: str, channel: str) -> None:
+        await self._inner.group_add(group, channel)
+
+    async def group_discard(self, group: str, channel: str) -> None:
+        await self._inner.group_discard(group, channel)
+
+
+def _dropped(reason: str) -> float:
+    return REGISTRY.get_sample_value("inference_events_dropped_total", {"reason": reason}) or 0.0
+
+
+async def test_a_briefly_full_reply_channel_loses_nothing(
+    layer: InMemoryChannelLayer, engine: ScriptedEngine, stopper: list[asyncio.Task[None]]
+) -> None:
+    full = _FullFor(layer, times=3, types={"inference.delta"})
+    started = await start(
+        layer=layer,
+        engine=engine,
+        settings=worker_settings(),
+        transport=Transport(layer=full, full_retry_s=2.0),
+    )
+    stopper.append(started.task)
+    reply = await layer.new_channel()
+    await layer.send(REQUEST_CHANNEL, generate(reply, "one two three"))
+    events = await collect(layer, reply)
+    assert full.refused == 3
+    assert events[-1].type == "inference.done"
+    text = "".join(e.text for e in events if e.type == "inference.delta")
+    assert text == "You said: one two three"
+
+
+async def test_a_reply_channel_full_for_too_long_aborts_counts_and_says_overloaded(
+    layer: InMemoryChannelLayer,
+    engine: ScriptedEngine,
+    stopper: list[asyncio.Task[None]],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    full = _FullFor(layer, times=10**6, types={"inference.delta"})
+    started = await start(
+        layer=layer,
+        engine=engine,
+        settings=worker_settings(),
+        transport=Transport(layer=full, full_retry_s=0.3),
+    )
+    stopper.append(started.task)
+    before = _dropped("channel_full")
+    reply = await layer.new_channel()
+    await layer.send(REQUEST_CHANNEL, generate(reply, "[[slow]] " + "w " * 100))
+    began = time.monotonic()
+    events = await collect(layer, reply)
+    assert 0.3 <= time.monotonic() - began < 2.0  # retried for the bound, then gave up
+    error = events[-1]
+    assert error.type == "inference.error"
+    assert error.code == "overloaded"
+    assert error.seq == 1  # the dropped delta's place: the receiver got nothing after accepted
+    assert _dropped("channel_full") == before + 1
+    assert engine.stats().running_requests == 0  # the engine request was aborted
+    assert started.worker.active_requests == 0
+    assert "full" in caplog.text
+
+
+async def test_a_reply_channel_that_stays_full_gets_no_error_but_is_still_aborted(
+    engine: ScriptedEngine, stopper: list[asyncio.Task[None]]
+) -> None:
+    tiny = InMemoryChannelLayer(capacity=2)
+    started = await start(
+        layer=tiny,
+        engine=engine,
+        settings=worker_settings(heartbeat_s=10.0),
+        transport=Transport(layer=tiny, full_retry_s=0.2),
+    )
+    stopper.append(started.task)
+    before = _dropped("channel_full")
+    reply = await tiny.new_channel()
+    await tiny.send(REQUEST_CHANNEL, generate(reply, "[[slow]] " + "w " * 100))
+    await until(lambda: _dropped("channel_full") >= before + 1)
+    await until(lambda: started.worker.active_requests == 0)
+    assert engine.stats().running_requests == 0
+    # what did get in: accepted and the first delta, then nothing (no room for an error)
+    events = await drain(tiny, reply, quiet_s=0.2)
+    assert [e.type for e in events] == ["inference.accepted", "inference.delta"]
+
+
+def test_the_fault_bounds_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    defaults = WorkerSettings.from_env()
+    assert (defaults.stall_s, defaults.health_every_s, defaults.health_timeout_s) == (30, 10, 5)
+    monkeypatch.setenv("INFERENCE_STALL_S", "0")
+    monkeypatch.setenv("INFERENCE_HEALTH_EVERY_S", "2.5")
+    monkeypatch.setenv("INFERENCE_HEALTH_TIMEOUT_S", "1")
+    settings = WorkerSettings.from_env()
+    assert (settings.stall_s, settings.health_every_s, settings.health_timeout_s) == (0, 2.5, 1)
