@@ -89,17 +89,19 @@ async def run_rest(
     *, orphans: Orphans, watch: RunWatch, load_row: RowLoader
 ) -> list[LogEntry] | StoredAnswer | None:
     """How the run ended, from `watch.next_seq` on; None when it has not ended (its owner is
-    alive: attach again)."""
+    alive: attach again). A run counts as ended once its row is stored, not when its end is
+    logged: the owner logs the end first, and a watcher told before the row is written could
+    reload the page and find the answer still streaming."""
     for _ in range(2):
         entries = await orphans.log.entries_after(run_id=watch.run_id, seq=watch.next_seq - 1)
-        if entries and isinstance(entries[-1], LoggedEnd) and _contiguous(entries, watch):
-            return entries
         row = await load_row()
         if row is None:  # deleted (an edit in another tab removed the turn)
             return StoredAnswer(content="", end=_end_of(None, seq=watch.next_seq))
         if row.run_id != watch.run_id:  # a regenerate or edit replaced this run
             return StoredAnswer(content="", end=_end_of(None, seq=watch.next_seq))
         if row.status != Message.Status.STREAMING:
+            if entries and isinstance(entries[-1], LoggedEnd) and _contiguous(entries, watch):
+                return entries
             return StoredAnswer(content=row.content, end=_end_of(row, seq=watch.next_seq))
         ended = await run_abandon_if_orphaned(
             orphans=orphans, message_id=watch.message_id, run_id=watch.run_id

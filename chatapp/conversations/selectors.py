@@ -89,13 +89,17 @@ class StreamingRun:
     run_id: uuid.UUID
 
 
-def streaming_runs(*, started_before: datetime) -> list[StreamingRun]:
+def streaming_runs_query(*, started_before: datetime) -> QuerySet[Message]:
     """Runs still streaming that started before the given time (index answer_streaming_run)."""
-    rows = Message.objects.filter(
+    return Message.objects.filter(
         status=Message.Status.STREAMING,
         run_started_at__lt=started_before,
         run_id__isnull=False,
-    ).values_list("id", "run_id")[:500]
+    )
+
+
+def streaming_runs(*, started_before: datetime) -> list[StreamingRun]:
+    rows = streaming_runs_query(started_before=started_before).values_list("id", "run_id")[:500]
     return [
         StreamingRun(message_id=message_id, run_id=run_id)
         for message_id, run_id in rows
