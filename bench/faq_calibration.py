@@ -38,6 +38,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 
 os.environ["HF_HUB_OFFLINE"] = "1"
@@ -161,8 +162,16 @@ def choose(rows: Sequence[Row]) -> Row | None:
 
 
 def percentile(values: Sequence[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+    """The q-quantile (0 <= q <= 1): the sorted value at the nearest index to q * (n - 1),
+    chatapp.latency.percentiles' `closest` rule."""
+    # Imported here: importing chatapp loads Django and Celery, which the memory measurements
+    # of this bench (a subprocess importing this module) must not include.
+    from chatapp.latency.percentiles import percentile as percentile_of
+
+    value = percentile_of(values, Fraction(q) * 100, method="closest")
+    if value is None:
+        raise ValueError("no values")
+    return value
 
 
 def rss_bytes() -> int:

@@ -34,6 +34,7 @@ import tempfile
 import time
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -312,14 +313,14 @@ async def send_and_wait(*, ws: Any, frame: dict[str, Any]) -> Reply:
 
 
 def percentile(values: Sequence[float], *, q: float) -> float:
-    """Linear interpolation between closest ranks (numpy's default)."""
-    ordered = sorted(values)
-    if not ordered:
-        return float("nan")
-    pos = (len(ordered) - 1) * q
-    low = int(pos)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
+    """The q-quantile (0 <= q <= 1) by linear interpolation between closest ranks (numpy's
+    default), NaN for no values: chatapp.latency.percentiles' `linear` rule."""
+    # Imported here: importing chatapp loads Django and Celery, which a bench process that
+    # measures its own memory must not carry before it does (see the module docstring).
+    from chatapp.latency.percentiles import percentile as percentile_of
+
+    value = percentile_of(values, Fraction(q) * 100, method="linear")
+    return float("nan") if value is None else value
 
 
 def median(values: Sequence[float]) -> float:

@@ -176,17 +176,6 @@ async def measure_ws(ws: ClientConnection, question: str) -> Sample:
 # ---- statistics and report ----------------------------------------------------------------
 
 
-def percentile(values: Sequence[float], q: float) -> float:
-    """Linear interpolation between closest ranks (numpy's default)."""
-    ordered = sorted(values)
-    if not ordered:
-        return float("nan")
-    pos = (len(ordered) - 1) * q
-    low = int(pos)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
-
-
 @dataclass(frozen=True, kw_only=True)
 class Row:
     metric: str
@@ -205,9 +194,9 @@ class Row:
         return [
             f"{self.metric} ({self.unit})",
             fmt(d_med),
-            fmt(percentile(self.direct, 0.9)),
+            fmt(harness.percentile(self.direct, q=0.9)),
             fmt(w_med),
-            fmt(percentile(self.ws, 0.9)),
+            fmt(harness.percentile(self.ws, q=0.9)),
             f"{ratio:.3f}",
         ]
 
@@ -274,7 +263,7 @@ def build_extras(pairs: Sequence[tuple[Sample, Sample]]) -> str:
     def med(values: Sequence[float]) -> str:
         if not values:
             return "n/a"
-        return f"{statistics.median(values):.1f} (p90 {percentile(values, 0.9):.1f})"
+        return f"{statistics.median(values):.1f} (p90 {harness.percentile(values, q=0.9):.1f})"
 
     return "\n".join(
         [

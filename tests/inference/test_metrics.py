@@ -22,6 +22,7 @@ from inference.settings import WorkerSettings
 from inference.transport import Transport
 from inference.worker import InferenceWorker
 from tests.conftest import worker_settings
+from tests.support.net import free_port
 
 
 def value(name: str) -> float:
@@ -150,12 +151,6 @@ def test_engines_shared_by_workers_count_once_and_stale_counts_are_capped() -> N
     assert samples["chat:num_requests_running"] == 2 + 1
     assert samples["chat:num_requests_waiting"] == 1 + 1  # the engine's queue + the worker's
     assert samples["chat:background_requests_running"] == 1
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 async def test_a_standalone_worker_serves_its_metrics_on_its_port(

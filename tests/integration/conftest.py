@@ -12,6 +12,7 @@ import pytest_asyncio
 
 from inference.models import build_tiny_model, tiny_model_dir
 from inference.settings import EngineSettings, data_dir_from_env
+from tests.integration.stack import databases, workdir  # noqa: F401 (fixtures)
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,6 @@ import asyncio
 import contextlib
 import json
 import re
-import socket
 import subprocess
 import sys
 import threading
@@ -18,14 +17,9 @@ from typing import Any
 
 import httpx
 
+from tests.support.net import free_port
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def wait_for_line(proc: subprocess.Popen[str], pattern: str, timeout: float) -> str:

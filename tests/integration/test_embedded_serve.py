@@ -22,9 +22,9 @@ import websockets
 from tests.integration.processes import (
     app_served,
     frames_until,
-    free_port,
     login,
 )
+from tests.support.net import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 PASSWORD = "embedded-pw-123"

@@ -18,8 +18,8 @@ from inference.protocol import REQUEST_CHANNEL
 from inference.transport import Transport
 from inference.worker import InferenceWorker
 from tests.conftest import worker_settings
-from tests.inference.test_metrics import free_port
-from tests.integration.test_vllm_engine import SHARED, fresh, request, run_to_end
+from tests.support.net import free_port
+from tests.support.vllm import SHARED, fresh, request, run_to_end
 
 pytestmark = [pytest.mark.vllm, pytest.mark.asyncio(loop_scope="session")]
 

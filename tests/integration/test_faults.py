@@ -26,68 +26,41 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
-import os
-import subprocess
-import sys
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
 import websockets
-from websockets.asyncio.client import ClientConnection
 
-from inference.registry import RedisWorkerRegistry
-from tests.integration.processes import (
-    free_port,
-    keep_draining,
-    login,
-    process_stop,
-    redis_server_start,
-    wait_for_line,
-    wait_until,
+from tests.integration.stack import (
+    BUSY_RETRY_AFTER_S,
+    MAX_ACTIVE,
+    STALL_TIMEOUT_S,
+    WORKER_TTL_S,
+    Answer,
+    Chat,
+    Databases,
+    Stack,
+    db_connection,
+    db_value,
+    messages_in,
+    resume_frame,
+    running_stack,
+    send_frame,
+    session_for,
+    slow_question,
+    stored,
+    stored_when_ended,
+    workers_become,
 )
 
 pytestmark = [pytest.mark.redis, pytest.mark.asyncio(loop_scope="session")]
 
-REPO = Path(__file__).resolve().parents[2]
-PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
-PASSWORD = "faults-demo-pw-123"
-
-STALL_TIMEOUT_S = 3.0
-WORKER_HEARTBEAT_S = 0.5
-# How long the registry keeps a worker that stopped announcing (InferenceWorker._announce).
-WORKER_TTL_S = max(3.0, 3 * WORKER_HEARTBEAT_S)
-BUSY_RETRY_AFTER_S = 1
-MAX_ACTIVE = 16
-
-ENV = {
-    "DJANGO_SETTINGS_MODULE": "chatapp.settings.local",
-    "DEMO_PASSWORD": PASSWORD,
-    "DEBUG": "0",
-    "PYTHONUNBUFFERED": "1",
-    "INFERENCE_ENGINE": "scripted",
-    "INFERENCE_FAQ": "0",
-    "CHAT_FAQ_ENABLED": "0",
-    "INFERENCE_MAX_ACTIVE": str(MAX_ACTIVE),
-    "INFERENCE_HEARTBEAT_S": str(WORKER_HEARTBEAT_S),
-    "CHAT_STALL_TIMEOUT_S": str(STALL_TIMEOUT_S),
-    "CHAT_ACCEPT_TIMEOUT_S": "10",
-    "CHAT_DISCONNECT_GRACE_S": "10",
-    "CHAT_RELAY_HEARTBEAT_S": "0.5",
-    # the load test sends 1,000 messages as the one demo user
-    "CHAT_USER_MAX_CONCURRENT": "1000",
-    "CHAT_USER_RATE": "100000",
-    "CHAT_BUSY_RETRY_AFTER_S": str(BUSY_RETRY_AFTER_S),
-    # long enough for the slow answers below (the scripted engine stops at max_tokens words)
-    "CHAT_MAX_TOKENS": "400",
-}
 # The load test runs with these at their production defaults (2 s heartbeats, 10 s stall, 30 s
 # for a worker to take a request: a request admitted into a worker's queue may wait that long).
 LOAD_AT_DEFAULTS = (
@@ -98,196 +71,13 @@ LOAD_AT_DEFAULTS = (
 )
 
 
-def slow_question(words: int) -> tuple[str, str]:
-    """A question whose scripted answer streams one word per 50 ms; (question, answer)."""
-    question = "[[slow]] " + " ".join(f"w{i}" for i in range(words))
-    return question, f"You said: {question}"
-
-
-# ---- processes ------------------------------------------------------------------------------
-
-
-@dataclass
-class Stack:
-    """One Redis, one database, web processes and a worker, all started by this module."""
-
-    name: str
-    env: dict[str, str]
-    redis_port: int
-    database: str
-    logs_dir: Path
-    redis: subprocess.Popen[str] | None = None
-    webs: list[tuple[str, subprocess.Popen[str]]] = field(default_factory=list)
-    worker: subprocess.Popen[str] | None = None
-    dead: list[subprocess.Popen[str]] = field(default_factory=list)
-    output: dict[str, list[str]] = field(default_factory=dict)
-
-    @property
-    def redis_url(self) -> str:
-        return self.env["REDIS_URL"]
-
-    @property
-    def hosts(self) -> list[str]:
-        return [host for host, _ in self.webs]
-
-    def _spawn(self, args: list[str]) -> subprocess.Popen[str]:
-        return subprocess.Popen(
-            args,
-            env=self.env,
-            cwd=REPO,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-
-    def _drain(self, label: str, proc: subprocess.Popen[str]) -> None:
-        key, n = label, 1
-        while key in self.output:
-            n += 1
-            key = f"{label}-{n}"
-        self.output[key] = keep_draining(proc)
-
-    def start_redis(self) -> None:
-        self.redis = redis_server_start(self.redis_port)
-
-    def kill_redis(self) -> None:
-        assert self.redis is not None
-        self.redis.kill()
-        self.redis.wait(timeout=10)
-
-    def start(self, *, webs: int) -> None:
-        """Start `webs` web processes and one worker at once, then wait for all of them."""
-        starting = []
-        for _ in range(webs):
-            port = free_port()
-            manage = [sys.executable, str(REPO / "manage.py")]
-            serve = ["serve", "--no-worker", "--host", "127.0.0.1", "--port", str(port)]
-            starting.append((f"127.0.0.1:{port}", self._spawn([*manage, *serve])))
-        self.webs.extend(starting)
-        worker = self.start_worker(wait=False)
-        for host, proc in starting:
-            wait_for_line(proc, r"Serving on", 90)
-            self._drain(f"web-{host}", proc)
-        self._wait_worker(worker)
-
-    def start_worker(self, *, wait: bool = True) -> subprocess.Popen[str]:
-        assert self.worker is None or self.worker.poll() is not None, "one worker at a time"
-        if self.worker is not None:
-            self.dead.append(self.worker)
-        self.worker = self._spawn([sys.executable, "-m", "inference"])
-        if wait:
-            self._wait_worker(self.worker)
-        return self.worker
-
-    def _wait_worker(self, proc: subprocess.Popen[str]) -> None:
-        wait_for_line(proc, r"Inference worker ready", 90)
-        self._drain("worker", proc)
-
-    def kill_worker(self) -> None:
-        """SIGKILL: no error, no done, no withdrawal from the registry; it just vanishes."""
-        assert self.worker is not None
-        self.worker.kill()
-        self.worker.wait(timeout=10)
-
-    def stop(self) -> None:
-        procs = [p for _, p in self.webs] + [p for p in (self.worker, *self.dead) if p]
-        for proc in procs:
-            if proc.poll() is None:
-                proc.terminate()
-        for proc in procs:  # nothing of theirs needs a graceful end: the logs are read
-            process_stop(proc, timeout=5)
-        if self.redis is not None:
-            self.redis.kill()
-            self.redis.wait(timeout=10)
-        for label, lines in self.output.items():
-            name = f"{self.name}-{label}.log".replace(":", "-")
-            (self.logs_dir / name).write_text("".join(lines))
-
-
-@dataclass
-class Databases:
-    admin: psycopg.Connection[Any]
-    template: str
-    created: list[str] = field(default_factory=list)
-
-    def fresh(self) -> str:
-        """A new database: a copy of the migrated template, demo user included."""
-        name = f"chat_faults_{uuid.uuid4().hex[:8]}"
-        self.admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{self.template}"')
-        self.created.append(name)
-        return name
-
-
-def _base_env(data_dir: Path) -> dict[str, str]:
-    env = {**os.environ, **ENV, "CHAT_DATA_DIR": str(data_dir)}
-    for inherited in ("SECRET_KEY", "ALLOWED_HOSTS", "DATABASE_URL", "REDIS_URL"):
-        env.pop(inherited, None)
-    return env
-
-
-@pytest.fixture(scope="module")
-def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("faults")
-    print(f"\n[faults] process output and data under {path}")
-    return path
-
-
-@pytest.fixture(scope="module")
-def databases(workdir: Path) -> Iterator[Databases]:
-    """Migrate once into a template database; each stack gets its own copy of it."""
-    if subprocess.run(["redis-server", "--version"], capture_output=True).returncode != 0:
-        pytest.fail("these tests run their own redis-server: it must be on PATH")
-    try:
-        admin = psycopg.connect(PG_ADMIN, autocommit=True)
-    except psycopg.OperationalError as exc:
-        pytest.fail(f"these tests need PostgreSQL on 127.0.0.1:5432 (.ci/run starts it): {exc}")
-    template = f"chat_faults_tpl_{uuid.uuid4().hex[:8]}"
-    admin.execute(f'CREATE DATABASE "{template}"')
-    dbs = Databases(admin=admin, template=template)
-    try:
-        env = {
-            **_base_env(workdir / "data"),
-            "DATABASE_URL": f"postgresql://postgres@127.0.0.1:5432/{template}",
-        }
-        manage = [sys.executable, str(REPO / "manage.py")]
-        for command in (["migrate", "--noinput"], ["demo_user"]):
-            done = subprocess.run(
-                [*manage, *command], env=env, cwd=REPO, capture_output=True, text=True
-            )
-            assert done.returncode == 0, done.stdout + done.stderr
-        yield dbs
-    finally:
-        for name in [*dbs.created, template]:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        admin.close()
-
-
-@contextlib.contextmanager
-def _running(
-    name: str, workdir: Path, databases: Databases, *, webs: int, at_defaults: tuple[str, ...] = ()
-) -> Iterator[Stack]:
-    database = databases.fresh()
-    redis_port = free_port()
-    env = {
-        **_base_env(workdir / "data"),
-        "DATABASE_URL": f"postgresql://postgres@127.0.0.1:5432/{database}",
-        "REDIS_URL": f"redis://127.0.0.1:{redis_port}/0",
-    }
-    for name_at_default in at_defaults:
-        env.pop(name_at_default)
-    stack = Stack(name=name, env=env, redis_port=redis_port, database=database, logs_dir=workdir)
-    try:
-        stack.start_redis()
-        stack.start(webs=webs)
-        yield stack
-    finally:
-        stack.stop()
+# ---- stacks ---------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
 def stack(workdir: Path, databases: Databases) -> Iterator[Stack]:
     """Two web processes and one worker: the worker-kill, resume and idle tests."""
-    with _running("main", workdir, databases, webs=2) as started:
+    with running_stack("main", workdir, databases, webs=2) as started:
         yield started
 
 
@@ -302,7 +92,7 @@ def live_stack(stack: Stack) -> Stack:
 @pytest.fixture(scope="module")
 def restart_stack(workdir: Path, databases: Databases) -> Iterator[Stack]:
     """One web process and one worker on a Redis of their own, which the test restarts."""
-    with _running("restart", workdir, databases, webs=1) as started:
+    with running_stack("restart", workdir, databases, webs=1) as started:
         yield started
 
 
@@ -311,197 +101,8 @@ def load_stack(workdir: Path, databases: Databases) -> Iterator[Stack]:
     """Two web processes and one worker with production liveness intervals: the 0.5 s
     heartbeats that keep the fault tests quick cost four channel messages a second for every
     answer in flight, which is not what a loaded deployment runs with."""
-    with _running("load", workdir, databases, webs=2, at_defaults=LOAD_AT_DEFAULTS) as started:
+    with running_stack("load", workdir, databases, webs=2, at_defaults=LOAD_AT_DEFAULTS) as started:
         yield started
-
-
-# ---- the browser side -----------------------------------------------------------------------
-
-
-@dataclass
-class Answer:
-    """What one socket showed of one answer."""
-
-    message_id: str
-    deltas: list[dict[str, Any]] = field(default_factory=list)
-    snapshot: str | None = None
-    end: dict[str, Any] | None = None
-    arrivals: list[float] = field(default_factory=list)  # monotonic time of each frame
-    shown: str = ""  # the text on screen: a snapshot replaces it, a delta appends
-
-    @property
-    def seqs(self) -> list[int]:
-        return [d["seq"] for d in self.deltas]
-
-    @property
-    def contiguous(self) -> bool:
-        return self.seqs == list(range(1, len(self.deltas) + 1))
-
-    def ended(self) -> dict[str, Any]:
-        assert self.end is not None, f"answer {self.message_id} has not ended"
-        return self.end
-
-    def done_complete(self) -> str:
-        """The text of an answer that ended with `chat.done` complete."""
-        end = self.ended()
-        assert end["type"] == "chat.done", end
-        assert end["status"] == "complete", end
-        return self.shown
-
-    def add(self, frame: dict[str, Any]) -> None:
-        if frame["type"] == "chat.delta":
-            self.deltas.append(frame)
-            self.shown += frame["text"]
-        elif frame["type"] == "chat.snapshot":
-            self.snapshot = self.shown = frame["content"]
-        else:
-            assert frame["type"] in ("chat.done", "chat.error"), frame
-            self.end = frame
-
-
-class Chat:
-    """A logged-in browser tab: one WebSocket to one web process."""
-
-    def __init__(self, ws: ClientConnection) -> None:
-        self.ws = ws
-
-    @classmethod
-    async def open(cls, host: str, session: str) -> Chat:
-        ws = await websockets.connect(
-            f"ws://{host}/ws/chat/",
-            additional_headers={"Cookie": f"sessionid={session}", "Origin": f"http://{host}"},
-            max_queue=None,
-        )
-        return cls(ws)
-
-    async def close(self) -> None:
-        await self.ws.close()
-
-    async def send(self, frame: dict[str, Any]) -> None:
-        await self.ws.send(json.dumps(frame))
-
-    async def recv(self, timeout: float) -> dict[str, Any]:
-        frame: dict[str, Any] = json.loads(await asyncio.wait_for(self.ws.recv(), timeout))
-        return frame
-
-    async def reply(self, client_id: str, timeout: float = 15) -> dict[str, Any]:
-        """The answer to a send: `chat.accepted`, or the error that refused it."""
-        frame = await self.recv(timeout)
-        assert frame["type"] in ("chat.accepted", "chat.error"), frame
-        assert frame["id"] == client_id, frame
-        return frame
-
-    async def accepted(self, frame: dict[str, Any]) -> dict[str, Any]:
-        """Send and expect `chat.accepted`."""
-        await self.send(frame)
-        reply = await self.reply(frame["id"])
-        assert reply["type"] == "chat.accepted", reply
-        return reply
-
-    async def ask(self, frame: dict[str, Any], timeout: float = 15) -> Answer:
-        """Send, expect `chat.accepted`, and read the answer to its end."""
-        accepted = await self.accepted(frame)
-        return await self.follow(Answer(accepted["assistant_message_id"]), timeout=timeout)
-
-    async def follow(
-        self, answer: Answer, *, timeout: float, until_deltas: int | None = None
-    ) -> Answer:
-        """Read frames of `answer` until it ends (or has `until_deltas` deltas)."""
-        deadline = time.monotonic() + timeout
-        while answer.end is None:
-            if until_deltas is not None and len(answer.deltas) >= until_deltas:
-                break
-            frame = await self.recv(max(0.01, deadline - time.monotonic()))
-            assert frame.get("message_id") == answer.message_id, frame
-            answer.arrivals.append(time.monotonic())
-            answer.add(frame)
-        return answer
-
-
-def send_frame(text: str, conversation_id: str | None = None) -> dict[str, Any]:
-    return {
-        "type": "chat.send",
-        "id": str(uuid.uuid4()),
-        "conversation_id": conversation_id,
-        "text": text,
-    }
-
-
-def resume_frame(message_id: str, last_seq: int) -> dict[str, Any]:
-    return {
-        "type": "chat.resume",
-        "id": str(uuid.uuid4()),
-        "message_id": message_id,
-        "last_seq": last_seq,
-    }
-
-
-async def session_for(host: str) -> str:
-    return await asyncio.to_thread(login, host, PASSWORD)
-
-
-# ---- the stored side ------------------------------------------------------------------------
-
-
-def _db(stack: Stack) -> psycopg.Connection[Any]:
-    return psycopg.connect(
-        f"postgresql://postgres@127.0.0.1:5432/{stack.database}", autocommit=True
-    )
-
-
-def _one(stack: Stack, sql: str, *params: Any) -> Any:
-    with _db(stack) as db:
-        row = db.execute(sql, params).fetchone()
-    assert row is not None
-    return row[0] if len(row) == 1 else row
-
-
-def stored(stack: Stack, message_id: str) -> tuple[str, str, str]:
-    """(status, error_code, content) of a message."""
-    row: tuple[str, str, str] = _one(
-        stack,
-        "SELECT status, error_code, content FROM conversations_message WHERE id = %s",
-        message_id,
-    )
-    return row
-
-
-def stored_when_ended(stack: Stack, message_id: str, timeout: float) -> tuple[str, str, str]:
-    """The message once it is no longer `streaming` (fails after `timeout`)."""
-    row: tuple[str, str, str] = wait_until(
-        f"message {message_id} to stop streaming",
-        lambda: (r := stored(stack, message_id))[0] != "streaming" and r,
-        timeout,
-        interval=0.1,
-    )
-    return row
-
-
-def messages_in(stack: Stack, conversation_id: str) -> int:
-    count: int = _one(
-        stack,
-        "SELECT count(*) FROM conversations_message WHERE conversation_id = %s",
-        conversation_id,
-    )
-    return count
-
-
-async def workers_become(
-    stack: Stack, check: Callable[[dict[str, int]], bool], what: str, timeout: float
-) -> dict[str, int]:
-    """Poll the worker registry (in the stack's Redis) until `check` holds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        registry = RedisWorkerRegistry(redis_url=stack.redis_url)
-        try:
-            workers = await registry.live_workers()
-        finally:
-            await registry.aclose()
-        if check(workers):
-            return workers
-        if time.monotonic() > deadline:
-            raise AssertionError(f"the registry never showed {what}; last: {workers}")
-        await asyncio.sleep(0.1)
 
 
 # ---- 1. the worker dies mid-answer ----------------------------------------------------------
@@ -548,7 +149,7 @@ async def test_killed_worker_fails_the_answer_in_bounded_time_and_a_new_worker_s
         assert (refused["type"], refused["code"]) == ("chat.error", "no_worker"), refused
         assert refused["retry_after_s"] is not None, refused
         assert refused["retry_after_s"] >= 1, refused
-        stored_for_it = _one(
+        stored_for_it = db_value(
             stack,
             "SELECT count(*) FROM conversations_message WHERE client_message_id = %s",
             retry["id"],
@@ -830,7 +431,7 @@ async def test_load_1000_messages_from_50_sockets_nothing_lost_or_doubled(
 
     # and the database holds exactly that: 1,000 questions, 1,000 complete answers
     conversations = list(stats.conversations)
-    with _db(stack) as db:
+    with db_connection(stack) as db:
         rows = db.execute(
             """
             SELECT u.client_message_id::text, u.content, a.status, a.content

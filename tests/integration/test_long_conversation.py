@@ -17,8 +17,8 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.contrib.auth.models import User
 
-from tests.chatapp.realtime.test_consumer import open_socket, receive_until, send_frame
 from tests.conftest import Connect
+from tests.support.sockets import open_socket, receive_until, send_frame
 
 pytestmark = [
     pytest.mark.vllm,

@@ -24,7 +24,8 @@ import openai
 import pytest
 
 from inference.settings import DEFAULT_MODEL_DIR_NAME
-from tests.integration.processes import free_port, keep_draining, wait_for_line, wait_until
+from tests.integration.processes import keep_draining, wait_for_line, wait_until
+from tests.support.net import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -20,8 +20,8 @@ from inference.engines.vllm import VllmEngine
 from inference.protocol import ChatTurn
 from inference.worker import InferenceWorker
 from tests.chatapp.prompts.factories import template_create
-from tests.chatapp.realtime.test_consumer import open_socket, receive_until
 from tests.conftest import Connect
+from tests.support.sockets import open_socket, receive_until
 
 pytestmark = [
     pytest.mark.vllm,

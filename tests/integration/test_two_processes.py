@@ -23,11 +23,11 @@ import websockets
 
 from tests.integration.processes import (
     frames_until,
-    free_port,
     keep_draining,
     login,
     wait_for_line,
 )
+from tests.support.net import free_port
 
 pytestmark = [pytest.mark.vllm, pytest.mark.redis, pytest.mark.asyncio(loop_scope="session")]
 

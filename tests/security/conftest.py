@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth.models import Permission, User
 
-from tests.chatapp.realtime.conftest import alice, bob
+from tests.support.users import alice, bob
 
 __all__ = ["alice", "bob", "editor", "plain_staff"]
 

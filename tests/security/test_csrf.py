@@ -18,7 +18,7 @@ from django.urls import reverse
 
 from chatapp.faq.models import FaqEntry
 from tests.security.support import client_for
-from tests.security.test_staff_only import FAQ_ADD, faq_form
+from tests.support.admin import FAQ_ADD, faq_form
 
 pytestmark = pytest.mark.django_db
 

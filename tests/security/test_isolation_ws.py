@@ -25,9 +25,9 @@ from django.contrib.auth.models import User
 
 from chatapp.conversations.models import Message
 from chatapp.realtime.schemas import CLIENT_FRAME_TYPES
-from tests.chatapp.realtime.test_consumer import open_socket, receive_until, send_frame
 from tests.conftest import Connect, RunningWorker
 from tests.security.support import Frame, client_for, frames_until_quiet, leaks, raw_socket
+from tests.support.sockets import open_socket, receive_until, send_frame
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

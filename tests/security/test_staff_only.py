@@ -17,11 +17,11 @@ from chatapp.apikeys.models import ApiKey
 from chatapp.faq.models import FaqEntry
 from chatapp.prompts.models import PromptTemplate
 from tests.security.support import client_for
+from tests.support.admin import FAQ_ADD, faq_form
 
 pytestmark = pytest.mark.django_db
 
 TEMPLATE_ADD = reverse("admin:prompts_prompttemplate_add")
-FAQ_ADD = reverse("admin:faq_faqentry_add")
 FAQ_EXPORT = reverse("admin:faq_faqentry_export")
 API_KEY_ADD = reverse("admin:apikeys_apikey_add")
 
@@ -39,17 +39,6 @@ def template_form(name: str) -> dict[str, Any]:
         "versions-INITIAL_FORMS": "0",
         "versions-MIN_NUM_FORMS": "0",
         "versions-MAX_NUM_FORMS": "1000",
-        "_save": "Save",
-    }
-
-
-def faq_form(question: str) -> dict[str, Any]:
-    return {
-        "question": question,
-        "alternates": "",
-        "answer": "Use the reset link on the login page.",
-        "template": "",
-        "enabled": "on",
         "_save": "Save",
     }
 

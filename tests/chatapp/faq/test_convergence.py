@@ -10,24 +10,20 @@ can a request sent while no web process is reading). The embedder is a determini
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-import numpy as np
-import numpy.typing as npt
 import pytest
 from asgiref.sync import sync_to_async
 from channels.layers import InMemoryChannelLayer
 
 from chatapp.faq import events, services, snapshots
-from chatapp.faq.models import FaqEntry
 from inference.engines.scripted import ScriptedEngine
 from inference.faq.cache import FaqCache
-from inference.faq.embedder import DIMENSIONS, Embedder
+from inference.faq.embedder import Embedder
 from inference.protocol import (
     FAQ_SNAPSHOT_CHANNEL,
     REQUEST_CHANNEL,
@@ -39,24 +35,13 @@ from inference.registry import LocalWorkerRegistry
 from inference.settings import WorkerSettings
 from inference.transport import Transport
 from inference.worker import InferenceWorker
+from tests.support.faq_standin import QUESTION, StandInEmbedder, entry_create
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-QUESTION = "How do I reset my password?"
-ANSWER = "Go to Settings > Security and choose 'Reset password'."
 RESYNC_S = 0.2
 # what a test waits for a converged answer: several resyncs, still far below the default 30 s
 CONVERGE_S = 3.0
-
-
-class StandInEmbedder:
-    def encode(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        rows = []
-        for text in texts:
-            seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
-            row = np.random.default_rng(seed).standard_normal(DIMENSIONS).astype(np.float32)
-            rows.append(row / np.linalg.norm(row))
-        return np.stack(rows)
 
 
 Drop = Callable[[str, str, dict[str, Any]], bool]
@@ -157,18 +142,6 @@ async def start(layer: LossyLayer) -> AsyncIterator[Callable[[], Any]]:
         for task in item.tasks:
             task.cancel()
         await asyncio.gather(*item.tasks, return_exceptions=True)
-
-
-def entry_create(**fields: Any) -> FaqEntry:
-    """An entry with its vectors already computed (what Celery's embed task leaves)."""
-    values: dict[str, Any] = {"question": QUESTION, "answer": ANSWER}
-    values.update(fields)
-    entry = FaqEntry(**values)
-    phrasings = entry.phrasings
-    entry.vectors = StandInEmbedder().encode(phrasings).tobytes()
-    entry.embedded_phrasings = phrasings
-    entry.save()
-    return entry
 
 
 async def ask(layer: LossyLayer, text: str = QUESTION) -> dict[str, Any]:

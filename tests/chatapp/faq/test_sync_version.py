@@ -7,7 +7,7 @@ from asgiref.sync import sync_to_async
 
 from chatapp.faq import selectors
 from inference.faq.sync import data_version, set_version
-from tests.chatapp.faq.test_convergence import entry_create
+from tests.support.faq_standin import entry_create
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -1,8 +1,8 @@
 """Fixtures of the socket tests, shared with the metrics tests: users, a published template,
 a worker with the real FAQ embedding model."""
 
-from tests.chatapp.realtime.conftest import alice, bob
-from tests.chatapp.realtime.test_faq_answers import embedder, faq_worker
-from tests.chatapp.realtime.test_templated_messages import published
+from tests.support.faq import embedder, faq_worker
+from tests.support.templates import published
+from tests.support.users import alice, bob
 
 __all__ = ["alice", "bob", "embedder", "faq_worker", "published"]

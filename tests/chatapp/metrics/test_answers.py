@@ -15,8 +15,8 @@ from django.test import override_settings
 
 from chatapp.answers.runtime import answer_runtime_close
 from tests.chatapp.metrics.samples import Changes, s, value, wait_for_value
-from tests.chatapp.realtime.test_consumer import open_socket, receive_until, send_frame
 from tests.conftest import Connect, RunningWorker
+from tests.support.sockets import open_socket, receive_until, send_frame
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -12,8 +12,8 @@ from django.contrib.auth.models import User
 
 from chatapp.conversations.models import Message
 from tests.chatapp.metrics.samples import Changes, s, value, wait_for_value
-from tests.chatapp.realtime.test_consumer import open_socket, receive_until, send_frame
 from tests.conftest import Connect, RunningWorker
+from tests.support.sockets import open_socket, receive_until, send_frame
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

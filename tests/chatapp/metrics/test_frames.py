@@ -12,10 +12,10 @@ from django.contrib.auth.models import User
 from chatapp.prompts.models import PromptTemplateVersion
 from chatapp.prompts.textpatch import make_patch, sha256_hex
 from tests.chatapp.metrics.samples import Changes, s
-from tests.chatapp.realtime.test_consumer import open_socket, receive_until
-from tests.chatapp.realtime.test_faq_answers import ANSWER, FaqWorker, ask, entry_create
-from tests.chatapp.realtime.test_templated_messages import RENDERED, VALUES, templated
 from tests.conftest import Connect
+from tests.support.faq import ANSWER, FaqWorker, ask, entry_create
+from tests.support.sockets import open_socket, receive_until
+from tests.support.templates import RENDERED, VALUES, templated
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

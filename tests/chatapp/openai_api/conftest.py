@@ -18,7 +18,8 @@ from chatapp.answers.runtime import answer_runtime_close
 from chatapp.apikeys import services
 from chatapp.apikeys.models import ApiKey
 from chatapp.asgi import application
-from tests.chatapp.realtime.test_faq_answers import embedder, faq_worker  # noqa: F401 (fixtures)
+from tests.support.faq import embedder, faq_worker  # noqa: F401 (fixtures)
+from tests.support.templates import published  # noqa: F401 (fixture)
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from django.test import Client
 from chatapp.apikeys.models import ApiKey, key_hash
 from chatapp.apikeys.selectors import api_key_authenticate
 from tests.chatapp.openai_api.conftest import Key, chat, sse_events
-from tests.chatapp.realtime.test_faq_answers import ANSWER, FaqWorker, entry_create
+from tests.support.faq import ANSWER, FaqWorker, entry_create
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -14,26 +14,17 @@ from channels.layers import get_channel_layer
 from django.contrib.auth.models import User
 
 from chatapp.conversations.models import Message
-from chatapp.prompts import services as prompt_services
 from chatapp.prompts.models import PromptTemplateVersion
 from inference.engines.scripted import ScriptedEngine
 from inference.transport import Transport
 from inference.worker import InferenceWorker
 from tests.chatapp.openai_api.conftest import Key, chat, key_create
-from tests.chatapp.prompts.factories import SYSTEM, template_create
-from tests.chatapp.realtime.test_consumer import open_socket, receive_until
+from tests.chatapp.prompts.factories import SYSTEM
 from tests.conftest import Connect, RunningWorker, worker_settings
+from tests.support.sockets import open_socket, receive_until
+from tests.support.templates import RENDERED, VALUES
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-VALUES = {"order_id": "A-1042", "remedy": "refund"}
-RENDERED = "My order A-1042 has not arrived. I would like a refund."
-
-
-@pytest.fixture
-async def published(scripted_worker: RunningWorker) -> PromptTemplateVersion:
-    template = await sync_to_async(template_create)()
-    return await sync_to_async(prompt_services.template_publish)(template=template, user=None)
 
 
 async def test_a_template_reference_gives_the_same_prompt_bytes_as_the_chat_socket(

@@ -1,17 +1,9 @@
-"""Users for the socket tests: two, so every test can check one cannot reach the other's."""
+"""Fixtures of the socket tests (defined in tests/support): two users, so every test can check
+one cannot reach the other's, a published template, a worker with the real FAQ embedding
+model."""
 
-from __future__ import annotations
+from tests.support.faq import embedder, faq_worker
+from tests.support.templates import published
+from tests.support.users import alice, bob
 
-import pytest
-from asgiref.sync import sync_to_async
-from django.contrib.auth.models import User
-
-
-@pytest.fixture
-async def alice() -> User:
-    return await sync_to_async(User.objects.create_user)("alice", password="pw-alice-123")
-
-
-@pytest.fixture
-async def bob() -> User:
-    return await sync_to_async(User.objects.create_user)("bob", password="pw-bob-123")
+__all__ = ["alice", "bob", "embedder", "faq_worker", "published"]

@@ -13,8 +13,8 @@ from django.db import OperationalError
 
 from chatapp.answers.runtime import answer_runtime
 from chatapp.conversations.models import Message
-from tests.chatapp.realtime.test_consumer import open_socket, receive_until, send_frame
 from tests.conftest import Connect, RunningWorker
+from tests.support.sockets import open_socket, receive_until, send_frame
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

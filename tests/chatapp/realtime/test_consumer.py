@@ -13,48 +13,13 @@ from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
-from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import User
 
 from chatapp.conversations.models import Conversation, Message
 from tests.conftest import Connect, RunningWorker
+from tests.support.sockets import answer_text, open_socket, receive_until, send_frame
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-async def open_socket(connect: Connect, user: User | None) -> WebsocketCommunicator:
-    communicator = await connect(user)
-    connected, _ = await communicator.connect()
-    assert connected
-    return communicator
-
-
-def send_frame(
-    text: str, *, conversation_id: str | None = None, frame_id: str | None = None
-) -> dict[str, Any]:
-    return {
-        "type": "chat.send",
-        "id": frame_id or str(uuid.uuid4()),
-        "conversation_id": conversation_id,
-        "text": text,
-    }
-
-
-async def receive_until(
-    ws: WebsocketCommunicator, kind: str, timeout: float = 5
-) -> list[dict[str, Any]]:
-    frames: list[dict[str, Any]] = []
-    while True:
-        frame = await ws.receive_json_from(timeout=timeout)
-        frames.append(frame)
-        if frame["type"] == kind:
-            return frames
-        if frame["type"] == "chat.error" and kind != "chat.error":
-            raise AssertionError(f"unexpected error frame {frame}")
-
-
-def answer_text(frames: list[dict[str, Any]]) -> str:
-    return "".join(f["text"] for f in frames if f["type"] == "chat.delta")
 
 
 async def test_answer_streams_and_is_stored_once(

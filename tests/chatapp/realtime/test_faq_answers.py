@@ -9,97 +9,21 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
-from channels.layers import get_channel_layer
 from django.contrib.auth.models import User
 
 from chatapp.conversations.models import Message
 from chatapp.faq import services as faq_services
-from chatapp.faq.models import FaqEntry
-from chatapp.faq.snapshots import serve_snapshots
 from chatapp.prompts import services as prompt_services
-from inference.engines.scripted import ScriptedEngine
-from inference.faq.cache import FaqCache
-from inference.faq.embedder import shared_embedder
-from inference.transport import Transport
-from inference.worker import InferenceWorker
 from tests.chatapp.prompts.factories import template_create
-from tests.chatapp.realtime.test_consumer import answer_text, open_socket, receive_until
-from tests.conftest import Connect, worker_settings
+from tests.conftest import Connect
+from tests.support.faq import ANSWER, FaqWorker, ask, entry_create, start_faq_worker
+from tests.support.sockets import answer_text, open_socket, receive_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-ANSWER = "Go to Settings > Security and choose 'Reset password'. We email you a link."
-
-
-class FaqWorker:
-    def __init__(self, worker: InferenceWorker, cache: FaqCache) -> None:
-        self.worker = worker
-        self.cache = cache
-
-    async def wait_for_entries(self, count: int) -> None:
-        for _ in range(200):
-            if len(self.cache.index) == count:
-                return
-            await asyncio.sleep(0.02)
-        raise AssertionError(f"index has {len(self.cache.index)} entries, wanted {count}")
-
-
-@pytest.fixture(scope="session")
-def embedder() -> Any:
-    embedder = shared_embedder()
-    embedder.encode(["load the model once per session"])
-    return embedder
-
-
-async def start_faq_worker(embedder: Any) -> tuple[FaqWorker, list[asyncio.Task[None]]]:
-    cache = FaqCache(embedder=embedder)
-    worker = InferenceWorker(
-        engine=ScriptedEngine(),
-        transport=Transport(layer=get_channel_layer()),
-        settings=worker_settings(faq=True),
-        faq=cache,
-    )
-    tasks = [asyncio.create_task(serve_snapshots()), asyncio.create_task(worker.run())]
-    await worker.ready.wait()
-    return FaqWorker(worker, cache), tasks
-
-
-@pytest.fixture
-async def faq_worker(embedder: Any) -> AsyncIterator[FaqWorker]:
-    running, tasks = await start_faq_worker(embedder)
-    yield running
-    for task in tasks:
-        task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
-
-
-def entry_create(**fields: Any) -> FaqEntry:
-    values: dict[str, Any] = {
-        "question": "How do I reset my password?",
-        "alternates": "I forgot my password\nCan't log in, need a new password",
-        "answer": ANSWER,
-    }
-    values.update(fields)
-    entry = FaqEntry.objects.create(**values)
-    faq_services.faq_entry_changed(entry_id=entry.pk)  # what the admin's save does
-    return entry
-
-
-async def ask(ws: Any, text: str, conversation_id: str | None = None) -> list[dict[str, Any]]:
-    await ws.send_json_to(
-        {
-            "type": "chat.send",
-            "id": str(uuid.uuid4()),
-            "conversation_id": conversation_id,
-            "text": text,
-        }
-    )
-    return await receive_until(ws, "chat.done")
 
 
 async def test_a_paraphrase_is_answered_from_the_faq_at_once(

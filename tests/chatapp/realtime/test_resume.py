@@ -16,13 +16,8 @@ from django.contrib.auth.models import User
 
 from chatapp.answers.runtime import answer_runtime
 from chatapp.conversations.models import Message
-from tests.chatapp.realtime.test_consumer import (
-    answer_text,
-    open_socket,
-    receive_until,
-    send_frame,
-)
 from tests.conftest import Connect, RunningWorker
+from tests.support.sockets import answer_text, open_socket, receive_until, send_frame
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

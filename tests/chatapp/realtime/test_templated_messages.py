@@ -17,34 +17,11 @@ from chatapp.prompts import services
 from chatapp.prompts.models import PromptTemplate, PromptTemplateVersion
 from chatapp.prompts.textpatch import make_patch, sha256_hex
 from tests.chatapp.prompts.factories import SYSTEM, template_create
-from tests.chatapp.realtime.test_consumer import answer_text, open_socket, receive_until
 from tests.conftest import Connect, RunningWorker
+from tests.support.sockets import answer_text, open_socket, receive_until
+from tests.support.templates import RENDERED, VALUES, ref, templated
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-VALUES = {"order_id": "A-1042", "remedy": "refund"}
-RENDERED = "My order A-1042 has not arrived. I would like a refund."
-
-
-@pytest.fixture
-async def published(scripted_worker: RunningWorker) -> PromptTemplateVersion:
-    """A published template; its warm-up goes through the scripted worker."""
-    template = await sync_to_async(template_create)()
-    return await sync_to_async(services.template_publish)(template=template, user=None)
-
-
-def ref(version: PromptTemplateVersion) -> dict[str, Any]:
-    return {"id": version.template_id, "version": version.version, "sha256": version.sha256}
-
-
-def templated(version: PromptTemplateVersion, **fields: Any) -> dict[str, Any]:
-    return {
-        "type": "chat.send",
-        "id": str(uuid.uuid4()),
-        "conversation_id": None,
-        "template": ref(version),
-        **fields,
-    }
 
 
 async def stored_user_text(frames: list[dict[str, Any]]) -> str:
