@@ -1,7 +1,8 @@
 """ASGI entry point: HTTP through Django, WebSockets through Channels.
 
 Stack order follows Channels' docs: Django's ASGI app first (it sets up settings and apps),
-then the origin check and session auth around the WebSocket router.
+then the origin check (Django's CSRF origin rule: CSRF_TRUSTED_ORIGINS or the page's own
+scheme://host:port, see chatapp/realtime/routing.py) and session auth around the router.
 """
 
 from __future__ import annotations
@@ -15,15 +16,12 @@ django_asgi_app = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
-from chatapp.realtime.routing import websocket_urlpatterns  # noqa: E402
+from chatapp.realtime.routing import TrustedOriginValidator, websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
-        "websocket": AllowedHostsOriginValidator(
-            AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
-        ),
+        "websocket": TrustedOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,7 @@ INSTALLED_APPS = [
     "chatapp.maintenance",
     "chatapp.apikeys",
     "chatapp.latency",
+    "axes",
 ]
 
 MIDDLEWARE = [
@@ -55,6 +57,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as axes asks: turns a locked-out login into the 429 login page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "chatapp.urls"
@@ -96,6 +100,50 @@ CHAT_EMBEDDED_WORKER = not REDIS_URL
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
+# Login throttling (django-axes, chatapp/web/login_throttle.py): LOGIN_FAILURE_LIMIT failed
+# logins of one username, or from one client address, each counted on its own, lock that
+# username or address for LOGIN_COOLOFF_S after the last failure; a locked login gets the
+# login page with HTTP 429 and Retry-After, even with the right password. Behind reverse
+# proxies set LOGIN_THROTTLE_PROXY_COUNT (how many append to X-Forwarded-For), or every client
+# has the proxy's address and one address's limit locks everybody out.
+LOGIN_FAILURE_LIMIT = int(os.environ.get("LOGIN_FAILURE_LIMIT", "10"))
+LOGIN_COOLOFF_S = float(os.environ.get("LOGIN_COOLOFF_S", "900"))
+LOGIN_THROTTLE_PROXY_COUNT = int(os.environ.get("LOGIN_THROTTLE_PROXY_COUNT", "0"))
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",  # first: refuses a locked login before any check
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = LOGIN_FAILURE_LIMIT
+AXES_COOLOFF_TIME = timedelta(seconds=LOGIN_COOLOFF_S)
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+# Counts in a cache, not the database: no row written per failure, and with Redis every web
+# process sees the same counts.
+AXES_HANDLER = "axes.handlers.cache.AxesCacheHandler"
+AXES_CACHE = "login_throttle"
+# A lock runs LOGIN_COOLOFF_S from the failure that reached the limit: attempts while locked
+# do not extend it, so the Retry-After a user is shown (the whole cool-off) is never too short.
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+AXES_CLIENT_IP_CALLABLE = "chatapp.web.login_throttle.client_ip"
+AXES_LOCKOUT_CALLABLE = "chatapp.web.login_throttle.lockout_response"
+# Its admin pages list database records, which the cache handler keeps none of.
+AXES_ENABLE_ADMIN = False
+AXES_VERBOSE = False  # no banner on every manage.py command
+CACHES: dict[str, Any] = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    AXES_CACHE: (
+        {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": "login-throttle",
+        }
+        if REDIS_URL
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+    ),
+}
+# axes warns that an in-process cache is not shared between processes: without REDIS_URL there
+# is one web process (the embedded default), so in-process counts are the right ones.
+SILENCED_SYSTEM_CHECKS: list[str] = [] if REDIS_URL else ["axes.W001"]
+
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "login"
@@ -165,6 +213,13 @@ CHAT_BUSY_RETRY_AFTER_S = float(os.environ.get("CHAT_BUSY_RETRY_AFTER_S", "5"))
 # Answer standalone questions from approved FAQ entries before the model (see docs/protocol.md)
 CHAT_FAQ_ENABLED = os.environ.get("CHAT_FAQ_ENABLED", "1") == "1"
 CHAT_MAX_TOKENS = int(os.environ.get("CHAT_MAX_TOKENS", "0")) or None
+# Per-socket frame budget (chatapp/realtime/frame_budget.py): token buckets, far above what a
+# person produces; a frame past them gets a "rate_limited" error with retry_after_s. A
+# chat.resume may replay a whole answer log, so it has its own smaller budget. 0: no limit.
+CHAT_SOCKET_FRAMES_PER_S = float(os.environ.get("CHAT_SOCKET_FRAMES_PER_S", "5"))
+CHAT_SOCKET_FRAME_BURST = int(os.environ.get("CHAT_SOCKET_FRAME_BURST", "20"))
+CHAT_SOCKET_RESUMES_PER_S = float(os.environ.get("CHAT_SOCKET_RESUMES_PER_S", "0.2"))
+CHAT_SOCKET_RESUME_BURST = int(os.environ.get("CHAT_SOCKET_RESUME_BURST", "3"))
 
 # Prometheus /metrics (docs/metrics.md): with METRICS_TOKEN set, scrapes must send
 # "Authorization: Bearer <token>" (401 otherwise); without it, only these networks get them

@@ -72,3 +72,6 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
 STATIC_ROOT = os.environ.get("STATIC_ROOT", str(DATA_DIR / "staticfiles"))  # noqa: F405
+# TLS ends at a reverse proxy (above), so the client's address is the last X-Forwarded-For
+# entry, not REMOTE_ADDR (the proxy's): without this one address limit would lock out everyone.
+LOGIN_THROTTLE_PROXY_COUNT = int(os.environ.get("LOGIN_THROTTLE_PROXY_COUNT", "1"))

@@ -1,0 +1,87 @@
+"""Login throttling: django-axes counts the failures; these are the two hooks it calls.
+
+Axes is wired in settings (app, first authentication backend, middleware, AXES_*): every
+`authenticate()` with a request, ours and the admin's, is refused while the username or the
+client address has LOGIN_FAILURE_LIMIT failures within LOGIN_COOLOFF_S. Here: which address
+is the client's (`client_ip`), and what a locked-out login sees (`lockout_response`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.contrib import admin
+from django.contrib.admin.forms import AdminAuthenticationForm
+from django.contrib.auth.forms import AuthenticationForm
+from django.core.exceptions import ValidationError
+from django.forms.utils import ErrorDict
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.urls import reverse
+
+
+def client_ip(request: HttpRequest) -> str | None:
+    """The address the failures are counted against.
+
+    Behind LOGIN_THROTTLE_PROXY_COUNT reverse proxies that each append the address they saw to
+    X-Forwarded-For, the client is that many entries from the right; everything left of it is
+    the client's own word. Without proxies (the default) only the socket address counts, so a
+    forged header cannot dodge the limit.
+    """
+    proxies = int(settings.LOGIN_THROTTLE_PROXY_COUNT)
+    if proxies > 0:
+        header: str = request.META.get("HTTP_X_FORWARDED_FOR", "")
+        forwarded = [part.strip() for part in header.split(",") if part.strip()]
+        if len(forwarded) >= proxies:
+            return forwarded[-proxies]
+    remote: str | None = request.META.get("REMOTE_ADDR") or None
+    return remote
+
+
+def lockout_message() -> str:
+    minutes = max(1, round(settings.AXES_COOLOFF_TIME.total_seconds() / 60))
+    return (
+        "Too many failed logins for this account or from this network. "
+        f"Please try again in {minutes} minute{'s' if minutes != 1 else ''}."
+    )
+
+
+def _locked_form(base: type[AuthenticationForm]) -> type[AuthenticationForm]:
+    class LockedOutForm(base):  # type: ignore[valid-type,misc]
+        # The lockout is the form's only error; no field is cleaned and nothing authenticated
+        # again (which would count one more failure).
+        def full_clean(self) -> None:
+            self._errors = ErrorDict()
+            self.cleaned_data: dict[str, Any] = {}
+            self.add_error(None, ValidationError(lockout_message(), code="locked_out"))
+
+    return LockedOutForm
+
+
+def lockout_response(request: HttpRequest, *_: object) -> HttpResponse:
+    """AXES_LOCKOUT_CALLABLE: the login page again, with the lockout as its error, 429."""
+    # axes calls this as (request, original_response, credentials), or (request, credentials)
+    # from its async path: neither is needed here.
+    retry_after_s = int(settings.AXES_COOLOFF_TIME.total_seconds())
+    data = {"username": request.POST.get("username", "")}
+    if request.path == reverse("admin:login"):
+        form = _locked_form(AdminAuthenticationForm)(request, data=data)
+        form.is_valid()
+        context: dict[str, Any] = {
+            **admin.site.each_context(request),
+            "title": "Log in",
+            "app_path": request.get_full_path(),
+            "form": form,
+            "username": data["username"],
+        }
+        response = render(request, "admin/login.html", context, status=429)
+    else:
+        form = _locked_form(AuthenticationForm)(request, data=data)
+        form.is_valid()
+        next_url = request.POST.get("next") or request.GET.get("next", "")
+        response = render(
+            request, "registration/login.html", {"form": form, "next": next_url}, status=429
+        )
+    response["Retry-After"] = str(retry_after_s)
+    return response
