@@ -26,7 +26,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -247,21 +247,31 @@ def databases(workdir: Path) -> Iterator[Databases]:
 
 @contextlib.contextmanager
 def running_stack(
-    name: str, workdir: Path, databases: Databases, *, webs: int, at_defaults: tuple[str, ...] = ()
+    name: str,
+    workdir: Path,
+    databases: Databases,
+    *,
+    webs: int,
+    at_defaults: tuple[str, ...] = (),
+    env: Mapping[str, str] | None = None,
 ) -> Iterator[Stack]:
     """A started stack of `webs` web processes and one worker on a Redis and a database of its
     own (a copy of the migrated template); every process is stopped and its output written to
-    `workdir` at the end. `at_defaults`: ENV names left out, so the app uses its defaults."""
+    `workdir` at the end. `at_defaults`: ENV names left out, so the app uses its defaults;
+    `env`: settings of this stack on top of ENV."""
     database = databases.fresh()
     redis_port = free_port()
-    env = {
+    stack_env = {
         **base_env(workdir / "data"),
+        **(env or {}),
         "DATABASE_URL": f"postgresql://postgres@127.0.0.1:5432/{database}",
         "REDIS_URL": f"redis://127.0.0.1:{redis_port}/0",
     }
     for name_at_default in at_defaults:
-        env.pop(name_at_default)
-    stack = Stack(name=name, env=env, redis_port=redis_port, database=database, logs_dir=workdir)
+        stack_env.pop(name_at_default)
+    stack = Stack(
+        name=name, env=stack_env, redis_port=redis_port, database=database, logs_dir=workdir
+    )
     try:
         stack.start_redis()
         stack.start(webs=webs)

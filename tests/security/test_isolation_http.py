@@ -34,7 +34,11 @@ def bob(db: None) -> User:
 
 def conversation_of(user: User, text: str) -> Conversation:
     turn = services.turn_start(
-        sender=user, conversation_id=None, client_message_id=uuid.uuid4(), text=text
+        sender=user,
+        conversation_id=None,
+        client_message_id=uuid.uuid4(),
+        text=text,
+        run_id=uuid.uuid4(),
     )
     return turn.conversation
 

@@ -18,9 +18,9 @@ from django.conf import settings
 from django.contrib.auth.models import User
 
 from chatapp.answers.runtime import answer_runtime_close
-from tests.chatapp.realtime.test_consumer import receive_until, send_frame
 from tests.conftest import Connect, RunningWorker
 from tests.security.support import client_for, raw_socket
+from tests.support.sockets import receive_until, send_frame
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -36,12 +36,12 @@ from websockets.sync.client import connect as ws_connect
 from chatapp.answers.runtime import answer_runtime_close
 from chatapp.apikeys.models import ApiKey
 from chatapp.asgi import application
-from tests.chatapp.realtime.test_consumer import receive_until, send_frame
 from tests.conftest import RunningWorker
 from tests.integration.processes import (
     app_served,
 )
 from tests.security.support import client_for, raw_socket
+from tests.support.sockets import receive_until, send_frame
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PASSWORD = "pw-erin-Tr0ub4dor&3-secret"

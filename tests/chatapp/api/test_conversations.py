@@ -15,7 +15,11 @@ pytestmark = pytest.mark.django_db
 
 def ask(user: User, text: str) -> services.TurnStart:
     return services.turn_start(
-        sender=user, conversation_id=None, client_message_id=uuid.uuid4(), text=text
+        sender=user,
+        conversation_id=None,
+        client_message_id=uuid.uuid4(),
+        text=text,
+        run_id=uuid.uuid4(),
     )
 
 

@@ -110,7 +110,9 @@ async def test_resume_after_the_log_expired_sends_the_stored_text_as_a_snapshot(
     message_id = frames[0]["assistant_message_id"]
     runtime = await answer_runtime()
     # as if the log had expired: nothing left to replay from
-    await runtime.log.begin(message_id=uuid.UUID(message_id), relay_channel="gone")
+    run_id = await Message.objects.filter(id=message_id).values_list("run_id", flat=True).aget()
+    assert run_id is not None
+    await runtime.log.rewrite(run_id=run_id, relay_channel="gone", user_key="", entries=[])
 
     await ws.send_json_to(resume_frame(message_id, 1))
     snapshot = await ws.receive_json_from(timeout=5)

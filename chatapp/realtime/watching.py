@@ -1,0 +1,287 @@
+"""What one chat socket shows of the runs it watches, in order, to their end.
+
+The socket never owns a run: the relay of whichever web process started it does. For each
+answer on screen the socket keeps a `RunWatch` (chatapp/answers/follower.py) and turns what
+the owner sends (entries, heartbeats, "gone") into browser frames; when the owner falls silent
+it finds out how the run ended, and ends it only once the owner is known dead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+
+from channels.db import database_sync_to_async
+from django.conf import settings
+from django.contrib.auth.models import User
+
+from chatapp.answers.entries import LogEntry, LoggedDelta, LoggedEnd
+from chatapp.answers.follower import RunWatch, StoredAnswer, run_rest, silence_limit_s
+from chatapp.answers.messages import (
+    AnswerAlive,
+    AnswerEntry,
+    AnswerGone,
+    DetachAnswer,
+    StopAnswer,
+)
+from chatapp.answers.recovery import owner_state
+from chatapp.answers.runtime import answer_runtime
+from chatapp.conversations import selectors
+from chatapp.conversations.models import Message
+from chatapp.realtime.schemas import (
+    ERROR_CODES,
+    AnyServerFrame,
+    DeltaFrame,
+    DoneFrame,
+    ErrorFrame,
+    SnapshotFrame,
+    Timings,
+    Usage,
+)
+
+logger = logging.getLogger(__name__)
+
+WATCHDOG_EVENT = {"type": "chat.watchdog"}  # the consumer's handler: chat_watchdog
+
+
+class Layer(Protocol):
+    async def send(self, channel: str, message: dict[str, Any]) -> None: ...
+
+
+SendFrame = Callable[[AnyServerFrame], Awaitable[None]]
+
+
+class SocketWatching:
+    """The runs one socket shows, by message id."""
+
+    def __init__(self, *, layer: Layer, channel_name: str, user: User, send: SendFrame) -> None:
+        self._layer = layer
+        self._channel = channel_name
+        self._user = user
+        self._send = send
+        self._watching: dict[uuid.UUID, RunWatch] = {}
+
+    @property
+    def busy(self) -> bool:
+        return bool(self._watching)
+
+    def only(self) -> uuid.UUID | None:
+        """The one answer shown, if exactly one is."""
+        return next(iter(self._watching)) if len(self._watching) == 1 else None
+
+    def started(self, watch: RunWatch) -> None:
+        """Show a run this socket just started (its owner will send everything from seq 1)."""
+        self._watching[watch.message_id] = watch
+
+    async def follow(self, message: Message, *, after_seq: int, client_id: uuid.UUID) -> None:
+        """Show an answer from `after_seq` on: live from its owner, or as it ended."""
+        if message.id in self._watching:
+            return  # this socket already shows it (a retry on the same socket)
+        if message.run_id is None:  # written before runs existed and long finished
+            await self._show_stored(message, client_id=client_id)
+            return
+        watch = RunWatch(
+            message_id=message.id,
+            run_id=message.run_id,
+            owner="",
+            client_id=client_id,
+            next_seq=after_seq + 1,
+        )
+        if message.status == Message.Status.STREAMING:
+            runtime = await answer_runtime()
+            owner = await runtime.log.ownership(run_id=message.run_id)
+            if owner_state(owner, silent_after_s=settings.CHAT_REAP_AFTER_S) == "alive":
+                assert owner is not None
+                await self._attach(watch, owner=owner.relay_channel)
+                return
+        await self._show_rest(watch)
+
+    async def stop(self, message_id: uuid.UUID | None) -> bool:
+        """Ask the owner of the answer (shown here, or streaming in another tab) to stop it;
+        its end comes back as an entry. False: nothing of the user's is streaming there."""
+        message_id = message_id or self.only()
+        if message_id is None:
+            return False
+        watch = self._watching.get(message_id)
+        if watch is not None:
+            owner, run_id = watch.owner, watch.run_id
+        else:
+            message = await database_sync_to_async(selectors.answer_get)(
+                owner=self._user, message_id=message_id
+            )
+            if message is None or message.status != Message.Status.STREAMING:
+                return False
+            if message.run_id is None:
+                return False
+            ownership = await (await answer_runtime()).log.ownership(run_id=message.run_id)
+            if ownership is None:
+                return False
+            owner, run_id = ownership.relay_channel, message.run_id
+        await self._layer.send(owner, StopAnswer(message_id=message_id, run_id=run_id).to_channel())
+        return True
+
+    async def detach_all(self) -> None:
+        """The socket is closing: the runs go on for the grace period, so a refresh can resume."""
+        for watch in self._watching.values():
+            with contextlib.suppress(Exception):
+                await self._layer.send(
+                    watch.owner,
+                    DetachAnswer(
+                        message_id=watch.message_id, run_id=watch.run_id, watcher=self._channel
+                    ).to_channel(),
+                )
+        self._watching.clear()
+
+    # ---- what the owners send ------------------------------------------------------------
+
+    async def on_entry(self, event: dict[str, Any]) -> None:
+        message = AnswerEntry.model_validate(event)
+        watch = self._watch_of(message.message_id, message.run_id)
+        if watch is not None:
+            watch.heard()
+            await self._show(watch, message.entry)
+
+    def on_alive(self, event: dict[str, Any]) -> None:
+        alive = AnswerAlive.model_validate(event)
+        watch = self._watch_of(alive.message_id, alive.run_id)
+        if watch is not None:
+            watch.heard()
+
+    async def on_gone(self, event: dict[str, Any]) -> None:
+        """We attached after the run ended: show how it ended."""
+        gone = AnswerGone.model_validate(event)
+        watch = self._watch_of(gone.message_id, gone.run_id)
+        if watch is not None:
+            await self._show_rest(watch)
+
+    async def on_watchdog(self) -> None:
+        """An owner not heard from for a while: alive (what it sent us was lost) or dead with
+        its web process. `_show_rest` tells which, and ends the run only in the second case."""
+        limit = silence_limit_s(settings.CHAT_RELAY_HEARTBEAT_S)
+        for watch in list(self._watching.values()):
+            if watch.silent_for() >= limit:
+                await self._show_rest(watch)
+
+    async def watchdog_loop(self) -> None:
+        """Wake the socket every heartbeat while it watches something; through its own channel,
+        so the checks run in order with the entries."""
+        interval = max(0.2, settings.CHAT_RELAY_HEARTBEAT_S)
+        while True:
+            await asyncio.sleep(interval)
+            if self._watching:
+                try:
+                    await self._layer.send(self._channel, WATCHDOG_EVENT)
+                except Exception as exc:  # Redis restarting: the next round tries again
+                    logger.warning("socket watchdog could not report: %s", exc)
+
+    # ---- showing -------------------------------------------------------------------------
+
+    def _watch_of(self, message_id: uuid.UUID, run_id: uuid.UUID) -> RunWatch | None:
+        watch = self._watching.get(message_id)
+        return watch if watch is not None and watch.run_id == run_id else None
+
+    async def _attach(self, watch: RunWatch, *, owner: str) -> None:
+        watch.owner = owner
+        watch.heard()
+        self._watching[watch.message_id] = watch
+        await self._layer.send(owner, watch.attach(watcher=self._channel).to_channel())
+
+    async def _show_rest(self, watch: RunWatch) -> None:
+        """The run has ended, or its owner is silent: show how it ended (ending it if need be).
+        Still running after all (its owner is alive): watch it from its owner again."""
+        runtime = await answer_runtime()
+        user = self._user
+        rest = await run_rest(
+            orphans=runtime.relay.orphans,
+            watch=watch,
+            load_row=lambda: database_sync_to_async(selectors.answer_get)(
+                owner=user, message_id=watch.message_id
+            ),
+        )
+        if rest is None:
+            owner = await runtime.log.ownership(run_id=watch.run_id)
+            if owner is not None:
+                await self._attach(watch, owner=owner.relay_channel)
+                return
+            rest = StoredAnswer(content="", end=LoggedEnd(seq=watch.next_seq, status="failed"))
+        if isinstance(rest, StoredAnswer):
+            self._watching.pop(watch.message_id, None)
+            # The log is gone: the stored message is the truth; replace what is shown.
+            await self._send(SnapshotFrame(message_id=watch.message_id, content=rest.content))
+            await self._show_end(watch.message_id, rest.end, client_id=watch.client_id)
+            return
+        self._watching[watch.message_id] = watch
+        for entry in rest:
+            await self._show(watch, entry)
+
+    async def _show_stored(self, message: Message, *, client_id: uuid.UUID) -> None:
+        await self._send(SnapshotFrame(message_id=message.id, content=message.content))
+        status = message.status if message.status != Message.Status.STREAMING else "failed"
+        await self._show_end(
+            message.id,
+            LoggedEnd(
+                seq=1,
+                status=status,  # complete, stopped or failed here
+                finish_reason=message.finish_reason or "stop",
+                error_code=message.error_code or "interrupted",
+                error_message="This answer failed; ask again to get a new one.",
+            ),
+            client_id=client_id,
+        )
+
+    async def _show(self, watch: RunWatch, entry: LogEntry) -> None:
+        """Send one entry unless the browser has it already; entries arrive in seq order."""
+        taken = watch.take(entry)
+        if taken == "repeat":
+            return
+        if taken == "gap":
+            # Something was lost on the way: show nothing out of order; ask the owner to
+            # replay from the last entry shown (once; what it sends is in order).
+            attach = watch.resync(watcher=self._channel)
+            if attach is not None:
+                await self._layer.send(watch.owner, attach.to_channel())
+            return
+        if isinstance(entry, LoggedDelta):
+            await self._send(
+                DeltaFrame(message_id=watch.message_id, seq=entry.seq, text=entry.text)
+            )
+            return
+        self._watching.pop(watch.message_id, None)
+        await self._show_end(watch.message_id, entry, client_id=watch.client_id)
+
+    async def _show_end(
+        self, message_id: uuid.UUID, end: LoggedEnd, *, client_id: uuid.UUID | None
+    ) -> None:
+        if end.status == "failed":
+            # Counted once per answer by its relay, not here.
+            code = end.error_code if end.error_code in ERROR_CODES else "engine"
+            await self._send(
+                ErrorFrame(
+                    id=client_id,
+                    message_id=message_id,
+                    code=code,
+                    message=end.error_message or "The answer failed.",
+                )
+            )
+            return
+        await self._send(
+            DoneFrame(
+                message_id=message_id,
+                status="stopped" if end.status == "stopped" else "complete",
+                finish_reason=end.finish_reason,
+                usage=Usage(
+                    prompt_tokens=end.prompt_tokens,
+                    completion_tokens=end.completion_tokens,
+                    cached_prompt_tokens=end.cached_prompt_tokens,
+                ),
+                timings=Timings(
+                    queue_wait_ms=end.queue_wait_ms, ttft_ms=end.ttft_ms, total_ms=end.total_ms
+                ),
+                source=end.source,
+                faq_entry_id=end.faq_entry_id,
+            )
+        )

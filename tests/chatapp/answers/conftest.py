@@ -1,0 +1,5 @@
+"""Fixtures of the answer-lifecycle tests."""
+
+from tests.support.users import alice
+
+__all__ = ["alice"]

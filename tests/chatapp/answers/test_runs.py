@@ -1,0 +1,298 @@
+"""The life of a run, piece by piece: the relay, the log, recovery and the final write, each
+with the real in-process parts (in-memory layer and log, SQLite) and Redis where the log lives.
+
+What a user would notice if these broke: a reload showing an earlier answer than the one that
+streamed, a resume shown "complete" for an answer still being written, a healthy log deleted
+and rewritten (a resume meanwhile gets nothing).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import pytest
+import redis.asyncio as aioredis
+from asgiref.sync import sync_to_async
+from channels.layers import InMemoryChannelLayer
+from django.contrib.auth.models import User
+
+from chatapp.admission.limiter import LocalAdmission
+from chatapp.answers.entries import LogEntry, LoggedDelta, LoggedEnd
+from chatapp.answers.follower import RunWatch, StoredAnswer, run_rest
+from chatapp.answers.log import AnswerLog, LocalAnswerLog, RedisAnswerLog
+from chatapp.answers.recovery import Orphans, answer_store, orphaned_runs_finish
+from chatapp.answers.relay import AnswerRelay, RelaySettings
+from chatapp.answers.runtime import admission_limits
+from chatapp.conversations import services
+from chatapp.conversations.models import Message
+from chatapp.metrics import registry
+from inference.protocol import Accepted, Delta, Done, GenerateRequest
+from inference.registry import LocalWorkerRegistry
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+REDIS_URL = "redis://127.0.0.1:6379/12"
+
+
+def _turn(user: User, text: str) -> services.TurnStart:
+    return services.turn_start(
+        sender=user,
+        conversation_id=None,
+        client_message_id=uuid.uuid4(),
+        text=text,
+        run_id=uuid.uuid4(),
+    )
+
+
+async def _logged_run(log: AnswerLog, run_id: uuid.UUID, text: str) -> None:
+    await log.begin(run_id=run_id, relay_channel="relay-1", user_key="u")
+    await log.append(run_id=run_id, entry=LoggedDelta(seq=1, text=text))
+    await log.append(run_id=run_id, entry=LoggedEnd(seq=2, status="complete"))
+
+
+def _orphans(log: AnswerLog, *, silent_after_s: float) -> Orphans:
+    return Orphans(
+        log=log,
+        admission=LocalAdmission(limits=admission_limits()),
+        layer=InMemoryChannelLayer(),
+        silent_after_s=silent_after_s,
+    )
+
+
+async def test_the_reaper_never_writes_an_earlier_run_into_an_edited_answer(alice: User) -> None:
+    log = LocalAnswerLog(ttl_s=60)
+    turn = await sync_to_async(_turn)(alice, "old question")
+    first_run = turn.run_id
+    await _logged_run(log, first_run, "the old answer")
+    stored = await answer_store(
+        message_id=turn.assistant_message.id,
+        run_id=first_run,
+        content="the old answer",
+        end=LoggedEnd(seq=2, status="complete"),
+    )
+    assert stored
+    await asyncio.sleep(0.3)  # the first run's owner is now silent past the reap age
+
+    edited = await sync_to_async(services.turn_edit)(
+        sender=alice,
+        message_id=turn.user_message.id,
+        text="new question",
+        client_id=uuid.uuid4(),
+        run_id=uuid.uuid4(),
+    )
+    # A reaper tick lands before the new run's owner has written anything.
+    assert await orphaned_runs_finish(orphans=_orphans(log, silent_after_s=0.2)) == 0
+    fenced_before = registry.ANSWER_WRITES_FENCED._value.get()
+    late = await answer_store(  # a stale relay of the first run writes late
+        message_id=turn.assistant_message.id,
+        run_id=first_run,
+        content="the old answer",
+        end=LoggedEnd(seq=2, status="complete"),
+    )
+    new = await answer_store(
+        message_id=turn.assistant_message.id,
+        run_id=edited.run_id,
+        content="the new answer",
+        end=LoggedEnd(seq=2, status="complete"),
+    )
+
+    row = await Message.objects.aget(id=turn.assistant_message.id)
+    assert (late, new) == (False, True)
+    assert (row.status, row.content) == ("complete", "the new answer")
+    assert registry.ANSWER_WRITES_FENCED._value.get() == fenced_before + 1
+
+
+async def test_the_reaper_ends_a_run_whose_owner_went_silent_from_its_log(alice: User) -> None:
+    log = LocalAnswerLog(ttl_s=60)
+    turn = await sync_to_async(_turn)(alice, "question")
+    await log.begin(run_id=turn.run_id, relay_channel="dead-relay", user_key="u")
+    await log.append(run_id=turn.run_id, entry=LoggedDelta(seq=1, text="half an ans"))
+    await asyncio.sleep(0.3)
+
+    assert await orphaned_runs_finish(orphans=_orphans(log, silent_after_s=0.2)) == 1
+
+    row = await Message.objects.aget(id=turn.assistant_message.id)
+    assert (row.status, row.error_code, row.content) == ("failed", "interrupted", "half an ans")
+
+
+async def test_a_resume_waits_while_a_live_owner_stores_the_answer(alice: User) -> None:
+    """The end is logged before the row is written: a watcher must not be told the answer
+    is complete while a reload would still find it streaming."""
+    log = LocalAnswerLog(ttl_s=60)
+    turn = await sync_to_async(_turn)(alice, "question")
+    await _logged_run(log, turn.run_id, "the answer")
+    watch = RunWatch(
+        message_id=turn.assistant_message.id, run_id=turn.run_id, owner="relay-1", client_id=None
+    )
+
+    async def load_row() -> Message | None:
+        return await Message.objects.filter(id=turn.assistant_message.id).afirst()
+
+    orphans = _orphans(log, silent_after_s=30)
+    while_storing = await run_rest(orphans=orphans, watch=watch, load_row=load_row)
+    await answer_store(
+        message_id=turn.assistant_message.id,
+        run_id=turn.run_id,
+        content="the answer",
+        end=LoggedEnd(seq=2, status="complete"),
+    )
+    stored = await run_rest(orphans=orphans, watch=watch, load_row=load_row)
+
+    assert while_storing is None
+    assert isinstance(stored, list)
+    assert [e.kind for e in stored] == ["delta", "end"]
+
+
+async def test_a_replaced_run_is_not_shown_as_the_rest_of_the_old_one(alice: User) -> None:
+    log = LocalAnswerLog(ttl_s=60)
+    turn = await sync_to_async(_turn)(alice, "question")
+    watch = RunWatch(
+        message_id=turn.assistant_message.id, run_id=uuid.uuid4(), owner="", client_id=None
+    )
+
+    async def load_row() -> Message | None:
+        return await Message.objects.filter(id=turn.assistant_message.id).afirst()
+
+    rest = await run_rest(orphans=_orphans(log, silent_after_s=30), watch=watch, load_row=load_row)
+    assert isinstance(rest, StoredAnswer)
+    assert (rest.content, rest.end.status) == ("", "failed")
+
+
+# ---- the relay's log and heartbeats ---------------------------------------------------------
+
+
+class SlowLog(LocalAnswerLog):
+    """Appends take a moment (a Redis round trip); counts rewrites of whole logs."""
+
+    rewrites = 0
+
+    async def append(self, *, run_id: uuid.UUID, entry: LogEntry) -> None:
+        await asyncio.sleep(0.002)
+        await super().append(run_id=run_id, entry=entry)
+
+    async def rewrite(
+        self, *, run_id: uuid.UUID, relay_channel: str, user_key: str, entries: list[LogEntry]
+    ) -> None:
+        self.rewrites += 1
+        await super().rewrite(
+            run_id=run_id, relay_channel=relay_channel, user_key=user_key, entries=entries
+        )
+
+
+@dataclass
+class RunningRelay:
+    relay: AnswerRelay
+    layer: InMemoryChannelLayer
+    task: asyncio.Task[None]
+
+
+@pytest.fixture
+async def running_relay() -> AsyncIterator[RunningRelay]:
+    layer = InMemoryChannelLayer(capacity=10_000)
+    log = SlowLog(ttl_s=60)
+    registry_ = LocalWorkerRegistry()
+    await registry_.announce(worker_id="w", capacity=4, ttl_s=60)
+    relay = AnswerRelay(
+        layer=layer,
+        log=log,
+        admission=LocalAdmission(limits=admission_limits()),
+        registry=registry_,
+        settings=RelaySettings(
+            accept_timeout_s=10,
+            queue_timeout_s=10,
+            stall_timeout_s=10,
+            disconnect_grace_s=10,
+            heartbeat_s=0.003,  # a heartbeat lands between almost every pair of entries
+            reap_every_s=60,
+            owner_silent_after_s=60,
+        ),
+    )
+    task = asyncio.create_task(relay.run())
+    await relay.ready.wait()
+    yield RunningRelay(relay=relay, layer=layer, task=task)
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_heartbeats_during_a_stream_never_rewrite_a_healthy_log(
+    alice: User, running_relay: RunningRelay
+) -> None:
+    relay, layer = running_relay.relay, running_relay.layer
+    turn = await sync_to_async(_turn)(alice, "question")
+    request_id = str(turn.run_id)
+    await relay.start(
+        message_id=turn.assistant_message.id,
+        user_key="u",
+        watcher="watcher-1",
+        request=GenerateRequest(
+            request_id=request_id, reply_channel=relay.channel, submitted_at=0.0
+        ),
+        request_channel="test.requests",
+    )
+    send = layer.send
+    await send(
+        relay.channel,
+        Accepted(request_id=request_id, worker_channel="w", queue_wait_ms=1).to_channel(),
+    )
+    for seq in range(1, 201):
+        await send(
+            relay.channel,
+            Delta(request_id=request_id, seq=seq, text=f"w{seq} ", tokens=1).to_channel(),
+        )
+        if seq % 10 == 0:
+            await asyncio.sleep(0.004)
+    await send(
+        relay.channel,
+        Done(
+            request_id=request_id,
+            seq=201,
+            finish_reason="stop",
+            prompt_tokens=1,
+            completion_tokens=200,
+            cached_prompt_tokens=0,
+            queue_wait_ms=1,
+            ttft_ms=1,
+            total_ms=1,
+        ).to_channel(),
+    )
+    for _ in range(500):
+        if relay.active_answers == 0:
+            break
+        await asyncio.sleep(0.01)
+
+    log = relay.orphans.log
+    assert isinstance(log, SlowLog)
+    assert log.rewrites == 0
+    entries = await log.entries_after(run_id=turn.run_id, seq=0)
+    assert entries is not None
+    assert len(entries) == 201
+    row = await Message.objects.aget(id=turn.assistant_message.id)
+    assert row.content == "".join(f"w{seq} " for seq in range(1, 201))
+
+
+@pytest.mark.redis
+async def test_a_stale_relays_heartbeat_cannot_touch_a_newer_runs_log() -> None:
+    client = aioredis.Redis.from_url(REDIS_URL)
+    await client.flushdb()
+    log = RedisAnswerLog(redis_url=REDIS_URL, ttl_s=60)
+    try:
+        old_run, new_run = uuid.uuid4(), uuid.uuid4()
+        await _logged_run(log, old_run, "old")
+        await log.begin(run_id=new_run, relay_channel="relay-2", user_key="u")
+        await log.append(run_id=new_run, entry=LoggedDelta(seq=1, text="new"))
+
+        # the first run's relay, still alive somewhere, thinks its log should hold 5 entries
+        broken = await log.heartbeat(relay_channel="relay-1", lengths={old_run: 5})
+
+        assert broken == [old_run]  # only ever its own run
+        assert await log.entries_after(run_id=new_run, seq=0) == [LoggedDelta(seq=1, text="new")]
+        owner = await log.ownership(run_id=new_run)
+        assert owner is not None
+        assert owner.relay_channel == "relay-2"
+    finally:
+        await client.flushdb()
+        await client.aclose()
+        await log.aclose()
