@@ -172,7 +172,7 @@ async def test_a_healthy_60_second_stream_never_deletes_its_log(reaping_stack: S
     client = redis.Redis(host="127.0.0.1", port=stack.redis_port)
 
     def monitor() -> None:
-        with client.monitor() as watching:
+        with client.monitor() as watching:  # type: ignore[no-untyped-call]
             for command in watching.listen():
                 commands.append(command["command"])
                 if stop.is_set():

@@ -5,6 +5,7 @@ and the socket stays open. Full ASGI app, scripted engine."""
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
@@ -25,7 +26,7 @@ async def test_resumes_past_their_budget_are_refused(
     await ws.send_json_to(send_frame("a long answer to replay"))
     message_id = (await receive_until(ws, "chat.done"))[0]["assistant_message_id"]
 
-    replies = []
+    replies: list[list[dict[str, Any]]] = []
     for _ in range(4):
         frame_id = str(uuid.uuid4())
         await ws.send_json_to(
