@@ -152,20 +152,42 @@ class Delta(WireMessage):
         return drop_absent_logprobs(self, handler)
 
 
-class Done(WireMessage):
+class AnswerStats(WireMessage):
+    """How an answer was made. Declared once: the worker's `Done`, the run's logged end, the
+    stored message (same column names) and what the browser and the API are shown all carry
+    these, and move them as a whole (`stats_of`), never field by field."""
+
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cached_prompt_tokens: int | None = None
+    queue_wait_ms: float | None = None
+    ttft_ms: float | None = None
+    total_ms: float | None = None
+    # "faq": the answer is an admin-approved FAQ entry's, streamed without the model.
+    source: Literal["model", "faq"] = "model"
+    faq_entry_id: int | None = None
+
+
+def stats_of(source: BaseModel | object) -> AnswerStats:
+    """The `AnswerStats` of anything that carries them (a `Done`, a logged end, a stored row),
+    and nothing else of it."""
+    return AnswerStats.model_validate({name: getattr(source, name) for name in _STATS})
+
+
+_STATS = tuple(AnswerStats.model_fields)
+
+
+class Done(AnswerStats):
     type: Literal["inference.done"] = "inference.done"
     request_id: str
     seq: int = Field(ge=1)
     finish_reason: FinishReason
+    # a worker always knows these (an answer logged or stored later may not)
     prompt_tokens: int
     completion_tokens: int
     cached_prompt_tokens: int
     queue_wait_ms: float
-    ttft_ms: float | None
     total_ms: float
-    # "faq": the answer is an admin-approved FAQ entry's, streamed without the model.
-    source: Literal["model", "faq"] = "model"
-    faq_entry_id: int | None = None
     faq_score: float | None = None
 
 

@@ -17,7 +17,7 @@ from pydantic import (
     model_serializer,
 )
 
-from inference.protocol import TokenLogprob, drop_absent_logprobs
+from inference.protocol import AnswerStats, TokenLogprob, drop_absent_logprobs
 
 EndStatus = Literal["complete", "stopped", "failed"]
 
@@ -38,7 +38,10 @@ class LoggedDelta(_Entry):
         return drop_absent_logprobs(self, handler)
 
 
-class LoggedEnd(_Entry):
+class LoggedEnd(_Entry, AnswerStats):
+    """How a run ended: the one "answer ended" type of the web side (logged, shown to every
+    watcher, stored through `answer_store`), with the worker's `AnswerStats`."""
+
     kind: Literal["end"] = "end"
     seq: int = Field(ge=1)
     status: EndStatus
@@ -46,14 +49,6 @@ class LoggedEnd(_Entry):
     # set when status is "failed", or "stopped" for a reason other than the user's Stop
     error_code: str = ""
     error_message: str = ""
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    cached_prompt_tokens: int | None = None
-    queue_wait_ms: float | None = None
-    ttft_ms: float | None = None
-    total_ms: float | None = None
-    source: Literal["model", "faq"] = "model"
-    faq_entry_id: int | None = None
 
 
 LogEntry = LoggedDelta | LoggedEnd

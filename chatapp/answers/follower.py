@@ -21,6 +21,7 @@ from chatapp.answers.entries import LogEntry, LoggedEnd
 from chatapp.answers.messages import AttachAnswer
 from chatapp.answers.recovery import Orphans, run_abandon_if_orphaned
 from chatapp.conversations.models import Message
+from inference.protocol import stats_of
 
 Taken = Literal["show", "repeat", "gap"]
 
@@ -133,12 +134,5 @@ def _end_of(row: Message | None, *, seq: int) -> LoggedEnd:
         error_message="This answer failed; ask again to get a new one."
         if row.status == Message.Status.FAILED
         else "",
-        prompt_tokens=row.prompt_tokens,
-        completion_tokens=row.completion_tokens,
-        cached_prompt_tokens=row.cached_prompt_tokens,
-        queue_wait_ms=row.queue_wait_ms,
-        ttft_ms=row.ttft_ms,
-        total_ms=row.total_ms,
-        source="faq" if row.source == "faq" else "model",
-        faq_entry_id=row.faq_entry_id,
+        **stats_of(row).model_dump(),
     )

@@ -28,7 +28,7 @@ from chatapp.answers.messages import StopAnswer
 from chatapp.conversations import selectors, services
 from chatapp.conversations.models import Message
 from chatapp.metrics import recording as metrics
-from inference.protocol import CancelRequest
+from inference.protocol import CancelRequest, stats_of
 
 logger = logging.getLogger(__name__)
 
@@ -61,22 +61,6 @@ def owner_state(owner: Ownership | None, *, silent_after_s: float) -> OwnerState
     return "alive" if owner.silent_for() < silent_after_s else "silent"
 
 
-def outcome_of(end: LoggedEnd) -> services.AnswerOutcome:
-    return services.AnswerOutcome(
-        status=Message.Status(end.status),
-        finish_reason=end.finish_reason,
-        error_code=end.error_code,
-        prompt_tokens=end.prompt_tokens,
-        completion_tokens=end.completion_tokens,
-        cached_prompt_tokens=end.cached_prompt_tokens,
-        queue_wait_ms=end.queue_wait_ms,
-        ttft_ms=end.ttft_ms,
-        total_ms=end.total_ms,
-        source=end.source,
-        faq_entry_id=end.faq_entry_id,
-    )
-
-
 async def answer_store(
     *, message_id: uuid.UUID, run_id: uuid.UUID, content: str, end: LoggedEnd
 ) -> bool:
@@ -85,7 +69,13 @@ async def answer_store(
     # Not the shared thread of thread-sensitive calls: a slow write here must not hold up
     # every socket's and relay's database work behind it.
     stored: bool = await database_sync_to_async(services.answer_finish, thread_sensitive=False)(
-        message_id=message_id, run_id=run_id, content=content, outcome=outcome_of(end)
+        message_id=message_id,
+        run_id=run_id,
+        content=content,
+        status=Message.Status(end.status),
+        finish_reason=end.finish_reason,
+        error_code=end.error_code,
+        stats=stats_of(end),
     )
     if not stored:
         logger.warning(

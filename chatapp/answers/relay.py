@@ -46,6 +46,7 @@ from inference.protocol import (
     Error,
     GenerateRequest,
     Heartbeat,
+    stats_of,
     worker_event_adapter,
 )
 from inference.registry import WorkerRegistry
@@ -311,14 +312,7 @@ class AnswerRelay:
             status="stopped" if stopped else "complete",
             finish_reason=done.finish_reason,
             error_code=(run.stop_code or "") if stopped else "",
-            prompt_tokens=done.prompt_tokens,
-            completion_tokens=done.completion_tokens,
-            cached_prompt_tokens=done.cached_prompt_tokens,
-            queue_wait_ms=done.queue_wait_ms,
-            ttft_ms=done.ttft_ms,
-            total_ms=done.total_ms,
-            source=done.source,
-            faq_entry_id=done.faq_entry_id,
+            **stats_of(done).model_dump(),
         )
 
     async def _attach(self, attach: AttachAnswer) -> None:
@@ -464,9 +458,7 @@ class AnswerRelay:
                     entries=owned.entries,
                 )
                 if owned.worker_channel:
-                    await self._log.worker_taken(
-                        run_id=run_id, worker_channel=owned.worker_channel
-                    )
+                    await self._log.worker_taken(run_id=run_id, worker_channel=owned.worker_channel)
 
     # ---- helpers -----------------------------------------------------------------------
 

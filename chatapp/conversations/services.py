@@ -14,6 +14,7 @@ from chatapp.conversations.models import Conversation, Message
 from chatapp.errors import ApplicationError, ConflictError, NotFoundError
 from chatapp.faq import services as faq_services
 from chatapp.prompts.models import PromptTemplateVersion
+from inference.protocol import AnswerStats
 
 TITLE_CHARS = 60
 
@@ -31,21 +32,6 @@ class TurnStart:
         run_id = self.assistant_message.run_id
         assert run_id is not None, "every answer row written since migration 0006 has a run"
         return run_id
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class AnswerOutcome:
-    status: Message.Status
-    finish_reason: str = ""
-    error_code: str = ""
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    cached_prompt_tokens: int | None = None
-    queue_wait_ms: float | None = None
-    ttft_ms: float | None = None
-    total_ms: float | None = None
-    source: str = "model"
-    faq_entry_id: int | None = None
 
 
 def turn_existing(*, sender: User, client_message_id: uuid.UUID) -> TurnStart | None:
@@ -131,7 +117,14 @@ def turn_start(
 
 @transaction.atomic
 def answer_finish(
-    *, message_id: uuid.UUID, run_id: uuid.UUID, content: str, outcome: AnswerOutcome
+    *,
+    message_id: uuid.UUID,
+    run_id: uuid.UUID,
+    content: str,
+    status: Message.Status,
+    finish_reason: str = "",
+    error_code: str = "",
+    stats: AnswerStats,
 ) -> bool:
     """Write run `run_id`'s finished answer once. False (nothing written) if the run already
     ended, or the row has moved on to another run (a regenerate or edit since)."""
@@ -139,21 +132,14 @@ def answer_finish(
         id=message_id, run_id=run_id, status=Message.Status.STREAMING
     ).update(
         content=content,
-        status=outcome.status,
-        finish_reason=outcome.finish_reason,
-        error_code=outcome.error_code,
-        prompt_tokens=outcome.prompt_tokens,
-        completion_tokens=outcome.completion_tokens,
-        cached_prompt_tokens=outcome.cached_prompt_tokens,
-        queue_wait_ms=outcome.queue_wait_ms,
-        ttft_ms=outcome.ttft_ms,
-        total_ms=outcome.total_ms,
-        source=outcome.source,
-        faq_entry_id=outcome.faq_entry_id,
+        status=status,
+        finish_reason=finish_reason,
+        error_code=error_code,
         finished_at=timezone.now(),
+        **stats.model_dump(),  # the stats' names are the row's columns
     )
-    if updated and outcome.faq_entry_id is not None:
-        faq_services.faq_hit_record(entry_id=outcome.faq_entry_id)
+    if updated and stats.faq_entry_id is not None:
+        faq_services.faq_hit_record(entry_id=stats.faq_entry_id)
     return updated == 1
 
 

@@ -42,6 +42,7 @@ from chatapp.realtime.schemas import (
     Timings,
     Usage,
 )
+from inference.protocol import stats_of
 
 logger = logging.getLogger(__name__)
 
@@ -229,6 +230,7 @@ class SocketWatching:
                 finish_reason=message.finish_reason or "stop",
                 error_code=message.error_code or "interrupted",
                 error_message="This answer failed; ask again to get a new one.",
+                **stats_of(message).model_dump(),
             ),
             client_id=client_id,
         )
