@@ -24,6 +24,8 @@ from channels_redis.core import RedisChannelLayer
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from inference import retry
+
 logger = logging.getLogger(__name__)
 
 # (the channel a popped message is for, the message), as channels_redis's receive_single returns
@@ -37,14 +39,13 @@ class ResilientRedisChannelLayer(RedisChannelLayer):  # type: ignore[misc]  # un
         self._orphaned_reads: dict[str, collections.deque[asyncio.Task[_Popped]]] = {}
 
     async def receive(self, channel: str) -> dict[str, Any]:
-        backoff = 0.1
+        backoff = retry.RECEIVE.start()
         while True:
             try:
                 message: dict[str, Any] = await super().receive(channel)
             except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
                 logger.warning("receive on %s failed (%s); retrying", channel, exc)
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, 2.0)
+                await backoff.sleep()
                 continue
             return message
 

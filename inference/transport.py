@@ -16,6 +16,7 @@ from channels.exceptions import ChannelFull
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from inference import retry
 from inference.protocol import WireMessage
 
 logger = logging.getLogger(__name__)
@@ -80,16 +81,16 @@ class Transport:
         now = time.monotonic()
         deadline = now + retry_s
         full_deadline = now + (self._full_retry_s if full_retry_s is None else full_retry_s)
-        backoff, full_backoff = 0.1, 0.02
+        backoff, full_backoff = retry.SEND.start(), retry.FULL_CHANNEL.start()
         while True:
             try:
                 await self._layer.send(channel, message.to_channel())
             except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
-                if time.monotonic() + backoff > deadline:
+                delay = backoff.delay()
+                if time.monotonic() + delay > deadline:
                     logger.warning("send to %s failed: %s", channel, exc)
                     return SendResult.FAILED
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, 1.0)
+                await asyncio.sleep(delay)
                 continue
             except ChannelFull:
                 left = full_deadline - time.monotonic()
@@ -98,8 +99,7 @@ class Transport:
                         "channel %s stayed full; gave up on a %s", channel, type(message).__name__
                     )
                     return SendResult.FULL
-                await asyncio.sleep(min(full_backoff, left))
-                full_backoff = min(full_backoff * 2, 0.5)
+                await full_backoff.sleep(at_most_s=left)
                 continue
             except Exception as exc:  # anything else the layer refuses: not worth retrying
                 logger.warning("send to %s failed: %s", channel, exc)

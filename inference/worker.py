@@ -33,7 +33,7 @@ from pathlib import Path
 from prometheus_client import Counter
 from pydantic import ValidationError
 
-from inference import metrics
+from inference import metrics, retry
 from inference.engine_request import engine_request_of
 from inference.engines.base import (
     Engine,
@@ -227,7 +227,7 @@ class InferenceWorker:
 
     async def _receive(self, channel: str) -> dict[str, object]:
         """Receive, riding out a Redis restart (requests sent meanwhile wait in Redis)."""
-        backoff = 0.2
+        backoff = retry.RECEIVE.start()
         while True:
             try:
                 return await self._transport.receive(channel)
@@ -235,8 +235,7 @@ class InferenceWorker:
                 raise
             except Exception as exc:
                 logger.warning("receive on %s failed (%s); retrying", channel, exc)
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, 5.0)
+                await backoff.sleep()
 
     async def _announce(self) -> None:
         """Tell the registry this worker is alive and how much it takes, every heartbeat."""

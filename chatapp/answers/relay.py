@@ -38,6 +38,7 @@ from chatapp.answers.messages import (
 )
 from chatapp.answers.recovery import Orphans, answer_store, orphaned_runs_finish
 from chatapp.metrics import recording as metrics
+from inference import retry
 from inference.protocol import (
     Accepted,
     CancelRequest,
@@ -203,18 +204,17 @@ class AnswerRelay:
     # ---- inbound: worker events and watcher control -------------------------------------
 
     async def _receive_loop(self) -> None:
-        backoff = 0.2
+        backoff = retry.RECEIVE.start()
         while True:
             try:
                 raw = await self._layer.receive(self.channel)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # Redis restarting: keep trying, runs fail by watchdog
-                logger.warning("relay receive failed (%s); retrying in %.1f s", exc, backoff)
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, 5.0)
+                logger.warning("relay receive failed (%s); retrying", exc)
+                await backoff.sleep()
                 continue
-            backoff = 0.2
+            backoff.reset()
             try:
                 await self._dispatch(raw)
             except Exception:
