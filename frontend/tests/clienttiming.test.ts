@@ -3,7 +3,8 @@
 // painted token) once, and a refusal of that report changes nothing the user sees.
 import { afterEach, beforeEach, describe, expect, test, vi } from "vitest";
 
-import { ChatController, pageElements, type Transport } from "../src/chat.ts";
+import { ChatController, type Transport } from "../src/controller.ts";
+import { pageElements } from "../src/page.ts";
 import { clientTimingFrame, CLIENT_TTFT_MAX_MS } from "../src/protocol.ts";
 import { chatPageHtml, FakeFrames } from "./helpers.ts";
 

@@ -3,8 +3,9 @@
 // what it sends, and what the page shows for the server's frames.
 import { afterEach, beforeEach, describe, expect, test, vi } from "vitest";
 
-import { ChatController, conversationNav, pageElements, type Transport } from "../src/chat.ts";
+import { ChatController, type Transport } from "../src/controller.ts";
 import { ConversationList } from "../src/conversations.ts";
+import { conversationNav, pageElements } from "../src/page.ts";
 import { chatPageHtml, dangerousNodes, FakeFrames } from "./helpers.ts";
 
 const CONV = "c0000000-0000-4000-8000-000000000000";
@@ -173,7 +174,7 @@ describe("sending and streaming", () => {
     p.clock.now = 1116;
     p.frames.runFrame();
     expect(body.innerHTML).toBe("<p>Yes, we ship to <strong>Sweden</strong>.</p>");
-    const stats = p.c["answers"].get("a3")?.renderStats;
+    const stats = p.c["messages"].answer("a3")?.renderStats;
     expect(stats?.renders).toBe(1);
 
     p.receive({ type: "chat.delta", message_id: "a3", seq: 6, text: "\n\nMore." });
