@@ -52,6 +52,7 @@ from inference.protocol import (
     Delta,
     Done,
     Error,
+    ErrorCode,
     FaqInSync,
     FaqRemove,
     FaqSnapshotChunk,
@@ -400,6 +401,7 @@ class InferenceWorker:
         reply = request.reply_channel
         queue_wait_ms = max(0.0, (time.time() - request.submitted_at) * 1000.0)
         assert self.channel is not None
+        failure: tuple[ErrorCode, str] | None = None  # how the engine failed, if it did
         try:
             accepted = Accepted(
                 request_id=request.request_id,
@@ -428,39 +430,27 @@ class InferenceWorker:
             progress.finish_reason = "abort"
         except _NoProgressError as exc:
             logger.warning("aborted %s: %s", request.request_id, exc)
-            await self._transport.send(
-                reply,
-                Error(
-                    request_id=request.request_id,
-                    seq=progress.seq + 1,
-                    code="engine",
-                    message=f"the model stopped answering ({exc}); the answer was aborted",
-                ),
+            failure = (
+                "engine",
+                f"the model stopped answering ({exc}); the answer was aborted",
             )
-            return
         except RequestRejectedError as exc:
             logger.info("engine refused %s: %s", request.request_id, exc)
-            await self._transport.send(
-                reply,
-                Error(
-                    request_id=request.request_id,
-                    seq=progress.seq + 1,
-                    code="context_length"
-                    if isinstance(exc, PromptTooLongError)
-                    else "invalid_request",
-                    message=str(exc),
-                ),
+            code: ErrorCode = (
+                "context_length" if isinstance(exc, PromptTooLongError) else "invalid_request"
             )
-            return
+            failure = (code, str(exc))
         except Exception as exc:
             logger.exception("engine failed on %s", request.request_id)
+            failure = ("engine", f"the model failed while answering: {type(exc).__name__}")
+        if failure is not None:
             await self._transport.send(
                 reply,
                 Error(
                     request_id=request.request_id,
                     seq=progress.seq + 1,
-                    code="engine",
-                    message=f"the model failed while answering: {type(exc).__name__}",
+                    code=failure[0],
+                    message=failure[1],
                 ),
             )
             return

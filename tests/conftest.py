@@ -17,24 +17,9 @@ from django.test import Client
 from chatapp.answers.runtime import answer_runtime_close
 from chatapp.asgi import application
 from inference.engines.scripted import ScriptedEngine
-from inference.protocol import REQUEST_CHANNEL
-from inference.settings import WorkerSettings
 from inference.transport import Transport
 from inference.worker import InferenceWorker
-
-
-def worker_settings(**overrides: Any) -> WorkerSettings:
-    values: dict[str, Any] = {
-        "engine": "scripted",
-        "request_channel": REQUEST_CHANNEL,
-        "max_active": 4,
-        "coalesce_ms": 15.0,
-        "coalesce_tokens": 8,
-        "redis_url": "",
-        "heartbeat_s": 0.1,
-    }
-    values.update(overrides)
-    return WorkerSettings(**values)
+from tests.support.workers import worker_settings
 
 
 class RunningWorker:

@@ -17,7 +17,7 @@ from inference.healthcheck import main
 from inference.registry import LocalWorkerRegistry
 from inference.transport import Transport
 from inference.worker import InferenceWorker
-from tests.conftest import worker_settings
+from tests.support.workers import worker_settings
 
 
 async def test_the_health_file_is_fresh_only_while_the_worker_runs(

@@ -21,8 +21,8 @@ from inference.protocol import BACKGROUND_CHANNEL, REQUEST_CHANNEL, ChatTurn, Ge
 from inference.settings import WorkerSettings
 from inference.transport import Transport
 from inference.worker import InferenceWorker
-from tests.conftest import worker_settings
 from tests.support.net import free_port
+from tests.support.workers import worker_settings
 
 
 def value(name: str) -> float:

@@ -20,7 +20,7 @@ from inference.protocol import (
 )
 from inference.transport import Transport
 from inference.worker import InferenceWorker
-from tests.conftest import worker_settings
+from tests.support.workers import worker_settings
 
 
 @pytest.fixture

@@ -30,21 +30,7 @@ from inference.registry import LocalWorkerRegistry
 from inference.settings import WorkerSettings
 from inference.transport import Transport
 from inference.worker import InferenceWorker
-
-
-def worker_settings(**overrides: Any) -> WorkerSettings:
-    # the same test defaults as tests/conftest.py, without importing the web side
-    values: dict[str, Any] = {
-        "engine": "scripted",
-        "request_channel": REQUEST_CHANNEL,
-        "max_active": 4,
-        "coalesce_ms": 15.0,
-        "coalesce_tokens": 8,
-        "redis_url": "",
-        "heartbeat_s": 0.1,
-    }
-    values.update(overrides)
-    return WorkerSettings(**values)
+from tests.support.workers import worker_settings
 
 
 def generate(reply: str, text: str, request_id: str = "r1", **extra: Any) -> dict[str, Any]:

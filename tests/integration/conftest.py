@@ -53,7 +53,7 @@ async def vllm_worker(vllm_engine: object) -> AsyncIterator[object]:
 
     from inference.transport import Transport
     from inference.worker import InferenceWorker
-    from tests.conftest import worker_settings
+    from tests.support.workers import worker_settings
 
     worker = InferenceWorker(
         engine=vllm_engine,  # type: ignore[arg-type]

@@ -17,9 +17,9 @@ from inference.metrics import serve_metrics
 from inference.protocol import REQUEST_CHANNEL
 from inference.transport import Transport
 from inference.worker import InferenceWorker
-from tests.conftest import worker_settings
 from tests.support.net import free_port
 from tests.support.vllm import SHARED, fresh, request, run_to_end
+from tests.support.workers import worker_settings
 
 pytestmark = [pytest.mark.vllm, pytest.mark.asyncio(loop_scope="session")]
 

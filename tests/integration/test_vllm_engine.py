@@ -18,8 +18,8 @@ from inference.protocol import (
 )
 from inference.transport import Transport
 from inference.worker import InferenceWorker
-from tests.conftest import worker_settings
 from tests.support.vllm import SHARED, fresh, next_event, request, run_to_end
+from tests.support.workers import worker_settings
 
 pytestmark = [pytest.mark.vllm, pytest.mark.asyncio(loop_scope="session")]
 

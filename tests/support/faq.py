@@ -23,8 +23,8 @@ from inference.faq.cache import FaqCache
 from inference.faq.embedder import shared_embedder
 from inference.transport import Transport
 from inference.worker import InferenceWorker
-from tests.conftest import worker_settings
 from tests.support.sockets import receive_until
+from tests.support.workers import worker_settings
 
 ANSWER = "Go to Settings > Security and choose 'Reset password'. We email you a link."
 

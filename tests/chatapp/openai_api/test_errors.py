@@ -346,7 +346,7 @@ async def test_a_full_service_is_429_server_busy(http: httpx.AsyncClient) -> Non
     from inference.engines.scripted import ScriptedEngine
     from inference.transport import Transport
     from inference.worker import InferenceWorker
-    from tests.conftest import worker_settings
+    from tests.support.workers import worker_settings
 
     worker = InferenceWorker(
         engine=ScriptedEngine(),

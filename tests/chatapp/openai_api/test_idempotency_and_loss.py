@@ -4,7 +4,6 @@ even when the last entries on their way to the request are lost. Full ASGI app, 
 from __future__ import annotations
 
 import time
-
 from typing import Any
 
 import httpx

@@ -20,9 +20,10 @@ from inference.transport import Transport
 from inference.worker import InferenceWorker
 from tests.chatapp.openai_api.conftest import Key, chat, key_create
 from tests.chatapp.prompts.factories import SYSTEM
-from tests.conftest import Connect, RunningWorker, worker_settings
+from tests.conftest import Connect, RunningWorker
 from tests.support.sockets import open_socket, receive_until
 from tests.support.templates import RENDERED, VALUES
+from tests.support.workers import worker_settings
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
