@@ -1,0 +1,330 @@
+"""Answering one generate request, from `inference.accepted` to `inference.done` or an error.
+
+The worker (inference/worker.py) decides which requests run; this module runs each one: it
+asks the FAQ cache first when the request allows it, else renders the prompt and streams the
+engine's answer as coalesced deltas, with a heartbeat alongside. Faults end the answer with an
+error instead of silence: no new token for `stall_s` after the first (a wedged engine), an
+engine that refuses or fails, or a reply channel that stays full past the transport's bound
+(counted in `inference_events_dropped_total`, and an "overloaded" error tried once).
+Cancelling the task that runs `serve` is the abort path (the engine stream is closed and vLLM
+aborts the request); a stop from the requester ends with `done` (finish_reason "abort").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from prometheus_client import Counter
+
+from inference.engine_request import engine_request_of
+from inference.engines.base import Engine, PromptTooLongError, RequestRejectedError
+from inference.faq.cache import FaqCache
+from inference.protocol import (
+    Accepted,
+    Delta,
+    Done,
+    Error,
+    ErrorCode,
+    FinishReason,
+    GenerateRequest,
+    Heartbeat,
+    TokenLogprob,
+)
+from inference.settings import WorkerSettings
+from inference.streaming import coalesce
+from inference.transport import SendResult, Transport
+
+logger = logging.getLogger(__name__)
+
+EVENTS_DROPPED = Counter(
+    "inference_events_dropped",
+    "Events of an answer the worker could not deliver, so it aborted the answer: the reply "
+    "channel stayed full (channel_full) or the channel layer failed (send_failed).",
+    ["reason"],
+)
+
+
+class _NoProgressError(Exception):
+    """The engine produced no new token for `stall_s` after the first one."""
+
+
+class _UndeliverableError(Exception):
+    """An event of the answer could not be delivered: the answer ends (raised, so that the
+    engine stream is closed, i.e. aborted, before anything else is sent)."""
+
+    def __init__(self, *, event: str, seq: int, result: SendResult) -> None:
+        super().__init__(f"could not deliver {event} ({result.value})")
+        self.seq = seq
+        self.result = result
+
+
+@dataclass
+class Progress:
+    """How far one answer got (what its `done`, or the error ending it, reports)."""
+
+    seq: int = 0
+    completion_tokens: int = 0
+    prompt_tokens: int = 0
+    cached_prompt_tokens: int = 0
+    ttft_ms: float | None = None
+    finish_reason: FinishReason = "stop"
+    started: float = field(default_factory=time.monotonic)
+
+    def elapsed_ms(self) -> float:
+        return (time.monotonic() - self.started) * 1000.0
+
+
+class RequestAnswerer:
+    """Runs the requests one worker took; one per worker."""
+
+    def __init__(
+        self,
+        *,
+        engine: Engine,
+        transport: Transport,
+        settings: WorkerSettings,
+        faq: FaqCache | None,
+        worker_channel: str,
+        cancelled_by_client: Callable[[str], bool],
+    ) -> None:
+        self._engine = engine
+        self._transport = transport
+        self._settings = settings
+        self._faq = faq
+        self._worker_channel = worker_channel  # where requesters send inference.cancel
+        self._cancelled_by_client = cancelled_by_client
+        self.in_engine: set[str] = set()  # requests handed to the engine (for metrics)
+
+    async def serve(self, request: GenerateRequest, progress: Progress) -> None:
+        """Answer one request to its end: accepted, deltas (from the FAQ cache or the engine),
+        then done or an error. Cancelling the task running it is the abort path."""
+        heartbeat = asyncio.create_task(self._heartbeat(request))
+        try:
+            await self._generate(request, progress)
+        finally:
+            heartbeat.cancel()
+
+    async def _heartbeat(self, request: GenerateRequest) -> None:
+        # Independent of the engine: a long prefill still proves the worker is alive. A wedged
+        # engine is caught by the no-progress bound and the health check, which end the
+        # request, and its heartbeats with it.
+        while True:
+            await asyncio.sleep(self._settings.heartbeat_s)
+            await self._transport.send(
+                request.reply_channel, Heartbeat(request_id=request.request_id)
+            )
+
+    async def _send(
+        self, request: GenerateRequest, event: Accepted | Delta | Done, *, seq: int
+    ) -> None:
+        """Send an event of the answer or raise _UndeliverableError. `seq` is the place the
+        event has (1 for Accepted): an error sent instead takes it."""
+        result = await self._transport.send(request.reply_channel, event)
+        if not result:
+            raise _UndeliverableError(event=type(event).__name__, seq=seq, result=result)
+
+    async def _undeliverable(self, request: GenerateRequest, exc: _UndeliverableError) -> None:
+        """Count and log an answer ended for want of delivery; tell a slow reader, once."""
+        reason = "channel_full" if exc.result is SendResult.FULL else "send_failed"
+        EVENTS_DROPPED.labels(reason=reason).inc()
+        logger.warning("%s of %s; aborted the answer", exc, request.request_id)
+        if exc.result is not SendResult.FULL:
+            return  # the layer itself failed for seconds: an error would not get through
+        # A full channel is a slow reader, not a gone one: say why the answer ends, without
+        # waiting again for room.
+        error = Error(
+            request_id=request.request_id,
+            seq=exc.seq,
+            code="overloaded",
+            message="the answer was stopped because its events were not being read",
+        )
+        if not await self._transport.send(request.reply_channel, error, full_retry_s=0.0):
+            EVENTS_DROPPED.labels(reason=reason).inc()
+
+    async def _generate(self, request: GenerateRequest, progress: Progress) -> None:
+        reply = request.reply_channel
+        queue_wait_ms = max(0.0, (time.time() - request.submitted_at) * 1000.0)
+        failure: tuple[ErrorCode, str] | None = None  # how the engine failed, if it did
+        try:
+            accepted = Accepted(
+                request_id=request.request_id,
+                worker_channel=self._worker_channel,
+                queue_wait_ms=queue_wait_ms,
+            )
+            await self._send(request, accepted, seq=1)
+            if (
+                request.faq_lookup is not None
+                and self._faq is not None
+                and await self._answer_from_faq(request, progress, queue_wait_ms=queue_wait_ms)
+            ):
+                return
+            await self._stream_answer(request, progress)
+        except _UndeliverableError as exc:
+            await self._undeliverable(request, exc)
+            return
+        except asyncio.CancelledError:
+            # a stop from the requester, also while the FAQ cache is asked: end with "abort"
+            if not self._cancelled_by_client(request.request_id):
+                raise  # worker shutdown: the worker reports it
+            current = asyncio.current_task()
+            if current is not None:
+                current.uncancel()
+            progress.finish_reason = "abort"
+        except _NoProgressError as exc:
+            logger.warning("aborted %s: %s", request.request_id, exc)
+            failure = (
+                "engine",
+                f"the model stopped answering ({exc}); the answer was aborted",
+            )
+        except RequestRejectedError as exc:
+            logger.info("engine refused %s: %s", request.request_id, exc)
+            code: ErrorCode = (
+                "context_length" if isinstance(exc, PromptTooLongError) else "invalid_request"
+            )
+            failure = (code, str(exc))
+        except Exception as exc:
+            logger.exception("engine failed on %s", request.request_id)
+            failure = ("engine", f"the model failed while answering: {type(exc).__name__}")
+        if failure is not None:
+            await self._transport.send(
+                reply,
+                Error(
+                    request_id=request.request_id,
+                    seq=progress.seq + 1,
+                    code=failure[0],
+                    message=failure[1],
+                ),
+            )
+            return
+        done = Done(
+            request_id=request.request_id,
+            seq=progress.seq + 1,
+            finish_reason=progress.finish_reason,
+            prompt_tokens=progress.prompt_tokens,
+            completion_tokens=progress.completion_tokens,
+            cached_prompt_tokens=progress.cached_prompt_tokens,
+            queue_wait_ms=queue_wait_ms,
+            ttft_ms=progress.ttft_ms,
+            total_ms=progress.elapsed_ms(),
+        )
+        try:
+            await self._send(request, done, seq=done.seq)
+        except _UndeliverableError as exc:
+            await self._undeliverable(request, exc)
+
+    async def _stream_answer(self, request: GenerateRequest, progress: Progress) -> None:
+        """Stream the engine's answer as deltas. Raises _NoProgressError when the engine stops
+        producing tokens (after the first), _UndeliverableError when a delta cannot be sent;
+        either closes the engine stream on its way out, which aborts the engine request."""
+        unsent_tokens = 0
+        unsent_logprobs: tuple[TokenLogprob, ...] = ()  # of deltas that had no text to send
+        engine_request = await asyncio.to_thread(
+            engine_request_of,
+            request,
+            builder=self._engine.prompt_builder,
+            defaults=self._engine.defaults,
+        )
+        self.in_engine.add(request.request_id)
+        stream = coalesce(
+            self._engine.stream(engine_request),
+            interval_s=self._settings.coalesce_ms / 1000.0,
+            max_tokens=self._settings.coalesce_tokens,
+        )
+        stall_s = self._settings.stall_s
+        loop = asyncio.get_running_loop()
+        last_token_at: float | None = None
+        # aclosing: leaving the loop early closes the engine stream now, which aborts
+        async with contextlib.aclosing(stream):
+            while True:
+                # Bounded only after the first token: on CPU a long prefill comes before it.
+                when = None if last_token_at is None or stall_s <= 0 else last_token_at + stall_s
+                try:
+                    async with asyncio.timeout_at(when) as no_progress:
+                        delta = await anext(stream)
+                except StopAsyncIteration:
+                    break
+                except TimeoutError:
+                    if no_progress.expired():  # not a TimeoutError of the engine's own
+                        raise _NoProgressError(f"no new token for {stall_s:g} s") from None
+                    raise
+                if delta.tokens:
+                    last_token_at = loop.time()
+                progress.completion_tokens += delta.tokens
+                progress.prompt_tokens = delta.prompt_tokens
+                progress.cached_prompt_tokens = delta.cached_prompt_tokens
+                if delta.finish_reason is not None:
+                    progress.finish_reason = delta.finish_reason
+                # A few-shot layout ends with the assistant prefix ("Agent:"), so its
+                # answers start with a space that is not part of the answer.
+                text = delta.text if progress.seq else delta.text.lstrip()
+                if not text:
+                    unsent_tokens += delta.tokens
+                    unsent_logprobs += delta.logprobs or ()
+                    continue
+                if progress.ttft_ms is None:
+                    progress.ttft_ms = progress.elapsed_ms()
+                progress.seq += 1
+                tokens, unsent_tokens = delta.tokens + unsent_tokens, 0
+                logprobs = None
+                if delta.logprobs is not None:
+                    logprobs = [*unsent_logprobs, *delta.logprobs]
+                    unsent_logprobs = ()
+                event = Delta(
+                    request_id=request.request_id,
+                    seq=progress.seq,
+                    text=text,
+                    tokens=tokens,
+                    logprobs=logprobs,
+                )
+                await self._send(request, event, seq=progress.seq)
+            if unsent_logprobs:  # asked-for logprobs of final tokens without text (EOS)
+                progress.seq += 1
+                event = Delta(
+                    request_id=request.request_id,
+                    seq=progress.seq,
+                    text="",
+                    tokens=unsent_tokens,
+                    logprobs=list(unsent_logprobs),
+                )
+                await self._send(request, event, seq=progress.seq)
+
+    async def _answer_from_faq(
+        self, request: GenerateRequest, progress: Progress, *, queue_wait_ms: float
+    ) -> bool:
+        """Stream an approved FAQ answer instead of generating; False when nothing matches."""
+        assert self._faq is not None
+        assert request.faq_lookup is not None
+        question = next((m.content for m in reversed(request.messages) if m.role == "user"), "")
+        started = time.monotonic()
+        try:
+            hit = await self._faq.lookup(question=question, scopes=request.faq_lookup.scopes)
+        except Exception:  # the cache is an optimisation: never fail the answer for it
+            logger.exception("FAQ lookup failed; answering with the model")
+            return False
+        if hit is None:
+            return False
+        ttft_ms = (time.monotonic() - started) * 1000.0
+        progress.seq = 1
+        delta = Delta(request_id=request.request_id, seq=1, text=hit.answer, tokens=0)
+        await self._send(request, delta, seq=1)
+        done = Done(
+            request_id=request.request_id,
+            seq=2,
+            finish_reason="stop",
+            prompt_tokens=0,
+            completion_tokens=0,
+            cached_prompt_tokens=0,
+            queue_wait_ms=queue_wait_ms,
+            ttft_ms=ttft_ms,
+            total_ms=(time.monotonic() - started) * 1000.0,
+            source="faq",
+            faq_entry_id=hit.entry_id,
+            faq_score=hit.score,
+        )
+        await self._send(request, done, seq=2)
+        return True
