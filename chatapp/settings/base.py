@@ -10,8 +10,13 @@ from typing import Any
 import django_stubs_ext
 
 from chatapp.settings.database import database_settings
+from chatapp.settings.service import service_settings
 from inference.settings import DEFAULT_MODEL_DIR_NAME, data_dir_from_env
 from inference.transport import redis_layer_config
+
+# The web process's own settings, typed and bounded in chatapp/settings/service.py (see there
+# for what each one does): a bad CHAT_* or LOGIN_* value stops start-up naming the variable.
+CHAT, LOGIN = service_settings()
 
 # Lets admin/model generics be subscripted at runtime, as the type checker wants them.
 django_stubs_ext.monkeypatch()
@@ -100,15 +105,11 @@ CHAT_EMBEDDED_WORKER = not REDIS_URL
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
-# Login throttling (django-axes, chatapp/web/login_throttle.py): LOGIN_FAILURE_LIMIT failed
-# logins of one username, or from one client address, each counted on its own, lock that
-# username or address for LOGIN_COOLOFF_S after the last failure; a locked login gets the
-# login page with HTTP 429 and Retry-After, even with the right password. Behind reverse
-# proxies set LOGIN_THROTTLE_PROXY_COUNT (how many append to X-Forwarded-For), or every client
-# has the proxy's address and one address's limit locks everybody out.
-LOGIN_FAILURE_LIMIT = int(os.environ.get("LOGIN_FAILURE_LIMIT", "10"))
-LOGIN_COOLOFF_S = float(os.environ.get("LOGIN_COOLOFF_S", "900"))
-LOGIN_THROTTLE_PROXY_COUNT = int(os.environ.get("LOGIN_THROTTLE_PROXY_COUNT", "0"))
+# Login throttling (django-axes; chatapp/settings/service.py LoginSettings): a locked login
+# gets the login page with HTTP 429 and Retry-After, even with the right password.
+LOGIN_FAILURE_LIMIT = LOGIN.failure_limit
+LOGIN_COOLOFF_S = LOGIN.cooloff_s
+LOGIN_THROTTLE_PROXY_COUNT = LOGIN.throttle_proxy_count
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",  # first: refuses a locked login before any check
     "django.contrib.auth.backends.ModelBackend",
@@ -172,54 +173,31 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, Any]] = {
         "schedule": 6 * 60 * 60.0,
     },
 }
-CHAT_WARMUP_TIMEOUT_S = float(os.environ.get("CHAT_WARMUP_TIMEOUT_S", "60"))
-
-# Chat limits (see docs/protocol.md)
-CHAT_MAX_FRAME_BYTES = int(os.environ.get("CHAT_MAX_FRAME_BYTES", "65536"))
-CHAT_MAX_MESSAGE_CHARS = int(os.environ.get("CHAT_MAX_MESSAGE_CHARS", "8000"))
-# The worker fits the history to the model's context by tokens; this only bounds what is sent.
-CHAT_HISTORY_MAX_MESSAGES = int(os.environ.get("CHAT_HISTORY_MAX_MESSAGES", "200"))
-CHAT_ACCEPT_TIMEOUT_S = float(os.environ.get("CHAT_ACCEPT_TIMEOUT_S", "30"))
-# Past the accept timeout a request still waits while live workers are busy, up to this.
-CHAT_QUEUE_TIMEOUT_S = float(os.environ.get("CHAT_QUEUE_TIMEOUT_S", "120"))
-# No event (delta or the worker's heartbeat, every INFERENCE_HEARTBEAT_S) for this long after
-# the worker accepted: the worker is taken as lost and the answer fails with what it had.
-CHAT_STALL_TIMEOUT_S = float(os.environ.get("CHAT_STALL_TIMEOUT_S", "10"))
-# A socket that drops leaves its answer generating this long, so a refresh can resume it;
-# nobody back by then: the generation is aborted and the answer kept as stopped.
-CHAT_DISCONNECT_GRACE_S = float(os.environ.get("CHAT_DISCONNECT_GRACE_S", "30"))
-# How long an answer's stream log stays resumable after its last entry (Redis stream TTL).
-CHAT_ANSWER_LOG_TTL_S = float(os.environ.get("CHAT_ANSWER_LOG_TTL_S", "3600"))
-# The relay owning an answer's run tells watchers, the log and admission it is alive this
-# often; a run whose owner is silent for CHAT_REAP_AFTER_S is taken as orphaned (its web
-# process died): whoever finds it (a resuming socket, the API request watching it, the reaper
-# of any web process every CHAT_REAP_EVERY_S) ends it from its log, frees its admission lease
-# and cancels its worker request.
-CHAT_RELAY_HEARTBEAT_S = float(os.environ.get("CHAT_RELAY_HEARTBEAT_S", "2"))
-CHAT_REAP_AFTER_S = float(
-    os.environ.get("CHAT_REAP_AFTER_S", str(max(5.0, 4 * CHAT_RELAY_HEARTBEAT_S)))
-)
-CHAT_REAP_EVERY_S = float(os.environ.get("CHAT_REAP_EVERY_S", "5"))
-# Admission control (docs/operations.md): past these the user gets "busy" with a retry-after.
-CHAT_USER_MAX_CONCURRENT = int(os.environ.get("CHAT_USER_MAX_CONCURRENT", "3"))
-CHAT_USER_RATE = int(os.environ.get("CHAT_USER_RATE", "30"))
-CHAT_USER_RATE_WINDOW_S = float(os.environ.get("CHAT_USER_RATE_WINDOW_S", "60"))
-# An admitted run's lease; its owner renews it every heartbeat, so a dead owner's slots come
-# back this long after its last heartbeat even if nobody ends its runs.
-CHAT_ADMISSION_LEASE_S = float(
-    os.environ.get("CHAT_ADMISSION_LEASE_S", str(max(10.0, 5 * CHAT_RELAY_HEARTBEAT_S)))
-)
-CHAT_BUSY_RETRY_AFTER_S = float(os.environ.get("CHAT_BUSY_RETRY_AFTER_S", "5"))
-# Answer standalone questions from approved FAQ entries before the model (see docs/protocol.md)
-CHAT_FAQ_ENABLED = os.environ.get("CHAT_FAQ_ENABLED", "1") == "1"
-CHAT_MAX_TOKENS = int(os.environ.get("CHAT_MAX_TOKENS", "0")) or None
-# Per-socket frame budget (chatapp/realtime/frame_budget.py): token buckets, far above what a
-# person produces; a frame past them gets a "rate_limited" error with retry_after_s. A
-# chat.resume may replay a whole answer log, so it has its own smaller budget. 0: no limit.
-CHAT_SOCKET_FRAMES_PER_S = float(os.environ.get("CHAT_SOCKET_FRAMES_PER_S", "5"))
-CHAT_SOCKET_FRAME_BURST = int(os.environ.get("CHAT_SOCKET_FRAME_BURST", "20"))
-CHAT_SOCKET_RESUMES_PER_S = float(os.environ.get("CHAT_SOCKET_RESUMES_PER_S", "0.2"))
-CHAT_SOCKET_RESUME_BURST = int(os.environ.get("CHAT_SOCKET_RESUME_BURST", "3"))
+# The web process's own settings (CHAT, LOGIN above), each the Django setting of the same
+# upper-case name.
+CHAT_WARMUP_TIMEOUT_S = CHAT.warmup_timeout_s
+CHAT_MAX_FRAME_BYTES = CHAT.max_frame_bytes
+CHAT_MAX_MESSAGE_CHARS = CHAT.max_message_chars
+CHAT_HISTORY_MAX_MESSAGES = CHAT.history_max_messages
+CHAT_ACCEPT_TIMEOUT_S = CHAT.accept_timeout_s
+CHAT_QUEUE_TIMEOUT_S = CHAT.queue_timeout_s
+CHAT_STALL_TIMEOUT_S = CHAT.stall_timeout_s
+CHAT_DISCONNECT_GRACE_S = CHAT.disconnect_grace_s
+CHAT_ANSWER_LOG_TTL_S = CHAT.answer_log_ttl_s
+CHAT_RELAY_HEARTBEAT_S = CHAT.relay_heartbeat_s
+CHAT_REAP_AFTER_S = CHAT.reap_after_s
+CHAT_REAP_EVERY_S = CHAT.reap_every_s
+CHAT_USER_MAX_CONCURRENT = CHAT.user_max_concurrent
+CHAT_USER_RATE = CHAT.user_rate
+CHAT_USER_RATE_WINDOW_S = CHAT.user_rate_window_s
+CHAT_ADMISSION_LEASE_S = CHAT.admission_lease_s
+CHAT_BUSY_RETRY_AFTER_S = CHAT.busy_retry_after_s
+CHAT_FAQ_ENABLED = CHAT.faq_enabled
+CHAT_MAX_TOKENS = CHAT.max_tokens or None
+CHAT_SOCKET_FRAMES_PER_S = CHAT.socket_frames_per_s
+CHAT_SOCKET_FRAME_BURST = CHAT.socket_frame_burst
+CHAT_SOCKET_RESUMES_PER_S = CHAT.socket_resumes_per_s
+CHAT_SOCKET_RESUME_BURST = CHAT.socket_resume_burst
 
 # Prometheus /metrics (docs/metrics.md): with METRICS_TOKEN set, scrapes must send
 # "Authorization: Bearer <token>" (401 otherwise); without it, only these networks get them

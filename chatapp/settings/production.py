@@ -74,4 +74,6 @@ X_FRAME_OPTIONS = "DENY"
 STATIC_ROOT = os.environ.get("STATIC_ROOT", str(DATA_DIR / "staticfiles"))  # noqa: F405
 # TLS ends at a reverse proxy (above), so the client's address is the last X-Forwarded-For
 # entry, not REMOTE_ADDR (the proxy's): without this one address limit would lock out everyone.
-LOGIN_THROTTLE_PROXY_COUNT = int(os.environ.get("LOGIN_THROTTLE_PROXY_COUNT", "1"))
+LOGIN_THROTTLE_PROXY_COUNT = (
+    LOGIN.throttle_proxy_count if "LOGIN_THROTTLE_PROXY_COUNT" in os.environ else 1  # noqa: F405
+)
