@@ -20,6 +20,7 @@ import asyncio
 import logging
 import time
 import uuid
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -124,7 +125,7 @@ class AnswerRelay:
         self._registry = registry
         self._settings = settings
         self._runs: dict[uuid.UUID, _Run] = {}
-        self._finishing: set[asyncio.Task[None]] = set()
+        self._tasks: set[asyncio.Task[None]] = set()  # final writes, worker records
         self.channel = ""
         self.ready = asyncio.Event()
         # Appending to a run's memory and to its log happen together under this lock, so a
@@ -246,10 +247,8 @@ class AnswerRelay:
         run.last_event = time.monotonic()
         if isinstance(event, Accepted):
             run.worker_channel = event.worker_channel
-            try:
-                await self._log.worker_taken(run_id=run.run_id, worker_channel=event.worker_channel)
-            except Exception as exc:  # only a dead owner's cleanup needs it
-                logger.warning("could not record the worker of run %s: %s", run.run_id, exc)
+            # Off the receive loop: the first delta often follows at once (a FAQ answer).
+            self._background(self._worker_record(run.run_id, event.worker_channel))
             if run.stop_code is not None:
                 await self._cancel_upstream(run)
         elif isinstance(event, Heartbeat):
@@ -271,6 +270,17 @@ class AnswerRelay:
                     error_message=event.message,
                 ),
             )
+
+    async def _worker_record(self, run_id: uuid.UUID, worker_channel: str) -> None:
+        try:
+            await self._log.worker_taken(run_id=run_id, worker_channel=worker_channel)
+        except Exception as exc:  # only a dead owner's cleanup needs it
+            logger.warning("could not record the worker of run %s: %s", run_id, exc)
+
+    def _background(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(work)
+        self._tasks.add(task)  # held until done: the loop keeps only weak references
+        task.add_done_callback(self._tasks.discard)
 
     def _live(self, request_id: str) -> _Run | None:
         try:
@@ -481,9 +491,7 @@ class AnswerRelay:
         run.ending = True
         metrics.answer_ended(end, faq_lookup=run.faq_lookup, elapsed_s=_since(run))
         await self._record(run, end)
-        task = asyncio.create_task(self._finish(run, end), name=f"finish-{run.run_id}")
-        self._finishing.add(task)
-        task.add_done_callback(self._finishing.discard)
+        self._background(self._finish(run, end))
 
     async def _finish(self, run: _Run, end: LoggedEnd) -> None:
         """Store, free the slot, then tell the watchers: a reload right after shows it stored,
