@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Literal, Protocol
@@ -50,6 +51,9 @@ class Orphans:
     admission: Admission
     layer: Sender
     silent_after_s: float  # an owner not heard from this long is dead
+    # Runs this process owns itself are alive whatever their heartbeat says (an event loop
+    # that stalled a moment must not end its own answers)
+    owned_here: Callable[[uuid.UUID], bool] = lambda _run_id: False
 
 
 OwnerState = Literal["alive", "silent", "unknown"]
@@ -127,6 +131,8 @@ async def run_abandon_if_orphaned(
     *, orphans: Orphans, message_id: uuid.UUID, run_id: uuid.UUID
 ) -> LoggedEnd | None:
     """End the run if its owner is silent; None (nothing done) while the owner is alive."""
+    if orphans.owned_here(run_id):
+        return None
     owner = await orphans.log.ownership(run_id=run_id)
     if owner_state(owner, silent_after_s=orphans.silent_after_s) == "alive":
         return None

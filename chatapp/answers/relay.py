@@ -144,6 +144,7 @@ class AnswerRelay:
             admission=self._admission,
             layer=self._layer,
             silent_after_s=self._settings.owner_silent_after_s,
+            owned_here=self.owns,
         )
 
     async def run(self) -> None:

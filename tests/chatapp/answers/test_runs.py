@@ -118,6 +118,27 @@ async def test_the_reaper_ends_a_run_whose_owner_went_silent_from_its_log(alice:
     assert (row.status, row.error_code, row.content) == ("failed", "interrupted", "half an ans")
 
 
+async def test_a_process_never_reaps_a_run_it_owns_itself(alice: User) -> None:
+    """Embedded (one process) an owner's heartbeat can look old after a stalled event loop;
+    its own runs are alive all the same."""
+    log = LocalAnswerLog(ttl_s=60)
+    turn = await sync_to_async(_turn)(alice, "question")
+    await log.begin(run_id=turn.run_id, relay_channel="this-relay", user_key="u")
+    await asyncio.sleep(0.3)
+    orphans = _orphans(log, silent_after_s=0.2)
+    mine = Orphans(
+        log=log,
+        admission=orphans.admission,
+        layer=orphans.layer,
+        silent_after_s=0.2,
+        owned_here=lambda run_id: run_id == turn.run_id,
+    )
+
+    assert await orphaned_runs_finish(orphans=mine) == 0
+    row = await Message.objects.aget(id=turn.assistant_message.id)
+    assert row.status == "streaming"
+
+
 async def test_a_resume_waits_while_a_live_owner_stores_the_answer(alice: User) -> None:
     """The end is logged before the row is written: a watcher must not be told the answer
     is complete while a reload would still find it streaming."""
