@@ -126,6 +126,7 @@ class AnswerRelay:
         self._settings = settings
         self._runs: dict[uuid.UUID, _Run] = {}
         self._tasks: set[asyncio.Task[None]] = set()  # final writes, worker records
+        self._running = False
         self.channel = ""
         self.ready = asyncio.Event()
         # Appending to a run's memory and to its log happen together under this lock, so a
@@ -152,9 +153,13 @@ class AnswerRelay:
         # lock, so a prefix of our own would starve the sockets' channels (and vice versa).
         self.channel = await self._layer.new_channel()
         self.ready.set()
-        async with asyncio.TaskGroup() as group:
-            group.create_task(self._receive_loop())
-            group.create_task(self._tick_loop())
+        self._running = True
+        try:
+            async with asyncio.TaskGroup() as group:
+                group.create_task(self._receive_loop())
+                group.create_task(self._tick_loop())
+        finally:
+            self._running = False  # its runs are orphans now, like a dead process's
 
     # ---- called by whoever starts a run (a socket, an API request) ----------------------
 
@@ -201,7 +206,8 @@ class AnswerRelay:
             )
 
     def owns(self, run_id: uuid.UUID) -> bool:
-        return run_id in self._runs
+        """This relay is running and runs `run_id`."""
+        return self._running and run_id in self._runs
 
     # ---- inbound: worker events and watcher control -------------------------------------
 
