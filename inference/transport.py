@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
+import math
 import time
 from typing import Any, Protocol
 
@@ -107,8 +108,13 @@ class Transport:
             return SendResult.SENT
 
 
-def redis_layer_config(*, redis_url: str) -> dict[str, Any]:
-    """The Redis channel layer's settings, the same for web processes and workers."""
+def redis_layer_config(*, redis_url: str, expiry_s: float = 60) -> dict[str, Any]:
+    """The Redis channel layer's settings, the same for web processes and workers.
+
+    `expiry_s`: how long a message sent by this process may wait to be read (channels_redis
+    drops older ones; its default is 60 s). A web process sends the requests that wait in
+    `inference.requests` for a free worker, so its expiry must outlast the queue timeout.
+    """
     from inference.redis_client import SOCKET_TIMEOUT_S, keepalive_options
 
     return {
@@ -128,6 +134,7 @@ def redis_layer_config(*, redis_url: str) -> dict[str, Any]:
         ],
         # a relay channel carries every event of every answer of its web process
         "capacity": 5000,
+        "expiry": max(1, math.ceil(expiry_s)),
     }
 
 

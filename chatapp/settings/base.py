@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from datetime import timedelta
 from pathlib import Path
@@ -88,15 +89,26 @@ DATABASES: dict[str, Any] = {"default": database_settings(data_dir=DATA_DIR)}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = os.environ.get("REDIS_URL", "")
+# A request waits in the channel for a free worker until the relay gives up on it
+# (CHAT_QUEUE_TIMEOUT_S): no message may expire before that (both layers drop at 60 s
+# by default, which silently dropped requests queued behind a long answer).
+CHANNEL_EXPIRY_S = math.ceil(max(60.0, CHAT.queue_timeout_s + 10))
 if REDIS_URL:
     CHANNEL_LAYERS: dict[str, Any] = {
         "default": {
             "BACKEND": "inference.resilient_layer.ResilientRedisChannelLayer",
-            "CONFIG": redis_layer_config(redis_url=REDIS_URL),
+            "CONFIG": redis_layer_config(redis_url=REDIS_URL, expiry_s=CHANNEL_EXPIRY_S),
         }
     }
 else:
-    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels.layers.InMemoryChannelLayer",
+            # the same bounds as the Redis layer: the embedded relay's channel carries every
+            # answer's events, and a queued request waits up to the queue timeout
+            "CONFIG": {"capacity": 5000, "expiry": CHANNEL_EXPIRY_S},
+        }
+    }
 
 # The in-memory layer only reaches consumers of this process, so without Redis the inference
 # worker must run inside the web process.
