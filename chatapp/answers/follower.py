@@ -89,33 +89,26 @@ RowLoader = Callable[[], Awaitable[Message | None]]
 async def run_rest(
     *, orphans: Orphans, watch: RunWatch, load_row: RowLoader
 ) -> list[LogEntry] | StoredAnswer | None:
-    """How the run ended, from `watch.next_seq` on; None when it has not ended: its owner
-    is alive, and `watch.owner` is where to attach again (as it was if it has no record).
-
-    A run counts as ended once its row is stored, not when its end is logged: the owner logs
-    the end first, and a watcher told before the row is written could reload the page and
-    find the answer still streaming."""
+    """How the run ended, from `watch.next_seq` on; None when it has not ended (its owner is
+    alive: attach again). A run counts as ended once its row is stored, not when its end is
+    logged: the owner logs the end first, and a watcher told before the row is written could
+    reload the page and find the answer still streaming."""
     for _ in range(2):
         entries = await orphans.log.entries_after(run_id=watch.run_id, seq=watch.next_seq - 1)
         row = await load_row()
         if row is None:  # deleted (an edit in another tab removed the turn)
-            return StoredAnswer(content="", end=end_of_row(None, seq=watch.next_seq))
+            return StoredAnswer(content="", end=_end_of(None, seq=watch.next_seq))
         if row.run_id != watch.run_id:  # a regenerate or edit replaced this run
-            return StoredAnswer(content="", end=end_of_row(None, seq=watch.next_seq))
+            return StoredAnswer(content="", end=_end_of(None, seq=watch.next_seq))
         if row.status != Message.Status.STREAMING:
             if entries and isinstance(entries[-1], LoggedEnd) and _contiguous(entries, watch):
                 return entries
-            return StoredAnswer(content=row.content, end=end_of_row(row, seq=watch.next_seq))
+            return StoredAnswer(content=row.content, end=_end_of(row, seq=watch.next_seq))
         ended = await run_abandon_if_orphaned(
             orphans=orphans, message_id=watch.message_id, run_id=watch.run_id
         )
         if ended is None:
-            break
-    owner = await orphans.log.ownership(run_id=watch.run_id)
-    if owner is not None:
-        watch.owner = owner.relay_channel
-    watch.heard()
-    watch.resyncing = False
+            return None
     return None
 
 
@@ -123,8 +116,8 @@ def _contiguous(entries: list[LogEntry], watch: RunWatch) -> bool:
     return [e.seq for e in entries] == list(range(watch.next_seq, watch.next_seq + len(entries)))
 
 
-def end_of_row(row: Message | None, *, seq: int) -> LoggedEnd:
-    """A stored row as the end entry its run would have logged (None: the row is gone)."""
+def _end_of(row: Message | None, *, seq: int) -> LoggedEnd:
+    """A stored row as the end entry its run would have logged."""
     if row is None or row.status == Message.Status.STREAMING:
         return LoggedEnd(
             seq=seq,

@@ -153,7 +153,12 @@ class ApiAnswer:
                 owner=user, message_id=watch.message_id
             ),
         )
-        if rest is None:  # its owner is alive: what it sent was lost; replay from it
+        if rest is None:
+            owner = await self.runtime.log.ownership(run_id=watch.run_id)
+            if owner is not None:
+                watch.owner = owner.relay_channel
+            watch.heard()
+            watch.resyncing = False
             await self._send_owner(watch.attach(watcher=self.channel).to_channel())
         return rest
 

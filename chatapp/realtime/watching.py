@@ -20,13 +20,7 @@ from django.conf import settings
 from django.contrib.auth.models import User
 
 from chatapp.answers.entries import LogEntry, LoggedDelta, LoggedEnd
-from chatapp.answers.follower import (
-    RunWatch,
-    StoredAnswer,
-    end_of_row,
-    run_rest,
-    silence_limit_s,
-)
+from chatapp.answers.follower import RunWatch, StoredAnswer, run_rest, silence_limit_s
 from chatapp.answers.messages import (
     AnswerAlive,
     AnswerEntry,
@@ -48,6 +42,7 @@ from chatapp.realtime.schemas import (
     Timings,
     Usage,
 )
+from inference.protocol import stats_of
 
 logger = logging.getLogger(__name__)
 
@@ -209,8 +204,9 @@ class SocketWatching:
             ),
         )
         if rest is None:
-            if watch.owner:
-                await self._attach(watch, owner=watch.owner)
+            owner = await runtime.log.ownership(run_id=watch.run_id)
+            if owner is not None:
+                await self._attach(watch, owner=owner.relay_channel)
                 return
             rest = StoredAnswer(content="", end=LoggedEnd(seq=watch.next_seq, status="failed"))
         if isinstance(rest, StoredAnswer):
@@ -225,7 +221,19 @@ class SocketWatching:
 
     async def _show_stored(self, message: Message, *, client_id: uuid.UUID) -> None:
         await self._send(SnapshotFrame(message_id=message.id, content=message.content))
-        await self._show_end(message.id, end_of_row(message, seq=1), client_id=client_id)
+        status = message.status if message.status != Message.Status.STREAMING else "failed"
+        await self._show_end(
+            message.id,
+            LoggedEnd(
+                seq=1,
+                status=status,  # complete, stopped or failed here
+                finish_reason=message.finish_reason or "stop",
+                error_code=message.error_code or "interrupted",
+                error_message="This answer failed; ask again to get a new one.",
+                **stats_of(message).model_dump(),
+            ),
+            client_id=client_id,
+        )
 
     async def _show(self, watch: RunWatch, entry: LogEntry) -> None:
         """Send one entry unless the browser has it already; entries arrive in seq order."""
