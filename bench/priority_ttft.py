@@ -32,8 +32,8 @@ first uses it):
    ticket of `--ticket-sentences` (6-12: ~230-270 new Gemma tokens, never in the prefix cache),
    `--bg-max-tokens` (96), temperature 0. `--outstanding` (8) are kept in flight: one task per
    slot sends one, reads its events to `done`, sends the next. One that no worker has accepted
-   within the channel layer's message expiry (60 s; it can happen behind the cap of 2 on a slow
-   machine) was dropped by the layer: it counts as `expired` and the slot sends the next.
+   within 60 s (it can happen behind the cap of 2 on a slow machine) is withdrawn from the
+   queue: it counts as `expired` and the slot sends the next.
 5. Phases, as blocks of `--per-block` interactive requests, in rounds (the order rotates
    each round, so drift and noise hit every phase):
    * A: interactive alone (no background request in flight: checked per sample);
@@ -90,6 +90,8 @@ PHASE_LABELS: dict[str, str] = {
 }
 # the uncapped worker of phases C/D: its own channels, so it never takes interactive requests
 UNCAPPED_BACKGROUND_CHANNEL = "bench.priority.background-uncapped"
+# a background request not accepted within this is withdrawn and counted `expired`
+ACCEPT_WITHIN_S = 60.0
 UNCAPPED_REQUEST_CHANNEL = "bench.priority.unused"
 
 QUESTIONS = harness.SUPPORT_QUESTIONS
@@ -169,7 +171,7 @@ class BgRecord:
     first_token_at: float | None = None
     finished_at: float | None = None
     delta_tokens: int = 0
-    # done, cancelled (by the bench), expired (queued past the layer's expiry, dropped),
+    # done, cancelled (by the bench), expired (not accepted within 60 s, withdrawn),
     # error, lost (no end even after the cancel)
     outcome: str = "pending"
     finish_reason: str | None = None
@@ -280,6 +282,7 @@ class BackgroundLoad:
 
     async def _one(self) -> None:
         from channels.layers import get_channel_layer
+        from django.conf import settings
 
         from inference.protocol import (
             Accepted,
@@ -292,6 +295,7 @@ class BackgroundLoad:
             SamplingOptions,
             worker_event_adapter,
         )
+        from inference.request_queue import request_queue
 
         layer = get_channel_layer()
         reply = await layer.new_channel(prefix="bench-bg")
@@ -319,10 +323,11 @@ class BackgroundLoad:
             sent_at=self.clock.now(),
         )
         self.records.append(record)
-        await layer.send(self.channel, request.to_channel())
-        # A request still queued when the layer's message expiry (60 s) passes is dropped by
-        # the layer: nobody will ever answer it.
-        accept_by = time.monotonic() + float(getattr(layer, "expiry", 60)) + 1.0
+        queue = request_queue(redis_url=settings.REDIS_URL)
+        entry_id = await queue.put(self.channel, request.to_channel())
+        # A request still queued after ACCEPT_WITHIN_S is withdrawn (counted `expired`), as the
+        # product's own requesters give up on a queue that does not move.
+        accept_by = time.monotonic() + ACCEPT_WITHIN_S
         try:
             while True:
                 try:
@@ -331,6 +336,7 @@ class BackgroundLoad:
                     ):
                         raw = await layer.receive(reply)
                 except TimeoutError:
+                    await queue.withdraw(self.channel, entry_id)
                     record.finished_at = self.clock.now()
                     record.outcome = "expired"
                     return

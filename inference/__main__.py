@@ -28,8 +28,23 @@ async def _serve(settings: WorkerSettings) -> None:
             settings=settings,
         )
         loop = asyncio.get_running_loop()
+        draining: list[asyncio.Task[None]] = []
+
+        def stop() -> None:
+            # The first signal drains (finish what runs, hand back what waits); a second one
+            # stops at once.
+            if draining:
+                task.cancel()
+                return
+            print(
+                f"Stopping: finishing running answers (up to {settings.drain_s:g} s; "
+                "signal again to stop now).",
+                flush=True,
+            )
+            draining.append(loop.create_task(worker.drain(timeout_s=settings.drain_s)))
+
         for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, task.cancel)
+            loop.add_signal_handler(sig, stop)
         await worker.ready.wait()
         print(
             f"Inference worker ready: consuming {settings.request_channel!r} "

@@ -52,4 +52,5 @@ def engine_request_of(
         priority=request.priority,
         logprobs=sampling.logprobs,
         logit_bias=sampling.logit_bias,
+        session_id=request.session_id,
     )

@@ -39,6 +39,9 @@ class MeasuredWorker(Protocol):
     @property
     def background_requests(self) -> int: ...
 
+    @property
+    def requests_accepted(self) -> int: ...
+
 
 class WorkerCollector:
     """Sums over this process's running workers; an engine shared by several counts once."""
@@ -70,12 +73,13 @@ class WorkerCollector:
         self, *, workers: list[MeasuredWorker]
     ) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
         engines: dict[int, EngineStats] = {}
-        queued = background = 0
+        queued = background = accepted = 0
         for worker in workers:
             if worker.engine_key not in engines:
                 engines[worker.engine_key] = worker.engine_stats()
             queued += worker.queued_requests
             background += worker.background_requests
+            accepted += worker.requests_accepted
         running = waiting = queries = hits = 0
         for stats in engines.values():
             # The scheduler's counts arrive with engine steps; after an abort with nothing
@@ -94,6 +98,12 @@ class WorkerCollector:
             "chat:engine_prefix_cache_hits_total",
             "Prompt tokens found in vLLM's prefix cache (hit rate = hits / queries).",
             hits,
+        )
+        yield _counter(
+            "chat:worker_requests_accepted_total",
+            "Requests the workers took from the request queue and served (each request is "
+            "accepted by one worker).",
+            accepted,
         )
         yield GaugeMetricFamily(
             "chat:num_requests_running", "Requests in the engine's running batch.", value=running

@@ -93,6 +93,10 @@ class GenerateRequest(WireMessage):
     # A history longer than the model's context loses its oldest turns in steps
     # (`inference/prompt_builder.py`); False: refused as too long (the OpenAI API's default).
     trim_history: bool = True
+    # The conversation the request belongs to: its turns go to the engine that holds its
+    # history in the prefix cache (routing affinity; a router in front of an OpenAI-compatible
+    # engine gets it as X-Session-ID). None: no affinity.
+    session_id: str | None = Field(default=None, max_length=100)
 
 
 class CancelRequest(WireMessage):

@@ -1,7 +1,8 @@
 """The one way to open an asyncio Redis client for short idempotent commands.
 
-Used by the registry, admission, the answer logs and the health probe; never for blocking
-commands (BRPOP, XREAD BLOCK): a read here gives up after `SOCKET_TIMEOUT_S`.
+Used by the registry, admission, the answer logs, the request queue and the health probe; a
+blocking command (XREADGROUP BLOCK) needs a client with a longer `socket_timeout_s` than it
+blocks, since a read here gives up after `SOCKET_TIMEOUT_S`.
 
 - Timeouts: without them a half-open connection (a Redis that stops answering without closing
   the TCP connection: frozen, failed over, a dropped NAT entry) blocks a command forever, and
@@ -60,8 +61,14 @@ def keepalive_options() -> dict[int, int]:
     return options
 
 
-def redis_client(redis_url: str, *, decode_responses: bool = True) -> redis.Redis:
-    """A client whose every command either answers or fails within `COMMAND_DEADLINE_S`."""
+def redis_client(
+    redis_url: str, *, decode_responses: bool = True, socket_timeout_s: float = SOCKET_TIMEOUT_S
+) -> redis.Redis:
+    """A client whose every command either answers or fails within `COMMAND_DEADLINE_S`.
+
+    `socket_timeout_s`: longer only for a client of blocking reads that wait on the server
+    for less than that (the request queue's XREADGROUP BLOCK).
+    """
     return redis.Redis.from_pool(
         redis.BlockingConnectionPool.from_url(
             redis_url,
@@ -69,7 +76,7 @@ def redis_client(redis_url: str, *, decode_responses: bool = True) -> redis.Redi
             timeout=POOL_TIMEOUT_S,
             decode_responses=decode_responses,
             socket_connect_timeout=SOCKET_TIMEOUT_S,
-            socket_timeout=SOCKET_TIMEOUT_S,
+            socket_timeout=socket_timeout_s,
             socket_keepalive=True,
             socket_keepalive_options=keepalive_options(),
             health_check_interval=HEALTH_CHECK_INTERVAL_S,

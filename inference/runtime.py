@@ -7,7 +7,7 @@ import logging
 import time
 from collections.abc import Callable
 
-from inference.engines.base import Engine
+from inference.engines.base import Engine, EngineError
 from inference.faq.cache import FaqCache
 from inference.prefix_check import prefix_report
 from inference.registry import WorkerRegistry
@@ -36,7 +36,10 @@ def build_engine(
         return ScriptedEngine(delay_s=0.02)
     from inference.engines.vllm import VllmEngine
 
-    settings = engine_settings or EngineSettings.from_env()
+    try:
+        settings = engine_settings or EngineSettings.from_env()
+    except ValueError as exc:  # a malformed setting: named, before anything loads
+        raise EngineError(str(exc)) from exc
     progress(f"Loading {settings.model_dir.name} into vLLM (this takes a while on CPU)...")
     started = time.monotonic()
     engine = VllmEngine.create(settings=settings)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,6 +62,49 @@ def data_dir_from_env() -> Path:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ScaleOptions:
+    """Big-model knobs passed to vLLM; checked against the engine build before the model
+    loads (`inference/engines/vllm_options.py`). Unset: vLLM's defaults."""
+
+    tensor_parallel_size: int = 1  # VLLM_TENSOR_PARALLEL_SIZE: GPUs one model is split over
+    gpu_memory_utilization: float | None = None  # VLLM_GPU_MEMORY_UTILIZATION: share, (0, 1]
+    quantization: str | None = None  # VLLM_QUANTIZATION: awq, gptq, fp8, ...
+    kv_offload_gib: float | None = None  # VLLM_KV_OFFLOAD_GIB: KV cache spill to CPU memory
+    # VLLM_SPECULATIVE_CONFIG: vLLM's speculative_config as JSON, e.g.
+    # {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4}
+    speculative: dict[str, object] | None = None
+
+    @classmethod
+    def from_env(cls) -> ScaleOptions:
+        raw_spec = os.environ.get("VLLM_SPECULATIVE_CONFIG", "").strip()
+        speculative: dict[str, object] | None = None
+        if raw_spec:
+            try:
+                parsed = json.loads(raw_spec)
+            except ValueError as exc:
+                raise ValueError(f"VLLM_SPECULATIVE_CONFIG must be a JSON object: {exc}") from exc
+            if not isinstance(parsed, dict):
+                raise ValueError("VLLM_SPECULATIVE_CONFIG must be a JSON object")
+            speculative = parsed
+        tensor_parallel = _env_int("VLLM_TENSOR_PARALLEL_SIZE", 1)
+        if tensor_parallel < 1:
+            raise ValueError(f"VLLM_TENSOR_PARALLEL_SIZE must be at least 1, got {tensor_parallel}")
+        share = _env_float("VLLM_GPU_MEMORY_UTILIZATION", 0.0) or None
+        if share is not None and not 0 < share <= 1:
+            raise ValueError(f"VLLM_GPU_MEMORY_UTILIZATION must be in (0, 1], got {share:g}")
+        offload = _env_float("VLLM_KV_OFFLOAD_GIB", 0.0) or None
+        if offload is not None and offload < 0:
+            raise ValueError(f"VLLM_KV_OFFLOAD_GIB must be positive, got {offload:g}")
+        return cls(
+            tensor_parallel_size=tensor_parallel,
+            gpu_memory_utilization=share,
+            quantization=os.environ.get("VLLM_QUANTIZATION", "").strip() or None,
+            kv_offload_gib=offload,
+            speculative=speculative,
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class EngineSettings:
     model_dir: Path
     data_dir: Path
@@ -76,6 +120,7 @@ class EngineSettings:
     block_size: int | None = None
     # a Jinja chat template that replaces the model's own (CHAT_TEMPLATE; docs/operations.md)
     chat_template_path: Path | None = None
+    scale: ScaleOptions = ScaleOptions()
 
     def chat_template(self) -> str | None:
         """The override's text (OSError when unreadable); None: the model's own template."""
@@ -105,6 +150,7 @@ class EngineSettings:
             prefix_caching=_env_bool("VLLM_PREFIX_CACHING", True),
             block_size=_env_int("VLLM_BLOCK_SIZE", 0) or None,
             chat_template_path=Path(template).expanduser().resolve() if template else None,
+            scale=ScaleOptions.from_env(),
         )
 
 
@@ -136,6 +182,11 @@ class WorkerSettings:
     # how often the engine's own health check runs (0: off), and how long it may take
     health_every_s: float = 10.0
     health_timeout_s: float = 5.0
+    # a request taken by a worker that never accepted it (killed between the two) is taken
+    # by another worker after this long
+    reclaim_after_s: float = 10.0
+    # on SIGTERM, running answers get this long to finish before they are aborted
+    drain_s: float = 30.0
 
     @classmethod
     def from_env(cls) -> WorkerSettings:
@@ -160,4 +211,6 @@ class WorkerSettings:
             stall_s=_env_float("INFERENCE_STALL_S", 30.0),
             health_every_s=_env_float("INFERENCE_HEALTH_EVERY_S", 10.0),
             health_timeout_s=_env_float("INFERENCE_HEALTH_TIMEOUT_S", 5.0),
+            reclaim_after_s=_env_float("INFERENCE_RECLAIM_AFTER_S", 10.0),
+            drain_s=_env_float("INFERENCE_DRAIN_S", 30.0),
         )

@@ -1,9 +1,11 @@
 """The inference worker: pulls generate requests, streams coalesced deltas to the requester.
 
-A worker pulls from the shared request channel only while it has a free slot, so several
-workers on one Redis share the load and a busy one leaves requests to idle ones. Background
-work comes on its own channel and holds at most `max_background` of the slots, so it never
-fills the engine; vLLM's priority scheduling puts it behind chat inside the engine too. The
+A worker takes from the shared request queue (`inference/request_queue.py`) only while it has
+a free slot, so several workers on one Redis share the load and a busy one leaves requests to
+idle ones; it accepts a request when it starts serving it, and a request taken by a worker
+that died before accepting it is served by another. Background work comes on its own queue
+and holds at most `max_background` of the slots, so it never fills the engine; vLLM's priority
+scheduling puts it behind chat inside the engine too. The
 worker announces its capacity (running slots plus queue) in the registry, which is how the
 web tier bounds the queue and tells "busy" from "no worker". Each request runs in its own
 task (`inference/answering.py` answers it); cancelling that task is the abort path. Cancels
@@ -13,6 +15,9 @@ The engine's own health check runs every `health_every_s`; when it fails the wor
 from the registry, fails its running requests and stops (`run` raises EngineError): a dead vLLM
 engine does not come back, so recovery is a restart of the worker (a fresh engine), which the
 process supervisor or, embedded, the web server's exit does.
+
+`drain` is the clean stop (SIGTERM): stop taking, hand back what was taken and not accepted,
+leave the registry, let the running answers finish (up to a limit), then stop.
 """
 
 from __future__ import annotations
@@ -48,10 +53,15 @@ from inference.protocol import (
     worker_inbound_adapter,
 )
 from inference.registry import WorkerRegistry, worker_registry
+from inference.request_queue import RequestQueue, Taken, request_queue
 from inference.settings import WorkerSettings
 from inference.transport import Transport
 
 logger = logging.getLogger(__name__)
+
+# A request taken this many times without any taker accepting it stops workers (it crashes
+# them, or kills them by memory): it is failed instead of handed to yet another worker.
+MAX_DELIVERIES = 3
 
 
 @dataclass
@@ -72,6 +82,7 @@ class InferenceWorker:
         settings: WorkerSettings,
         faq: FaqCache | None = None,
         registry: WorkerRegistry | None = None,
+        queue: RequestQueue | None = None,
     ) -> None:
         self._engine = engine
         self._faq = faq
@@ -79,6 +90,13 @@ class InferenceWorker:
         self._settings = settings
         # Redis when the worker runs on its own, the process-wide one when embedded
         self._registry = registry or worker_registry(redis_url=settings.redis_url)
+        self._queue = queue or request_queue(
+            redis_url=settings.redis_url, reclaim_after_s=settings.reclaim_after_s
+        )
+        self._pullers: list[asyncio.Task[None]] = []
+        self.requests_accepted = 0  # taken from the queue and served here
+        self._draining = False
+        self._run_task: asyncio.Task[None] | None = None
         self._slots = asyncio.Semaphore(settings.max_active)
         self._background_slots = asyncio.Semaphore(
             max(1, min(settings.max_background, settings.max_active))
@@ -133,9 +151,14 @@ class InferenceWorker:
             "worker ready on %s (own channel %s)", self._settings.request_channel, self.channel
         )
         try:
+            self._run_task = asyncio.current_task()
             async with asyncio.TaskGroup() as group:
-                group.create_task(self._pull_requests())
-                group.create_task(self._pull_background())
+                self._pullers = [
+                    group.create_task(self._pull(self._settings.request_channel)),
+                    group.create_task(
+                        self._pull(self._settings.background_channel, background=True)
+                    ),
+                ]
                 group.create_task(self._pull_control(self.channel))
                 group.create_task(self._announce())
                 if self._faq is not None:
@@ -155,36 +178,118 @@ class InferenceWorker:
             metrics.worker_stopped(self)
             with contextlib.suppress(Exception):
                 await self._registry.withdraw(worker_id=self.channel)
+            await self._hand_back_all()
+            with contextlib.suppress(Exception):
                 if self._faq is not None:
                     await self._transport.group_discard(FAQ_WORKERS_GROUP, self.channel)
             await self._abort_all()
 
-    async def _pull_requests(self) -> None:
-        while True:
-            await self._slots.acquire()
-            try:
-                raw = await self._receive(self._settings.request_channel)
-            except BaseException:
-                self._slots.release()
-                raise
-            if not self._start(raw):
-                self._slots.release()
+    async def drain(self, *, timeout_s: float) -> None:
+        """Stop cleanly: take nothing more, hand back what was taken and not accepted, leave
+        the registry (admission stops counting this worker), let running requests finish for
+        up to `timeout_s`, then stop `run` (aborting whatever still runs)."""
+        if self._draining:
+            return
+        self._draining = True
+        for puller in self._pullers:
+            puller.cancel()
+        await asyncio.gather(*self._pullers, return_exceptions=True)
+        handed_back = await self._hand_back_all()
+        with contextlib.suppress(Exception):
+            await self._registry.withdraw(worker_id=self.channel or "")
+        running = [active.task for active in self._active.values()]
+        logger.info(
+            "draining: handed back %d queued request(s), finishing %d running (up to %g s)",
+            handed_back,
+            len(running),
+            timeout_s,
+        )
+        if running:
+            await asyncio.wait(running, timeout=timeout_s if timeout_s > 0 else None)
+        if self._run_task is not None:
+            self._run_task.cancel()
 
-    async def _pull_background(self) -> None:
-        while True:
-            await self._background_slots.acquire()
+    async def _hand_back_all(self) -> int:
+        if self.channel is None:
+            return 0
+        total = 0
+        for queue in (self._settings.request_channel, self._settings.background_channel):
             try:
-                raw = await self._receive(self._settings.background_channel)
-                await self._slots.acquire()
-            except BaseException:
-                self._background_slots.release()
+                total += await self._queue.hand_back_all(queue, consumer=self.channel)
+            except Exception as exc:  # another worker reclaims them after reclaim_after_s
+                logger.warning("could not hand back requests taken from %s: %s", queue, exc)
+        return total
+
+    async def _pull(self, queue: str, *, background: bool = False) -> None:
+        """Take from `queue` whenever a slot is free. Chat holds its slot before taking, so
+        it is accepted at once; background work holds a background slot while it waits
+        and a chat slot only once it has a request (it never keeps chat out while idle). A
+        request it holds too long waiting for that slot is reclaimed by a freer worker."""
+        while True:
+            await (self._background_slots if background else self._slots).acquire()
+            holds_slot = not background
+            started = False
+            try:
+                taken = await self._take(queue)
+                if background:
+                    await self._slots.acquire()
+                    holds_slot = True
+                # shielded: a stop between the accept and the start would lose the request
+                started = await asyncio.shield(self._accept_and_start(taken, background=background))
+            finally:
+                if not started:
+                    if holds_slot:
+                        self._slots.release()
+                    if background:
+                        self._background_slots.release()
+
+    async def _take(self, queue: str) -> Taken:
+        """Take, riding out a Redis restart (requests put meanwhile wait in Redis)."""
+        assert self.channel is not None
+        backoff = retry.RECEIVE.start()
+        while True:
+            try:
+                return await self._queue.take(queue, consumer=self.channel)
+            except asyncio.CancelledError:
                 raise
-            if not self._start(raw, background=True):
-                self._slots.release()
-                self._background_slots.release()
+            except Exception as exc:
+                logger.warning("taking from %s failed (%s); retrying", queue, exc)
+                await backoff.sleep()
+
+    async def _accept_and_start(self, taken: Taken, *, background: bool) -> bool:
+        """Serve a taken request if it is still this worker's; True if it now runs here."""
+        try:
+            message = worker_inbound_adapter.validate_python(taken.message)
+        except ValidationError as exc:
+            await self._accept(taken)  # off the queue: no worker can serve it
+            self._reject_malformed(taken.message, exc)
+            return False
+        if not isinstance(message, GenerateRequest):
+            await self._accept(taken)
+            logger.warning("ignoring %s on the request queue", message.type)
+            return False
+        if taken.deliveries > MAX_DELIVERIES:
+            if await self._accept(taken):
+                self._reject_poison(message, deliveries=taken.deliveries)
+            return False
+        if not await self._accept(taken):
+            logger.info("request %s is no longer queued for this worker", message.request_id)
+            return False
+        self.requests_accepted += 1
+        return self._start(message, background=background)
+
+    async def _accept(self, taken: Taken) -> bool:
+        backoff = retry.SEND.start()
+        for _ in range(5):
+            try:
+                return await self._queue.accept(taken)
+            except Exception as exc:  # the accept is idempotent: try again
+                logger.warning("accepting request %s failed (%s)", taken.entry_id, exc)
+                await backoff.sleep()
+        return False  # still pending here: another worker reclaims it after reclaim_after_s
 
     async def _receive(self, channel: str) -> dict[str, object]:
-        """Receive, riding out a Redis restart (requests sent meanwhile wait in Redis)."""
+        """Receive, riding out a Redis restart."""
         backoff = retry.RECEIVE.start()
         while True:
             try:
@@ -199,7 +304,7 @@ class InferenceWorker:
         """Tell the registry this worker is alive and how much it takes, every heartbeat."""
         assert self.channel is not None
         capacity = self._settings.max_active + self._settings.max_queue
-        while True:
+        while not self._draining:
             try:
                 await self._registry.announce(
                     worker_id=self.channel,
@@ -255,7 +360,7 @@ class InferenceWorker:
                     self._faq.apply(message)
             else:  # a generate sent to this worker directly is served like any other
                 await self._slots.acquire()
-                if not self._start(raw):
+                if not self._start(message):
                     self._slots.release()
 
     def cancel(self, request_id: str) -> bool:
@@ -270,18 +375,7 @@ class InferenceWorker:
         active = self._active.get(request_id)
         return active is not None and active.cancelled_by_client
 
-    def _start(self, raw: dict[str, object], *, background: bool = False) -> bool:
-        try:
-            message = worker_inbound_adapter.validate_python(raw)
-        except ValidationError as exc:
-            self._reject_malformed(raw, exc)
-            return False
-        if isinstance(message, CancelRequest):
-            self.cancel(message.request_id)
-            return False
-        if not isinstance(message, GenerateRequest):
-            logger.warning("ignoring %s on the request channel", message.type)
-            return False
+    def _start(self, message: GenerateRequest, *, background: bool = False) -> bool:
         if message.request_id in self._active:
             logger.warning("duplicate request id %s ignored", message.request_id)
             return False
@@ -303,6 +397,20 @@ class InferenceWorker:
         self._slots.release()
         if active is not None and active.background:
             self._background_slots.release()
+
+    def _reject_poison(self, request: GenerateRequest, *, deliveries: int) -> None:
+        logger.error(
+            "request %s was taken %d times and never served: failing it",
+            request.request_id,
+            deliveries,
+        )
+        error = Error(
+            request_id=request.request_id,
+            seq=1,
+            code="internal",
+            message=f"this request stopped {deliveries - 1} inference workers; it was not run",
+        )
+        asyncio.create_task(self._transport.send(request.reply_channel, error))  # noqa: RUF006
 
     def _reject_malformed(self, raw: dict[str, object], exc: ValidationError) -> None:
         reply, request_id = raw.get("reply_channel"), raw.get("request_id")

@@ -17,9 +17,16 @@ from django.test import Client
 from chatapp.answers.runtime import answer_runtime_close
 from chatapp.asgi import application
 from inference.engines.scripted import ScriptedEngine
+from inference.request_queue import local_request_queue
 from inference.transport import Transport
 from inference.worker import InferenceWorker
 from tests.support.workers import worker_settings
+
+
+@pytest.fixture(autouse=True)
+def empty_local_request_queue() -> None:
+    """Each test starts with an empty in-process request queue (the embedded default's)."""
+    local_request_queue().clear()
 
 
 class RunningWorker:

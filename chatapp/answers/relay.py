@@ -52,6 +52,7 @@ from inference.protocol import (
     worker_event_adapter,
 )
 from inference.registry import WorkerRegistry
+from inference.request_queue import RequestQueue
 
 logger = logging.getLogger(__name__)
 
@@ -97,6 +98,7 @@ class _Run:
     last_event: float = field(default_factory=time.monotonic)
     unwatched_since: float | None = None
     faq_lookup: bool = False  # the request asked the FAQ cache first
+    queued: tuple[str, str] | None = None  # (queue, entry id) until a worker accepts it
     started_at: float = field(default_factory=time.monotonic)
     ending: bool = False  # its end is logged; the final write is under way
 
@@ -117,9 +119,11 @@ class AnswerRelay:
         log: AnswerLog,
         admission: Admission,
         registry: WorkerRegistry,
+        queue: RequestQueue,
         settings: RelaySettings,
     ) -> None:
         self._layer = layer
+        self._queue = queue
         self._log = log
         self._admission = admission
         self._registry = registry
@@ -192,7 +196,8 @@ class AnswerRelay:
         except Exception:  # resume is lost for this run (until a heartbeat rewrites it)
             logger.exception("could not start the log of run %s", run.run_id)
         try:
-            await self._layer.send(request_channel, request.to_channel())
+            entry_id = await self._queue.put(request_channel, request.to_channel())
+            run.queued = (request_channel, entry_id)
         except Exception as exc:
             logger.warning("could not queue run %s: %s", run.run_id, exc)
             await self._end(
@@ -253,7 +258,16 @@ class AnswerRelay:
             return
         run.last_event = time.monotonic()
         if isinstance(event, Accepted):
+            if run.worker_channel not in (None, event.worker_channel):
+                # The queue starts a request on one worker; should a second ever start it
+                # too, only the first one's stream is the answer.
+                logger.warning("run %s was started twice: stopping the second", run.run_id)
+                await self._send(
+                    event.worker_channel, CancelRequest(request_id=event.request_id).to_channel()
+                )
+                return
             run.worker_channel = event.worker_channel
+            run.queued = None
             # Off the receive loop: the first delta often follows at once (a FAQ answer).
             self._background(self._worker_record(run.run_id, event.worker_channel))
             if run.stop_code is not None:
@@ -277,6 +291,12 @@ class AnswerRelay:
                     error_message=event.message,
                 ),
             )
+
+    async def _withdraw(self, run_id: uuid.UUID, queue: str, entry_id: str) -> None:
+        try:
+            await self._queue.withdraw(queue, entry_id)
+        except Exception as exc:  # a worker that takes it later is sent a cancel on `accepted`
+            logger.warning("could not take run %s off the queue: %s", run_id, exc)
 
     async def _worker_record(self, run_id: uuid.UUID, worker_channel: str) -> None:
         try:
@@ -496,6 +516,9 @@ class AnswerRelay:
         if run.ending or self._runs.get(run.run_id) is not run:
             return  # ended already
         run.ending = True
+        if run.queued is not None and run.worker_channel is None:
+            # no worker took it yet: take it off the queue so none starts it later
+            self._background(self._withdraw(run.run_id, *run.queued))
         metrics.answer_ended(end, faq_lookup=run.faq_lookup, elapsed_s=_since(run))
         await self._record(run, end)
         self._background(self._finish(run, end))

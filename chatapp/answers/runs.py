@@ -122,6 +122,7 @@ async def chat_run_start(
             }
         ),
         submitted_at=time.time(),
+        session_id=str(turn.conversation.id),
         faq_lookup=FaqLookup(scopes=scopes)
         if context.standalone and not bypass_faq and settings.CHAT_FAQ_ENABLED
         else None,

@@ -20,6 +20,7 @@ from chatapp.admission.limiter import Admission, AdmissionLimits, admission_for
 from chatapp.answers.log import AnswerLog, LocalAnswerLog, RedisAnswerLog
 from chatapp.answers.relay import AnswerRelay, RelaySettings
 from inference.registry import WorkerRegistry, worker_registry
+from inference.request_queue import RequestQueue, local_request_queue, request_queue
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +29,7 @@ class AnswerRuntime:
     log: AnswerLog
     admission: Admission
     registry: WorkerRegistry
+    queue: RequestQueue
     task: asyncio.Task[None]
 
 
@@ -78,18 +80,22 @@ async def answer_runtime() -> AnswerRuntime:
     log = _answer_log()
     admission = admission_for(redis_url=settings.REDIS_URL, limits=admission_limits())
     registry = worker_registry(redis_url=settings.REDIS_URL)
+    queue = request_queue(redis_url=settings.REDIS_URL)
     relay = AnswerRelay(
         layer=get_channel_layer(),
         log=log,
         admission=admission,
         registry=registry,
+        queue=queue,
         settings=relay_settings(),
     )
     # A fresh context: the relay outlives whoever first asked for it. Inherited from a Django
     # request, it would keep that request's thread-sensitive executor, which dies with the
     # request, and could then no longer store answers that end later.
     task = loop.create_task(relay.run(), name="answer-relay", context=contextvars.Context())
-    runtime = AnswerRuntime(relay=relay, log=log, admission=admission, registry=registry, task=task)
+    runtime = AnswerRuntime(
+        relay=relay, log=log, admission=admission, registry=registry, queue=queue, task=task
+    )
     _runtimes[loop] = runtime
     await relay.ready.wait()
     return runtime
@@ -102,8 +108,8 @@ async def answer_runtime_close() -> None:
     runtime.task.cancel()
     with contextlib.suppress(asyncio.CancelledError, Exception):
         await runtime.task
-    for resource in (runtime.log, runtime.admission, runtime.registry):
+    for resource in (runtime.log, runtime.admission, runtime.registry, runtime.queue):
         close = getattr(resource, "aclose", None)
-        if close is not None and resource is not _local_log:
+        if close is not None and resource not in (_local_log, local_request_queue()):
             with contextlib.suppress(Exception):
                 await close()

@@ -9,6 +9,7 @@ import uuid
 from dataclasses import dataclass
 
 from channels.layers import get_channel_layer
+from django.conf import settings
 
 from inference.protocol import (
     BACKGROUND_CHANNEL,
@@ -19,6 +20,7 @@ from inference.protocol import (
     SamplingOptions,
     worker_event_adapter,
 )
+from inference.request_queue import local_request_queue, request_queue
 
 # Background work: behind chat in vLLM's scheduler, and capped per worker (see the worker).
 WARMUP_PRIORITY = BACKGROUND_PRIORITY
@@ -46,8 +48,9 @@ async def warm_prefix(*, system_prompt: str, timeout_s: float) -> WarmResult:
         priority=WARMUP_PRIORITY,
         submitted_at=time.time(),
     )
-    await layer.send(BACKGROUND_CHANNEL, request.to_channel())
+    queue = request_queue(redis_url=settings.REDIS_URL)
     try:
+        entry_id = await queue.put(BACKGROUND_CHANNEL, request.to_channel())
         async with asyncio.timeout(timeout_s):
             while True:
                 event = worker_event_adapter.validate_python(await layer.receive(reply))
@@ -59,4 +62,8 @@ async def warm_prefix(*, system_prompt: str, timeout_s: float) -> WarmResult:
                 if isinstance(event, Error):
                     raise WarmupFailed(event.message)
     except TimeoutError as exc:
+        await queue.withdraw(BACKGROUND_CHANNEL, entry_id)  # no worker starts it later
         raise WarmupFailed(f"no inference worker answered within {timeout_s:g} s") from exc
+    finally:
+        if queue is not local_request_queue():
+            await queue.aclose()

@@ -39,6 +39,8 @@ class EngineRequest:
     # None: no logprobs; N: each new token's logprob and its N likeliest alternatives
     logprobs: int | None = None
     logit_bias: dict[int, float] | None = None  # token id -> bias added to its logit
+    # the conversation (GenerateRequest.session_id), for engines behind an affinity router
+    session_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

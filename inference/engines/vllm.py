@@ -222,6 +222,10 @@ class VllmEngine:
             raise EngineError(f"CHAT_TEMPLATE={settings.chat_template_path}: {exc}") from exc
         configure_vllm_environment(settings=settings)
         from vllm.config import StructuredOutputsConfig
+
+        from inference.engines.vllm_options import vllm_scale_engine_args
+
+        scale_args = vllm_scale_engine_args(settings.scale)  # refused before minutes of loading
         from vllm.engine.arg_utils import AsyncEngineArgs
         from vllm.v1.engine.async_llm import AsyncLLM
 
@@ -247,6 +251,7 @@ class VllmEngine:
                 backend="guidance", disable_any_whitespace=True
             ),
             **({"block_size": block_size} if block_size else {}),
+            **scale_args,
         )
         recorder = _StatsRecorder()
         try:

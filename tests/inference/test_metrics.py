@@ -18,6 +18,7 @@ from inference.engines.base import EngineStats
 from inference.engines.scripted import ScriptedEngine
 from inference.metrics import MetricsPortError, WorkerCollector, serve_metrics
 from inference.protocol import BACKGROUND_CHANNEL, REQUEST_CHANNEL, ChatTurn, GenerateRequest
+from inference.request_queue import local_request_queue
 from inference.settings import WorkerSettings
 from inference.transport import Transport
 from inference.worker import InferenceWorker
@@ -75,8 +76,10 @@ async def test_running_and_background_requests_are_gauged_while_they_run(
     base_background = value("chat:background_requests_running")
     reply = await layer.new_channel()
     words = " ".join(f"w{i}" for i in range(20))
-    await layer.send(REQUEST_CHANNEL, generate(reply, f"{words} [[slow]]", request_id="chat-1"))
-    await layer.send(
+    await local_request_queue().put(
+        REQUEST_CHANNEL, generate(reply, f"{words} [[slow]]", request_id="chat-1")
+    )
+    await local_request_queue().put(
         BACKGROUND_CHANNEL,
         generate(reply, f"{words} [[slow]]", request_id="warm-1", priority=10),
     )
@@ -97,7 +100,9 @@ async def test_a_stopped_worker_is_no_longer_counted() -> None:
     await worker.ready.wait()
     reply = await layer.new_channel()
     before = value("chat:num_requests_running")
-    await layer.send(REQUEST_CHANNEL, generate(reply, "a b c d e f g h [[slow]]", request_id="x"))
+    await local_request_queue().put(
+        REQUEST_CHANNEL, generate(reply, "a b c d e f g h [[slow]]", request_id="x")
+    )
     await wait_for("chat:num_requests_running", before + 1)
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
@@ -107,9 +112,18 @@ async def test_a_stopped_worker_is_no_longer_counted() -> None:
 class _Measured:
     """A worker as the collector sees it, with chosen numbers."""
 
-    def __init__(self, stats: EngineStats, *, key: int, queued: int = 0, background: int = 0):
+    def __init__(
+        self,
+        stats: EngineStats,
+        *,
+        key: int,
+        queued: int = 0,
+        background: int = 0,
+        accepted: int = 0,
+    ) -> None:
         self._stats, self.engine_key = stats, key
         self.queued_requests, self.background_requests = queued, background
+        self.requests_accepted = accepted
 
     def engine_stats(self) -> EngineStats:
         return self._stats
@@ -140,8 +154,8 @@ def test_engines_shared_by_workers_count_once_and_stale_counts_are_capped() -> N
         prefix_cache_queries=1000,
         prefix_cache_hits=640,
     )
-    collector.add(_Measured(shared, key=1, queued=1))
-    collector.add(_Measured(shared, key=1, background=1))
+    collector.add(_Measured(shared, key=1, queued=1, accepted=2))
+    collector.add(_Measured(shared, key=1, background=1, accepted=3))
     # vLLM's scheduler said 4 running, but it holds only one request now (aborted meanwhile)
     collector.add(_Measured(stats(unfinished_requests=1, running_requests=4), key=2))
 
@@ -151,6 +165,7 @@ def test_engines_shared_by_workers_count_once_and_stale_counts_are_capped() -> N
     assert samples["chat:num_requests_running"] == 2 + 1
     assert samples["chat:num_requests_waiting"] == 1 + 1  # the engine's queue + the worker's
     assert samples["chat:background_requests_running"] == 1
+    assert samples["chat:worker_requests_accepted_total"] == 5  # per worker, not per engine
 
 
 async def test_a_standalone_worker_serves_its_metrics_on_its_port(

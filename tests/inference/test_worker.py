@@ -18,6 +18,7 @@ from inference.protocol import (
     GenerateRequest,
     worker_event_adapter,
 )
+from inference.request_queue import local_request_queue
 from inference.transport import Transport
 from inference.worker import InferenceWorker
 from tests.support.workers import worker_settings
@@ -71,7 +72,7 @@ async def test_a_request_streams_accepted_deltas_and_done(
     layer: InMemoryChannelLayer, worker: InferenceWorker
 ) -> None:
     reply = await layer.new_channel()
-    await layer.send(REQUEST_CHANNEL, generate(reply, "one two three"))
+    await local_request_queue().put(REQUEST_CHANNEL, generate(reply, "one two three"))
     events = await collect(layer, reply)
 
     assert events[0].type == "inference.accepted"
@@ -91,7 +92,7 @@ async def test_cancel_on_the_worker_channel_aborts(
     layer: InMemoryChannelLayer, worker: InferenceWorker, engine: ScriptedEngine
 ) -> None:
     reply = await layer.new_channel()
-    await layer.send(REQUEST_CHANNEL, generate(reply, "[[slow]] " + "w " * 100))
+    await local_request_queue().put(REQUEST_CHANNEL, generate(reply, "[[slow]] " + "w " * 100))
     accepted = worker_event_adapter.validate_python(await layer.receive(reply))
     assert accepted.type == "inference.accepted"
     await layer.send(accepted.worker_channel, CancelRequest(request_id="r1").to_channel())
@@ -106,7 +107,7 @@ async def test_a_malformed_request_gets_a_typed_error(
     layer: InMemoryChannelLayer, worker: InferenceWorker
 ) -> None:
     reply = await layer.new_channel()
-    await layer.send(
+    await local_request_queue().put(
         REQUEST_CHANNEL,
         {"type": "inference.generate", "request_id": "bad", "reply_channel": reply, "messages": []},
     )
@@ -114,7 +115,7 @@ async def test_a_malformed_request_gets_a_typed_error(
     assert event.type == "inference.error"
     assert event.code == "invalid_request"
     # the worker keeps serving
-    await layer.send(REQUEST_CHANNEL, generate(reply, "ok", request_id="good"))
+    await local_request_queue().put(REQUEST_CHANNEL, generate(reply, "ok", request_id="good"))
     assert (await collect(layer, reply))[-1].type == "inference.done"
 
 
@@ -123,7 +124,7 @@ async def test_a_worker_takes_no_more_than_its_slots(
 ) -> None:
     replies = [await layer.new_channel() for _ in range(3)]
     for index, reply in enumerate(replies):
-        await layer.send(
+        await local_request_queue().put(
             REQUEST_CHANNEL, generate(reply, "[[slow]] a b c d e f", request_id=f"r{index}")
         )
     await asyncio.sleep(0.2)
@@ -147,7 +148,7 @@ async def test_several_workers_share_one_request_channel(layer: InMemoryChannelL
             await w.ready.wait()
         replies = [await layer.new_channel() for _ in range(4)]
         for index, reply in enumerate(replies):
-            await layer.send(
+            await local_request_queue().put(
                 REQUEST_CHANNEL, generate(reply, "[[slow]] a b c", request_id=f"s{index}")
             )
         results = await asyncio.gather(*(collect(layer, reply) for reply in replies))
@@ -182,13 +183,15 @@ async def test_background_work_never_takes_more_than_its_share_of_the_slots(
                 priority=BACKGROUND_PRIORITY,
                 submitted_at=time.time(),
             )
-            await layer.send(BACKGROUND_CHANNEL, job.to_channel())
+            await local_request_queue().put(BACKGROUND_CHANNEL, job.to_channel())
         await asyncio.sleep(0.2)
         assert worker.active_requests == 1  # the other two wait: the cap is one
 
         chat = await layer.new_channel()
         started = time.monotonic()
-        await layer.send(REQUEST_CHANNEL, generate(chat, "hello there", request_id="chat"))
+        await local_request_queue().put(
+            REQUEST_CHANNEL, generate(chat, "hello there", request_id="chat")
+        )
         events = await collect(layer, chat)
         assert events[-1].type == "inference.done"
         assert time.monotonic() - started < 1.0  # chat did not queue behind the batch

@@ -27,6 +27,7 @@ from inference.protocol import (
     worker_event_adapter,
 )
 from inference.registry import LocalWorkerRegistry
+from inference.request_queue import local_request_queue
 from inference.settings import WorkerSettings
 from inference.transport import Transport
 from inference.worker import InferenceWorker
@@ -138,7 +139,7 @@ async def test_an_engine_that_stops_producing_tokens_is_aborted_with_an_engine_e
     stopper.append(started.task)
     reply = await layer.new_channel()
     began = time.monotonic()
-    await layer.send(REQUEST_CHANNEL, generate(reply, "one two three four"))
+    await local_request_queue().put(REQUEST_CHANNEL, generate(reply, "one two three four"))
     events = await collect(layer, reply)
 
     assert [e.type for e in events if e.type == "inference.delta"]  # it did start streaming
@@ -161,7 +162,9 @@ async def test_a_long_prefill_before_the_first_token_is_not_a_stall(
     )
     stopper.append(started.task)
     reply = await layer.new_channel()
-    await layer.send(REQUEST_CHANNEL, generate(reply, "[[stall]] a b"))  # 1 s before a token
+    await local_request_queue().put(
+        REQUEST_CHANNEL, generate(reply, "[[stall]] a b")
+    )  # 1 s before a token
     events = await collect(layer, reply)
     assert events[-1].type == "inference.done"
     assert events[-1].finish_reason == "stop"
@@ -191,7 +194,7 @@ async def test_a_failed_health_check_withdraws_the_worker_and_fails_its_requests
     assert await started.registry.capacity() == 5  # healthy: announced, checks pass
 
     reply = await layer.new_channel()
-    await layer.send(REQUEST_CHANNEL, generate(reply, "[[slow]] " + "w " * 200))
+    await local_request_queue().put(REQUEST_CHANNEL, generate(reply, "[[slow]] " + "w " * 200))
     accepted = worker_event_adapter.validate_python(await layer.receive(reply))
     assert accepted.type == "inference.accepted"
     if failure == "raises":
@@ -208,9 +211,11 @@ async def test_a_failed_health_check_withdraws_the_worker_and_fails_its_requests
     assert engine.stats().running_requests == 0
     assert "health check failed" in caplog.text
     # and it takes no new request: this one stays in the channel for a healthy worker
-    await layer.send(REQUEST_CHANNEL, generate(reply, "anyone?", request_id="r2"))
+    await local_request_queue().put(REQUEST_CHANNEL, generate(reply, "anyone?", request_id="r2"))
     await asyncio.sleep(0.1)
-    left = await asyncio.wait_for(layer.receive(REQUEST_CHANNEL), 1)
+    left = (
+        await asyncio.wait_for(local_request_queue().take(REQUEST_CHANNEL, consumer="test"), 1)
+    ).message
     assert left["request_id"] == "r2"
 
 
@@ -237,7 +242,7 @@ async def test_a_stop_during_the_faq_lookup_ends_with_done_abort(
     started = await start(layer=layer, engine=engine, settings=worker_settings(), faq=faq)
     stopper.append(started.task)
     reply = await layer.new_channel()
-    await layer.send(
+    await local_request_queue().put(
         REQUEST_CHANNEL,
         generate(reply, "how do I reset my password?", faq_lookup=FaqLookup(scopes=["global"])),
     )
@@ -303,7 +308,7 @@ async def test_a_briefly_full_reply_channel_loses_nothing(
     )
     stopper.append(started.task)
     reply = await layer.new_channel()
-    await layer.send(REQUEST_CHANNEL, generate(reply, "one two three"))
+    await local_request_queue().put(REQUEST_CHANNEL, generate(reply, "one two three"))
     events = await collect(layer, reply)
     assert full.refused == 3
     assert events[-1].type == "inference.done"
@@ -327,7 +332,7 @@ async def test_a_reply_channel_full_for_too_long_aborts_counts_and_says_overload
     stopper.append(started.task)
     before = _dropped("channel_full")
     reply = await layer.new_channel()
-    await layer.send(REQUEST_CHANNEL, generate(reply, "[[slow]] " + "w " * 100))
+    await local_request_queue().put(REQUEST_CHANNEL, generate(reply, "[[slow]] " + "w " * 100))
     began = time.monotonic()
     events = await collect(layer, reply)
     assert 0.3 <= time.monotonic() - began < 2.0  # retried for the bound, then gave up
@@ -354,7 +359,7 @@ async def test_a_reply_channel_that_stays_full_gets_no_error_but_is_still_aborte
     stopper.append(started.task)
     before = _dropped("channel_full")
     reply = await tiny.new_channel()
-    await tiny.send(REQUEST_CHANNEL, generate(reply, "[[slow]] " + "w " * 100))
+    await local_request_queue().put(REQUEST_CHANNEL, generate(reply, "[[slow]] " + "w " * 100))
     await until(lambda: _dropped("channel_full") >= before + 1)
     await until(lambda: started.worker.active_requests == 0)
     assert engine.stats().running_requests == 0

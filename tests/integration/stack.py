@@ -25,6 +25,7 @@ import os
 import subprocess
 import sys
 import time
+import urllib.request
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -102,6 +103,9 @@ class Stack:
     redis: subprocess.Popen[str] | None = None
     webs: list[tuple[str, subprocess.Popen[str]]] = field(default_factory=list)
     worker: subprocess.Popen[str] | None = None
+    # workers beside `worker` (`add_worker`), each with its metrics port
+    more_workers: list[subprocess.Popen[str]] = field(default_factory=list)
+    metrics_ports: dict[int, int] = field(default_factory=dict)  # worker pid -> port
     dead: list[subprocess.Popen[str]] = field(default_factory=list)
     output: dict[str, list[str]] = field(default_factory=dict)
 
@@ -113,10 +117,12 @@ class Stack:
     def hosts(self) -> list[str]:
         return [host for host, _ in self.webs]
 
-    def _spawn(self, args: list[str]) -> subprocess.Popen[str]:
+    def _spawn(
+        self, args: list[str], env: Mapping[str, str] | None = None
+    ) -> subprocess.Popen[str]:
         return subprocess.Popen(
             args,
-            env=self.env,
+            env={**self.env, **(env or {})},
             cwd=REPO,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -138,8 +144,8 @@ class Stack:
         self.redis.kill()
         self.redis.wait(timeout=10)
 
-    def start(self, *, webs: int) -> None:
-        """Start `webs` web processes and one worker at once, then wait for all of them."""
+    def start(self, *, webs: int, workers: int = 1) -> None:
+        """Start `webs` web processes and `workers` workers at once, then wait for them."""
         starting = []
         for _ in range(webs):
             port = free_port()
@@ -148,19 +154,47 @@ class Stack:
             starting.append((f"127.0.0.1:{port}", self._spawn([*manage, *serve])))
         self.webs.extend(starting)
         worker = self.start_worker(wait=False)
+        more = [self.add_worker(wait=False) for _ in range(workers - 1)]
         for host, proc in starting:
             wait_for_line(proc, r"Serving on", 90)
             self._drain(f"web-{host}", proc)
-        self._wait_worker(worker)
+        for proc in (worker, *more):
+            self._wait_worker(proc)
 
     def start_worker(self, *, wait: bool = True) -> subprocess.Popen[str]:
         assert self.worker is None or self.worker.poll() is not None, "one worker at a time"
         if self.worker is not None:
             self.dead.append(self.worker)
-        self.worker = self._spawn([sys.executable, "-m", "inference"])
+        self.worker = self._spawn_worker()
         if wait:
             self._wait_worker(self.worker)
         return self.worker
+
+    def add_worker(self, *, wait: bool = True) -> subprocess.Popen[str]:
+        """One more worker beside `worker`, on the same queue."""
+        proc = self._spawn_worker()
+        self.more_workers.append(proc)
+        if wait:
+            self._wait_worker(proc)
+        return proc
+
+    def _spawn_worker(self) -> subprocess.Popen[str]:
+        port = free_port()
+        proc = self._spawn(
+            [sys.executable, "-m", "inference"], env={"INFERENCE_METRICS_PORT": str(port)}
+        )
+        self.metrics_ports[proc.pid] = port
+        return proc
+
+    def worker_metric(self, proc: subprocess.Popen[str], name: str) -> float:
+        """One sample of a worker's own /metrics (0 if it has none yet)."""
+        port = self.metrics_ports[proc.pid]
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
+            text = response.read().decode()
+        for line in text.splitlines():
+            if line.startswith(f"{name} "):
+                return float(line.split()[1])
+        return 0.0
 
     def _wait_worker(self, proc: subprocess.Popen[str]) -> None:
         wait_for_line(proc, r"Inference worker ready", 90)
@@ -173,7 +207,8 @@ class Stack:
         self.worker.wait(timeout=10)
 
     def stop(self) -> None:
-        procs = [p for _, p in self.webs] + [p for p in (self.worker, *self.dead) if p]
+        workers = (self.worker, *self.more_workers, *self.dead)
+        procs = [p for _, p in self.webs] + [p for p in workers if p]
         for proc in procs:
             if proc.poll() is None:
                 proc.terminate()
@@ -254,9 +289,10 @@ def running_stack(
     webs: int,
     at_defaults: tuple[str, ...] = (),
     env: Mapping[str, str] | None = None,
+    workers: int = 1,
 ) -> Iterator[Stack]:
-    """A started stack of `webs` web processes and one worker on a Redis and a database of its
-    own (a copy of the migrated template); every process is stopped and its output written to
+    """A started stack of `webs` web processes and `workers` workers on a Redis and a database
+    of its own (a copy of the migrated template); every process is stopped and its output written to
     `workdir` at the end. `at_defaults`: ENV names left out, so the app uses its defaults;
     `env`: settings of this stack on top of ENV."""
     database = databases.fresh()
@@ -274,7 +310,7 @@ def running_stack(
     )
     try:
         stack.start_redis()
-        stack.start(webs=webs)
+        stack.start(webs=webs, workers=workers)
         yield stack
     finally:
         stack.stop()

@@ -15,6 +15,7 @@ from prometheus_client import REGISTRY
 from inference.engines.vllm import VllmEngine
 from inference.metrics import serve_metrics
 from inference.protocol import REQUEST_CHANNEL
+from inference.request_queue import local_request_queue
 from inference.transport import Transport
 from inference.worker import InferenceWorker
 from tests.support.net import free_port
@@ -48,7 +49,7 @@ async def layer(vllm_engine: VllmEngine) -> AsyncIterator[InMemoryChannelLayer]:
 
 async def answer(layer: InMemoryChannelLayer, text: str) -> Any:
     reply = await layer.new_channel()
-    await layer.send(REQUEST_CHANNEL, request(reply, text))
+    await local_request_queue().put(REQUEST_CHANNEL, request(reply, text))
     return (await run_to_end(layer, reply))[-1]
 
 

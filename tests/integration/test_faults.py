@@ -12,8 +12,10 @@ mid-answer at a known point:
    already read is not taken away, and a new message is answered;
 3. a browser drops mid-answer on web process A and resumes on web process B: exactly the rest,
    at once, no gap, no duplicate, one generation;
-4. load: 50 sockets send 1,000 messages through two web processes to one worker; refused sends
-   are sent again with the same id after `retry_after_s`: nothing lost, nothing doubled;
+4. load: 50 sockets send 2,000 messages through two web processes to three workers on the
+   request queue; refused sends are sent again with the same id after `retry_after_s`:
+   nothing lost, nothing doubled, and the workers' accepted-request counters sum to exactly
+   2,000 (no request ran on two workers);
 5. a socket left idle for a while is still open and answers the next message.
 
 Each group of tests gets its own redis-server on a free port (the shared one on 6379 is never
@@ -98,10 +100,12 @@ def restart_stack(workdir: Path, databases: Databases) -> Iterator[Stack]:
 
 @pytest.fixture(scope="module")
 def load_stack(workdir: Path, databases: Databases) -> Iterator[Stack]:
-    """Two web processes and one worker with production liveness intervals: the 0.5 s
+    """Two web processes and three workers with production liveness intervals: the 0.5 s
     heartbeats that keep the fault tests quick cost four channel messages a second for every
     answer in flight, which is not what a loaded deployment runs with."""
-    with running_stack("load", workdir, databases, webs=2, at_defaults=LOAD_AT_DEFAULTS) as started:
+    with running_stack(
+        "load", workdir, databases, webs=2, workers=LOAD_WORKERS, at_defaults=LOAD_AT_DEFAULTS
+    ) as started:
         yield started
 
 
@@ -317,8 +321,9 @@ async def test_disconnect_on_one_web_process_and_resume_on_another(live_stack: S
 # ---- 4. load: nothing lost, nothing doubled -------------------------------------------------
 
 CLIENTS = 50
-MESSAGES_PER_CLIENT = 20
-LOAD_TIME_LIMIT_S = 180  # a hard stop; the time it took is printed
+MESSAGES_PER_CLIENT = 40
+LOAD_WORKERS = 3
+LOAD_TIME_LIMIT_S = 300  # a hard stop; the time it took is printed
 
 
 @dataclass
@@ -394,11 +399,11 @@ async def _load_client(index: int, host: str, session: str, stats: LoadStats) ->
         await chat.close()
 
 
-async def test_load_1000_messages_from_50_sockets_nothing_lost_or_doubled(
+async def test_load_2000_messages_from_50_sockets_over_3_workers_nothing_lost_or_doubled(
     load_stack: Stack,
 ) -> None:
     stack = load_stack
-    await workers_become(stack, lambda w: len(w) == 1, "one live worker", 10)
+    await workers_become(stack, lambda w: len(w) == LOAD_WORKERS, "three live workers", 10)
     sessions = {host: await session_for(host) for host in stack.hosts}
     stats = LoadStats()
     started = time.monotonic()
@@ -416,7 +421,7 @@ async def test_load_1000_messages_from_50_sockets_nothing_lost_or_doubled(
     print(
         f"\n[load] {len(stats.answers)}/{total} answers ended in {elapsed:.1f} s "
         f"({len(stats.answers) / elapsed:.1f}/s), {CLIENTS} sockets over {len(stack.hosts)} web "
-        f"processes, 1 worker (max_active {MAX_ACTIVE}); send->end median "
+        f"processes, {LOAD_WORKERS} workers (max_active {MAX_ACTIVE}); send->end median "
         f"{latencies[len(latencies) // 2]:.2f} s, max {latencies[-1]:.2f} s; "
         f"refusals: {dict(stats.refusals) or 'none'}"
     )
@@ -429,7 +434,14 @@ async def test_load_1000_messages_from_50_sockets_nothing_lost_or_doubled(
     assert len(stats.sent) == total
     assert stats.answers == {cid: f"You said: {text}" for cid, text in stats.sent.items()}
 
-    # and the database holds exactly that: 1,000 questions, 1,000 complete answers
+    # each request ran on exactly one worker, and every worker took some
+    workers = [stack.worker, *stack.more_workers]
+    accepted = [stack.worker_metric(w, "chat:worker_requests_accepted_total") for w in workers if w]
+    print(f"[load] requests accepted per worker: {accepted}")
+    assert sum(accepted) == total
+    assert all(count > 0 for count in accepted)
+
+    # and the database holds exactly that: 2,000 questions, 2,000 complete answers
     conversations = list(stats.conversations)
     with db_connection(stack) as db:
         rows = db.execute(
@@ -448,7 +460,7 @@ async def test_load_1000_messages_from_50_sockets_nothing_lost_or_doubled(
     assert len(conversations) == CLIENTS
     assert messages == (2 * total,)
     assert len(rows) == total
-    assert {r[0] for r in rows} == set(stats.sent)  # 1,000 distinct client ids
+    assert {r[0] for r in rows} == set(stats.sent)  # 2,000 distinct client ids
     for client_id, question, status, content in rows:
         assert question == stats.sent[client_id]
         assert (status, content) == ("complete", f"You said: {question}"), client_id

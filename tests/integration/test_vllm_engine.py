@@ -16,6 +16,7 @@ from inference.protocol import (
     CancelRequest,
     ChatTurn,
 )
+from inference.request_queue import local_request_queue
 from inference.transport import Transport
 from inference.worker import InferenceWorker
 from tests.support.vllm import SHARED, fresh, next_event, request, run_to_end
@@ -44,7 +45,9 @@ async def worker(
 async def test_real_tokens_stream_through_the_worker(worker: Any) -> None:
     _, layer = worker
     reply = await layer.new_channel()
-    await layer.send(REQUEST_CHANNEL, request(reply, "Where is my parcel?", max_tokens=12))
+    await local_request_queue().put(
+        REQUEST_CHANNEL, request(reply, "Where is my parcel?", max_tokens=12)
+    )
     events = await run_to_end(layer, reply)
 
     assert events[0].type == "inference.accepted"
@@ -68,9 +71,13 @@ async def test_a_second_request_sharing_a_long_prefix_hits_the_prefix_cache(
     before = vllm_engine.stats()
     shared = fresh(SHARED)  # the session's engine may hold SHARED from another test
     first_reply, second_reply = await layer.new_channel(), await layer.new_channel()
-    await layer.send(REQUEST_CHANNEL, request(first_reply, f"{shared} Question one?"))
+    await local_request_queue().put(
+        REQUEST_CHANNEL, request(first_reply, f"{shared} Question one?")
+    )
     first = (await run_to_end(layer, first_reply))[-1]
-    await layer.send(REQUEST_CHANNEL, request(second_reply, f"{shared} Another question?"))
+    await local_request_queue().put(
+        REQUEST_CHANNEL, request(second_reply, f"{shared} Another question?")
+    )
     second = (await run_to_end(layer, second_reply))[-1]
 
     assert first.prompt_tokens > 600
@@ -86,7 +93,9 @@ async def test_cancel_aborts_and_leaves_no_request_in_the_engine(
 ) -> None:
     _, layer = worker
     reply = await layer.new_channel()
-    await layer.send(REQUEST_CHANNEL, request(reply, "Tell me everything.", max_tokens=1500))
+    await local_request_queue().put(
+        REQUEST_CHANNEL, request(reply, "Tell me everything.", max_tokens=1500)
+    )
     accepted = await next_event(layer, reply)
     assert accepted.type == "inference.accepted"
     first = await next_event(layer, reply)

@@ -31,6 +31,7 @@ from chatapp.conversations.models import Message
 from chatapp.metrics import registry
 from inference.protocol import Accepted, Delta, Done, GenerateRequest
 from inference.registry import LocalWorkerRegistry
+from inference.request_queue import LocalRequestQueue
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -221,6 +222,7 @@ async def running_relay() -> AsyncIterator[RunningRelay]:
         log=log,
         admission=LocalAdmission(limits=admission_limits()),
         registry=registry_,
+        queue=LocalRequestQueue(),
         settings=RelaySettings(
             accept_timeout_s=10,
             queue_timeout_s=10,

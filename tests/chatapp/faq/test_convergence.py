@@ -32,6 +32,7 @@ from inference.protocol import (
     GenerateRequest,
 )
 from inference.registry import LocalWorkerRegistry
+from inference.request_queue import local_request_queue
 from inference.settings import WorkerSettings
 from inference.transport import Transport
 from inference.worker import InferenceWorker
@@ -154,7 +155,7 @@ async def ask(layer: LossyLayer, text: str = QUESTION) -> dict[str, Any]:
         submitted_at=time.time(),
         faq_lookup=FaqLookup(scopes=["global"]),
     )
-    await layer.send(REQUEST_CHANNEL, request.to_channel())
+    await local_request_queue().put(REQUEST_CHANNEL, request.to_channel())
     while True:
         event = await asyncio.wait_for(layer.receive(reply), 5)
         if event["type"] in {"inference.done", "inference.error"}:

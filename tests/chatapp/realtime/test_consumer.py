@@ -16,6 +16,7 @@ from asgiref.sync import sync_to_async
 from django.contrib.auth.models import User
 
 from chatapp.conversations.models import Conversation, Message
+from inference.request_queue import local_request_queue
 from tests.conftest import Connect, RunningWorker
 from tests.support.sockets import answer_text, open_socket, receive_until, send_frame
 
@@ -249,7 +250,6 @@ async def test_no_worker_is_reported_at_once_and_nothing_is_stored(
 async def test_a_queued_request_waits_for_busy_workers_but_not_forever(
     connect: Connect, alice: User, settings: Any
 ) -> None:
-    from channels.layers import get_channel_layer
 
     from inference.protocol import REQUEST_CHANNEL
     from inference.registry import worker_registry
@@ -270,7 +270,13 @@ async def test_a_queued_request_waits_for_busy_workers_but_not_forever(
         assert message.status == "failed"
     finally:
         await registry.withdraw(worker_id="wedged")
-    await get_channel_layer().receive(REQUEST_CHANNEL)  # the request nobody took
+    # and the request nobody took is off the queue: no worker starts it later
+    await _until_queue_empty(REQUEST_CHANNEL)
+
+
+async def _until_queue_empty(queue: str) -> None:
+    await asyncio.sleep(0.05)  # the withdrawal runs beside the end's write
+    assert await local_request_queue().depth(queue) == 0
 
 
 @pytest.mark.parametrize("lost", ["a middle delta", "the last delta"])
@@ -290,7 +296,8 @@ async def test_an_answer_whose_deltas_were_lost_in_transit_is_never_stored_compl
     try:
         ws = await open_socket(connect, alice)
         await ws.send_json_to(send_frame("count to three"))
-        request = GenerateRequest.model_validate(await layer.receive(REQUEST_CHANNEL))
+        taken = await local_request_queue().take(REQUEST_CHANNEL, consumer="test")
+        request = GenerateRequest.model_validate(taken.message)
         reply, rid = request.reply_channel, request.request_id
         events: list[Any] = [
             Accepted(request_id=rid, worker_channel="worker.by-hand", queue_wait_ms=0.0),
@@ -324,7 +331,6 @@ async def test_an_answer_whose_deltas_were_lost_in_transit_is_never_stored_compl
 async def test_a_worker_that_vanishes_before_taking_the_request_gives_no_worker(
     connect: Connect, alice: User, settings: Any
 ) -> None:
-    from channels.layers import get_channel_layer
 
     from inference.protocol import REQUEST_CHANNEL
     from inference.registry import worker_registry
@@ -338,7 +344,7 @@ async def test_a_worker_that_vanishes_before_taking_the_request_gives_no_worker(
     await registry.withdraw(worker_id="doomed")
     frames = await receive_until(ws, "chat.error")
     assert frames[-1]["code"] == "no_worker"
-    await get_channel_layer().receive(REQUEST_CHANNEL)
+    await _until_queue_empty(REQUEST_CHANNEL)
 
 
 async def test_anonymous_users_are_refused(connect: Connect) -> None:

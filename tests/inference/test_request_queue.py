@@ -1,0 +1,188 @@
+"""The request queue's contract, in process and on a real Redis (db 10, flushed around each
+test): one taker per request, re-delivery of what a taker never accepted, hand-back,
+withdrawal, no expiry, and a put that a retry cannot double."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import redis.asyncio as aioredis
+
+from inference.request_queue import LocalRequestQueue, RequestQueue
+from inference.stream_queue import RedisStreamQueue
+
+REDIS_URL = "redis://127.0.0.1:6379/10"
+RECLAIM_S = 0.3
+
+
+@pytest.fixture
+async def redis_db() -> AsyncIterator[aioredis.Redis]:
+    client = aioredis.Redis.from_url(REDIS_URL, decode_responses=True)
+    await client.flushdb()
+    yield client
+    await client.flushdb()
+    await client.aclose()
+
+
+@pytest.fixture(params=["local", pytest.param("redis", marks=pytest.mark.redis)])
+async def queue(
+    request: pytest.FixtureRequest, redis_db: aioredis.Redis
+) -> AsyncIterator[RequestQueue]:
+    made: RequestQueue = (
+        LocalRequestQueue()
+        if request.param == "local"
+        else RedisStreamQueue(redis_url=REDIS_URL, reclaim_after_s=RECLAIM_S)
+    )
+    yield made
+    await made.aclose()
+
+
+def job(n: int) -> dict[str, Any]:
+    return {"type": "inference.generate", "request_id": f"r{n}", "n": n}
+
+
+async def take(queue: RequestQueue, consumer: str, timeout: float = 3.0) -> Any:
+    return await asyncio.wait_for(queue.take("q", consumer=consumer), timeout)
+
+
+async def test_each_request_is_taken_by_one_of_many_takers_in_order(queue: RequestQueue) -> None:
+    for n in range(60):
+        await queue.put("q", job(n))
+    got: dict[str, list[int]] = {f"w{i}": [] for i in range(3)}
+
+    async def worker(name: str) -> None:
+        while sum(len(v) for v in got.values()) < 60:
+            try:
+                taken = await take(queue, name, timeout=1.5)
+            except TimeoutError:
+                continue
+            assert await queue.accept(taken)
+            got[name].append(taken.message["n"])
+
+    await asyncio.wait_for(asyncio.gather(*(worker(name) for name in got)), 20)
+    served = sorted(n for ns in got.values() for n in ns)
+    assert served == list(range(60))  # every one, none twice
+    assert all(ns == sorted(ns) for ns in got.values())  # each taker sees queue order
+    assert await queue.depth("q") == 0
+
+
+@pytest.mark.redis
+async def test_a_retried_put_of_the_same_request_adds_nothing(redis_db: aioredis.Redis) -> None:
+    """redis-py retries a command whose connection broke; the first try may have run."""
+    queue = RedisStreamQueue(redis_url=REDIS_URL)
+    try:
+        first = await queue.put("q", job(1))
+        again = await queue.put("q", job(1))
+        assert first == again
+        assert await queue.depth("q") == 1
+    finally:
+        await queue.aclose()
+
+
+@pytest.mark.redis
+async def test_a_request_taken_by_a_taker_that_died_is_served_by_another(
+    redis_db: aioredis.Redis,
+) -> None:
+    queue = RedisStreamQueue(redis_url=REDIS_URL, reclaim_after_s=RECLAIM_S)
+    try:
+        await queue.put("q", job(1))
+        dead = await take(queue, "killed-worker")  # taken, never accepted: killed -9
+        again = await take(queue, "live-worker")
+        assert again.entry_id == dead.entry_id
+        assert again.deliveries == 2
+        # the dead taker's late accept (it was only frozen) loses: one server, not two
+        assert not await queue.accept(dead)
+        assert await queue.accept(again)
+        assert await queue.accept(again)  # a retried accept (lost reply) still succeeds
+        assert await queue.depth("q") == 0
+    finally:
+        await queue.aclose()
+
+
+async def test_a_handed_back_request_is_taken_next_in_its_old_place(queue: RequestQueue) -> None:
+    for n in range(3):
+        await queue.put("q", job(n))
+    first = await take(queue, "stopping")
+    second = await take(queue, "stopping")
+    assert await queue.hand_back_all("q", consumer="stopping") == 2
+    order = []
+    for _ in range(3):
+        taken = await take(queue, "other", timeout=RECLAIM_S + 2)
+        assert await queue.accept(taken)
+        order.append(taken.message["n"])
+    assert order == [0, 1, 2]
+    assert taken.deliveries == 1  # a hand-back is no failed delivery
+    assert not await queue.accept(first)
+    assert not await queue.accept(second)
+
+
+async def test_a_withdrawn_request_is_never_served(queue: RequestQueue) -> None:
+    waiting = await queue.put("q", job(1))
+    await queue.put("q", job(2))
+    assert await queue.withdraw("q", waiting)
+    taken = await take(queue, "w")
+    assert taken.message["n"] == 2
+    # withdrawn after a worker took it, before it accepted: the accept fails
+    assert await queue.withdraw("q", taken.entry_id)
+    assert not await queue.accept(taken)
+    # once accepted it is the worker's: withdrawing it changes nothing
+    third = await queue.put("q", job(3))
+    taken = await take(queue, "w")
+    assert await queue.accept(taken)
+    assert not await queue.withdraw("q", third)
+
+
+async def test_queues_are_independent(queue: RequestQueue) -> None:
+    await queue.put("background", job(1))
+    with pytest.raises(TimeoutError):
+        await take(queue, "w", timeout=0.3)
+    assert (await queue.take("background", consumer="w")).message["n"] == 1
+
+
+async def test_a_cancelled_take_loses_nothing(queue: RequestQueue) -> None:
+    waiting = asyncio.create_task(queue.take("q", consumer="stopping"))
+    await asyncio.sleep(0.1)
+    waiting.cancel()
+    await asyncio.gather(waiting, return_exceptions=True)
+    await queue.hand_back_all("q", consumer="stopping")
+    await queue.put("q", job(1))
+    taken = await take(queue, "w", timeout=RECLAIM_S + 3)
+    assert taken.message["n"] == 1
+
+
+async def test_requests_wait_longer_than_a_minute_in_principle(
+    queue: RequestQueue, redis_db: aioredis.Redis
+) -> None:
+    """Nothing in the queue expires (the channel layer dropped requests after 60 s)."""
+    await queue.put("q", job(1))
+    if isinstance(queue, RedisStreamQueue):
+        ttls = [await redis_db.ttl(key) async for key in redis_db.scan_iter("inference:queue:q")]
+        assert ttls == [-1]  # no expiry on the stream
+    assert (await take(queue, "w")).message["n"] == 1
+
+
+async def test_the_local_queue_wakes_a_taker_from_another_thread() -> None:
+    """A Django sync view puts through async_to_sync, on a loop of its own."""
+    queue = LocalRequestQueue()
+    waiting = asyncio.create_task(queue.take("q", consumer="w"))
+    await asyncio.sleep(0.05)
+    thread = threading.Thread(target=lambda: asyncio.run(queue.put("q", job(7))))
+    thread.start()
+    taken = await asyncio.wait_for(waiting, 2)
+    thread.join()
+    assert taken.message["n"] == 7
+
+
+async def test_the_local_queue_passes_a_request_on_when_its_woken_taker_is_cancelled() -> None:
+    queue = LocalRequestQueue()
+    first = asyncio.create_task(queue.take("q", consumer="a"))
+    second = asyncio.create_task(queue.take("q", consumer="b"))
+    await asyncio.sleep(0.01)
+    await queue.put("q", job(1))  # wakes `first`...
+    first.cancel()  # ...which goes away before it runs
+    taken = await asyncio.wait_for(second, 2)
+    assert taken.message["n"] == 1
