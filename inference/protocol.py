@@ -269,6 +269,22 @@ faq_snapshot_serve_adapter: TypeAdapter[FaqSnapshotRequest | FaqSyncRequest] = T
 FAQ_WORKERS_GROUP = "inference.faq"
 FAQ_SNAPSHOT_CHANNEL = "faq.snapshots"
 
+
+class PrefixListRequest(WireMessage):
+    """A starting worker asks for the published templates' system prompts, to warm its prefix
+    cache with them before it takes chat; every web process answers on `PREFIX_LIST_CHANNEL`."""
+
+    type: Literal["prefix.list_request"] = "prefix.list_request"
+    reply_channel: str
+
+
+class PrefixList(WireMessage):
+    type: Literal["prefix.list"] = "prefix.list"
+    system_prompts: list[str] = Field(default_factory=list, max_length=1000)
+
+
+PREFIX_LIST_CHANNEL = "prompts.prefixes"
+
 WorkerEvent = Annotated[Accepted | Heartbeat | Delta | Done | Error, Field(discriminator="type")]
 WorkerInbound = Annotated[
     GenerateRequest | CancelRequest | FaqUpsert | FaqRemove | FaqSnapshotChunk | FaqInSync,

@@ -1,8 +1,8 @@
 """The one way to open an asyncio Redis client for short idempotent commands.
 
 Used by the registry, admission, the answer logs, the request queue and the health probe; a
-blocking command (XREADGROUP BLOCK) needs a client with a longer `socket_timeout_s` than it
-blocks, since a read here gives up after `SOCKET_TIMEOUT_S`.
+blocking command (XREADGROUP BLOCK) needs a client without a read timeout
+(`socket_timeout_s=None`), since a read here gives up after `SOCKET_TIMEOUT_S`.
 
 - Timeouts: without them a half-open connection (a Redis that stops answering without closing
   the TCP connection: frozen, failed over, a dropped NAT entry) blocks a command forever, and
@@ -62,12 +62,15 @@ def keepalive_options() -> dict[int, int]:
 
 
 def redis_client(
-    redis_url: str, *, decode_responses: bool = True, socket_timeout_s: float = SOCKET_TIMEOUT_S
+    redis_url: str,
+    *,
+    decode_responses: bool = True,
+    socket_timeout_s: float | None = SOCKET_TIMEOUT_S,
 ) -> redis.Redis:
     """A client whose every command either answers or fails within `COMMAND_DEADLINE_S`.
 
-    `socket_timeout_s`: longer only for a client of blocking reads that wait on the server
-    for less than that (the request queue's XREADGROUP BLOCK).
+    `socket_timeout_s`: None only for a client of blocking reads that the server answers
+    within their BLOCK time (the request queue's XREADGROUP).
     """
     return redis.Redis.from_pool(
         redis.BlockingConnectionPool.from_url(

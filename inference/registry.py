@@ -17,8 +17,11 @@ from inference.redis_client import retrying_redis
 
 
 class WorkerRegistry(Protocol):
-    async def announce(self, *, worker_id: str, capacity: int, ttl_s: float) -> None:
-        """Insert or refresh a worker; it counts as live until now + ttl_s."""
+    async def announce(
+        self, *, worker_id: str, capacity: int, ttl_s: float, free: int | None = None
+    ) -> None:
+        """Insert or refresh a worker; it counts as live until now + ttl_s. `free`: its slots
+        free right now (for routing affinity; as old as the last announcement)."""
 
     async def withdraw(self, *, worker_id: str) -> None:
         """Remove a worker at once (clean shutdown); unknown ids are ignored."""
@@ -29,6 +32,9 @@ class WorkerRegistry(Protocol):
     async def capacity(self) -> int:
         """Sum of the live workers' capacities: 0 means no worker at all."""
 
+    async def free_slots(self) -> dict[str, int]:
+        """worker_id -> free slots, of the live workers that said so."""
+
     async def aclose(self) -> None:
         """Release connections (nothing to do for the in-process registry)."""
 
@@ -38,16 +44,22 @@ class LocalWorkerRegistry:
 
     def __init__(self) -> None:
         self._workers: dict[str, tuple[int, float]] = {}  # worker_id -> (capacity, expiry)
+        self._free: dict[str, int] = {}
         # Plain lock: nothing inside awaits, and the embedded worker may run on another thread.
         self._lock = threading.Lock()
 
-    async def announce(self, *, worker_id: str, capacity: int, ttl_s: float) -> None:
+    async def announce(
+        self, *, worker_id: str, capacity: int, ttl_s: float, free: int | None = None
+    ) -> None:
         with self._lock:
             self._workers[worker_id] = (capacity, time.monotonic() + ttl_s)
+            if free is not None:
+                self._free[worker_id] = free
 
     async def withdraw(self, *, worker_id: str) -> None:
         with self._lock:
             self._workers.pop(worker_id, None)
+            self._free.pop(worker_id, None)
 
     async def live_workers(self) -> dict[str, int]:
         now = time.monotonic()
@@ -58,6 +70,11 @@ class LocalWorkerRegistry:
 
     async def capacity(self) -> int:
         return sum((await self.live_workers()).values())
+
+    async def free_slots(self) -> dict[str, int]:
+        live = await self.live_workers()
+        with self._lock:
+            return {w: free for w, free in self._free.items() if w in live}
 
     async def aclose(self) -> None:
         return None
@@ -70,21 +87,25 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 """
 
-# KEYS: expiry zset, capacity hash. ARGV: worker_id, capacity, ttl_ms.
+# KEYS: expiry zset, capacity hash, free-slots hash. ARGV: worker_id, capacity, ttl_ms, free
+# ('' = not said).
 _ANNOUNCE = (
     _NOW_MS
     + """
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[1])
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
--- keep both keys as long as their longest-lived worker, so a silent fleet leaves nothing behind
+if ARGV[4] ~= '' then redis.call('HSET', KEYS[3], ARGV[1], ARGV[4]) end
+-- keep the keys as long as their longest-lived worker, so a silent fleet leaves nothing behind
 local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
 local keep = math.max(tonumber(last[2]) - now, 1) + 1000
 redis.call('PEXPIRE', KEYS[1], keep)
 redis.call('PEXPIRE', KEYS[2], keep)
+redis.call('PEXPIRE', KEYS[3], keep)
 """
 )
 
-# KEYS: expiry zset, capacity hash. Returns a flat list: id, capacity, id, capacity, ...
+# KEYS: expiry zset, capacity hash, free-slots hash; ARGV[1]: the hash to read (2 or 3).
+# Returns a flat list: id, value, id, value, ... of the live workers (missing values: -1).
 _LIVE = (
     _NOW_MS
     + """
@@ -92,12 +113,13 @@ local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)
 if #expired > 0 then
   redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
   redis.call('HDEL', KEYS[2], unpack(expired))
+  redis.call('HDEL', KEYS[3], unpack(expired))
 end
 local live = redis.call('ZRANGE', KEYS[1], 0, -1)
 local out = {}
 for _, id in ipairs(live) do
   out[#out + 1] = id
-  out[#out + 1] = redis.call('HGET', KEYS[2], id) or '0'
+  out[#out + 1] = redis.call('HGET', KEYS[tonumber(ARGV[1])], id) or '-1'
 end
 return out
 """
@@ -117,24 +139,37 @@ class RedisWorkerRegistry:
         self._redis: redis.Redis = retrying_redis(redis_url)
         self._expiry_key = f"{key}:expiry"
         self._capacity_key = f"{key}:capacity"
+        self._free_key = f"{key}:free"
         self._announce = self._redis.register_script(_ANNOUNCE)
         self._live = self._redis.register_script(_LIVE)
 
-    async def announce(self, *, worker_id: str, capacity: int, ttl_s: float) -> None:
+    async def announce(
+        self, *, worker_id: str, capacity: int, ttl_s: float, free: int | None = None
+    ) -> None:
         ttl_ms = max(1, round(ttl_s * 1000))
         await self._announce(
-            keys=[self._expiry_key, self._capacity_key], args=[worker_id, capacity, ttl_ms]
+            keys=self._keys, args=[worker_id, capacity, ttl_ms, "" if free is None else free]
         )
 
     async def withdraw(self, *, worker_id: str) -> None:
         async with self._redis.pipeline(transaction=True) as pipe:
             pipe.zrem(self._expiry_key, worker_id)
             pipe.hdel(self._capacity_key, worker_id)
+            pipe.hdel(self._free_key, worker_id)
             await pipe.execute()
 
     async def live_workers(self) -> dict[str, int]:
-        flat: list[Any] = await self._live(keys=[self._expiry_key, self._capacity_key])
-        return {str(flat[i]): int(flat[i + 1]) for i in range(0, len(flat), 2)}
+        flat: list[Any] = await self._live(keys=self._keys, args=[2])
+        return {str(flat[i]): max(0, int(flat[i + 1])) for i in range(0, len(flat), 2)}
+
+    async def free_slots(self) -> dict[str, int]:
+        flat: list[Any] = await self._live(keys=self._keys, args=[3])
+        pairs = ((str(flat[i]), int(flat[i + 1])) for i in range(0, len(flat), 2))
+        return {worker_id: free for worker_id, free in pairs if free >= 0}
+
+    @property
+    def _keys(self) -> list[str]:
+        return [self._expiry_key, self._capacity_key, self._free_key]
 
     async def capacity(self) -> int:
         return sum((await self.live_workers()).values())

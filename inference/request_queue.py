@@ -23,6 +23,7 @@ import asyncio
 import collections
 import itertools
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -44,6 +45,9 @@ class RequestQueue(Protocol):
 
     async def take(self, queue: str, *, consumer: str) -> Taken:
         """Wait for the oldest request nobody holds; `consumer` names the taking worker."""
+
+    async def take_any(self, queues: Sequence[str], *, consumer: str) -> Taken:
+        """`take` from the first of `queues` that has a request (earlier ones first)."""
 
     async def accept(self, taken: Taken) -> bool:
         """Mark it served by this taker and drop it from the queue. False: it is no longer
@@ -89,6 +93,7 @@ class LocalRequestQueue:
         self._lock = threading.Lock()
         self._queues: dict[str, _LocalQueue] = {}
         self._ids = itertools.count(1)
+        self._woken: set[asyncio.Future[None]] = set()
 
     def clear(self) -> None:
         """Forget every request (tests: each starts with an empty queue)."""
@@ -107,28 +112,41 @@ class LocalRequestQueue:
         return entry_id
 
     async def take(self, queue: str, *, consumer: str) -> Taken:
+        return await self.take_any([queue], consumer=consumer)
+
+    async def take_any(self, queues: Sequence[str], *, consumer: str) -> Taken:
         loop = asyncio.get_running_loop()
         while True:
             with self._lock:
-                state = self._queue(queue)
-                if state.waiting:
-                    entry_id, message = state.waiting.popleft()
-                    taken = Taken(
-                        queue=queue, entry_id=entry_id, message=message, consumer=consumer
-                    )
-                    state.taken[entry_id] = taken
-                    return taken
+                states = [(queue, self._queue(queue)) for queue in queues]
+                for queue, state in states:
+                    if state.waiting:
+                        entry_id, message = state.waiting.popleft()
+                        taken = Taken(
+                            queue=queue, entry_id=entry_id, message=message, consumer=consumer
+                        )
+                        state.taken[entry_id] = taken
+                        return taken
+                # one future, registered with every queue: whichever gets a put wakes it
                 woken: asyncio.Future[None] = loop.create_future()
-                state.takers.append((loop, woken))
+                for _, state in states:
+                    state.takers.append((loop, woken))
             try:
                 await woken
             except asyncio.CancelledError:
                 with self._lock:
-                    if (loop, woken) in state.takers:
-                        state.takers.remove((loop, woken))
-                    elif state.waiting:  # woken for a request it will not take: pass it on
-                        self._wake_one(state)
+                    for _, state in states:
+                        if (loop, woken) in state.takers:
+                            state.takers.remove((loop, woken))
+                        elif state.waiting:  # woken for a request it will not take: pass it on
+                            self._wake_one(state)
                 raise
+            finally:
+                with self._lock:
+                    self._woken.discard(woken)
+                    for _, state in states:
+                        if (loop, woken) in state.takers:
+                            state.takers.remove((loop, woken))
 
     async def accept(self, taken: Taken) -> bool:
         with self._lock:
@@ -168,11 +186,12 @@ class LocalRequestQueue:
     async def aclose(self) -> None:
         return None
 
-    @staticmethod
-    def _wake_one(state: _LocalQueue) -> None:
+    def _wake_one(self, state: _LocalQueue) -> None:
+        """Wake the longest-waiting taker not woken yet (under the lock)."""
         while state.takers:
             loop, woken = state.takers.popleft()
-            if not loop.is_closed():
+            if not loop.is_closed() and woken not in self._woken:
+                self._woken.add(woken)  # a taker of several queues is woken once
                 loop.call_soon_threadsafe(_set_once, woken)
                 return
 
@@ -180,6 +199,13 @@ class LocalRequestQueue:
 def _set_once(woken: asyncio.Future[None]) -> None:
     if not woken.done():
         woken.set_result(None)
+
+
+def worker_queue(queue: str, worker_id: str) -> str:
+    """The queue of one worker only (routing affinity, a warm-up of every worker): the worker
+    takes from it before `queue`. Whatever waits there when the worker is gone is moved to
+    `queue` by its requester (see `chatapp/answers/relay.py`)."""
+    return f"{queue}@{worker_id}"
 
 
 _local_queue = LocalRequestQueue()

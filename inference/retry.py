@@ -50,3 +50,13 @@ RECEIVE = BackoffPolicy(first_s=0.1, cap_s=2.0)
 SEND = BackoffPolicy(first_s=0.1, cap_s=1.0)
 # A reader whose channel is full: it lags a moment; check again soon.
 FULL_CHANNEL = BackoffPolicy(first_s=0.02, cap_s=0.5)
+
+
+def stop_if_cancelled() -> None:
+    """Raise CancelledError when this task was asked to stop: call it at the top of a loop
+    that retries on errors. redis-py can swallow a cancel that lands inside its read timeout
+    (redis/redis-py#2551, #2028; measured with 8.1 on XAUTOCLAIM: a stopping worker's taker
+    went on taking), so such a loop must not rely on the CancelledError alone."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError

@@ -187,14 +187,21 @@ class WorkerSettings:
     reclaim_after_s: float = 10.0
     # on SIGTERM, running answers get this long to finish before they are aborted
     drain_s: float = 30.0
+    # at start, before taking chat: warm the published templates' prefixes for up to this
+    # long (0: off); a web process must answer within start_warmup_ask_s
+    start_warmup_s: float = 60.0
+    start_warmup_ask_s: float = 3.0
 
     @classmethod
     def from_env(cls) -> WorkerSettings:
         engine = os.environ.get("INFERENCE_ENGINE", "vllm")
-        if engine not in ("vllm", "scripted"):
-            raise ValueError(f"INFERENCE_ENGINE must be 'vllm' or 'scripted', got {engine!r}")
+        kinds: dict[str, EngineKind] = {"vllm": "vllm", "openai": "openai", "scripted": "scripted"}
+        if engine not in kinds:
+            raise ValueError(
+                f"INFERENCE_ENGINE must be 'vllm', 'openai' or 'scripted', got {engine!r}"
+            )
         return cls(
-            engine="vllm" if engine == "vllm" else "scripted",
+            engine=kinds[engine],
             request_channel=os.environ.get("INFERENCE_REQUEST_CHANNEL", REQUEST_CHANNEL),
             max_active=_env_int("INFERENCE_MAX_ACTIVE", 16),
             coalesce_ms=_env_float("INFERENCE_COALESCE_MS", 15.0),
@@ -213,4 +220,5 @@ class WorkerSettings:
             health_timeout_s=_env_float("INFERENCE_HEALTH_TIMEOUT_S", 5.0),
             reclaim_after_s=_env_float("INFERENCE_RECLAIM_AFTER_S", 10.0),
             drain_s=_env_float("INFERENCE_DRAIN_S", 30.0),
+            start_warmup_s=_env_float("INFERENCE_START_WARMUP_S", 60.0),
         )

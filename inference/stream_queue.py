@@ -22,12 +22,14 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 import redis.asyncio as redis
 from redis.exceptions import ResponseError
 
-from inference.redis_client import SOCKET_TIMEOUT_S, redis_client
+from inference import retry
+from inference.redis_client import redis_client
 from inference.request_queue import Taken
 
 logger = logging.getLogger(__name__)
@@ -87,10 +89,10 @@ return present
 class RedisStreamQueue:
     def __init__(self, *, redis_url: str, reclaim_after_s: float = 10.0) -> None:
         self._redis: redis.Redis = redis_client(redis_url)
-        # its reads wait BLOCK_MS on the server: the reply timeout must be longer
-        self._blocking: redis.Redis = redis_client(
-            redis_url, socket_timeout_s=BLOCK_MS / 1000 + SOCKET_TIMEOUT_S
-        )
+        # Its reads wait BLOCK_MS on the server, so no client read timeout (the server always
+        # answers within BLOCK_MS); TCP keepalive notices a peer that vanished (~45 s), as for
+        # the channel layer (inference/transport.py).
+        self._blocking: redis.Redis = redis_client(redis_url, socket_timeout_s=None)
         self._reclaim_after_ms = max(1, round(reclaim_after_s * 1000))
         self._put = self._redis.register_script(_PUT)
         self._accept = self._redis.register_script(_ACCEPT)
@@ -109,27 +111,42 @@ class RedisStreamQueue:
         return str(entry_id)
 
     async def take(self, queue: str, *, consumer: str) -> Taken:
-        stream = _stream(queue)
+        return await self.take_any([queue], consumer=consumer)
+
+    async def take_any(self, queues: Sequence[str], *, consumer: str) -> Taken:
+        streams = {_stream(queue): queue for queue in queues}
         while True:
+            retry.stop_if_cancelled()
             try:
-                await self._group_ready(queue)
-                reclaimed = await self._reclaim(queue, consumer=consumer)
-                if reclaimed is not None:
-                    return reclaimed
+                for queue in queues:
+                    await self._group_ready(queue)
+                for queue in queues:
+                    reclaimed = await self._reclaim(queue, consumer=consumer)
+                    if reclaimed is not None:
+                        return reclaimed
                 reply: Any = await self._blocking.xreadgroup(
-                    GROUP, consumer, {stream: ">"}, count=1, block=BLOCK_MS
+                    GROUP, consumer, dict.fromkeys(streams, ">"), count=1, block=BLOCK_MS
                 )
             except ResponseError as exc:
                 if "NOGROUP" not in str(exc):
                     raise
-                self._groups.discard(queue)  # Redis restarted or the key was deleted
+                self._groups.difference_update(queues)  # Redis restarted or a key was deleted
                 continue
-            for _stream_name, entries in reply or []:
+            read: dict[str, Taken] = {}
+            for stream_name, entries in reply or []:
+                queue = streams[str(stream_name)]
                 for entry_id, fields in entries:
                     taken = _taken(queue, entry_id, fields, consumer=consumer, deliveries=1)
-                    if taken is not None:
-                        return taken
-                    await self._drop(queue, str(entry_id))
+                    if taken is None:
+                        await self._drop(queue, str(entry_id))
+                    else:
+                        read[queue] = taken
+            chosen = next((read[queue] for queue in queues if queue in read), None)
+            for extra in read.values():  # one read can bring one entry of each queue
+                if extra is not chosen:
+                    await self.hand_back(extra)
+            if chosen is not None:
+                return chosen
 
     async def accept(self, taken: Taken) -> bool:
         # safe to retry: a second try after a lost reply finds its own marker
@@ -183,7 +200,10 @@ class RedisStreamQueue:
         self._groups.add(queue)
 
     async def _reclaim(self, queue: str, *, consumer: str) -> Taken | None:
-        """The oldest entry a taker held longer than the reclaim age, now this consumer's."""
+        """The oldest entry a taker held longer than the reclaim age, now this consumer's.
+
+        Looked for before every read (one round trip, well under a millisecond), so a
+        handed-back or reclaimable entry goes ahead of newer ones."""
         reply = await self._redis.xautoclaim(
             _stream(queue), GROUP, consumer, self._reclaim_after_ms, start_id="0-0", count=1
         )

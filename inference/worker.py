@@ -53,8 +53,9 @@ from inference.protocol import (
     worker_inbound_adapter,
 )
 from inference.registry import WorkerRegistry, worker_registry
-from inference.request_queue import RequestQueue, Taken, request_queue
+from inference.request_queue import RequestQueue, Taken, request_queue, worker_queue
 from inference.settings import WorkerSettings
+from inference.start_warmup import published_prefixes_warm
 from inference.transport import Transport
 
 logger = logging.getLogger(__name__)
@@ -145,6 +146,13 @@ class InferenceWorker:
             # FAQ changes are broadcast to every worker; the full set comes from the web side
             # (faq_resync, at once and then periodically: broadcasts can be lost).
             await self._transport.group_add(FAQ_WORKERS_GROUP, self.channel)
+        if self._settings.start_warmup_s > 0:  # before the registry knows it: no chat yet
+            await published_prefixes_warm(
+                engine=self._engine,
+                transport=self._transport,
+                ask_timeout_s=self._settings.start_warmup_ask_s,
+                timeout_s=self._settings.start_warmup_s,
+            )
         self.ready.set()
         metrics.worker_started(self)
         logger.info(
@@ -213,7 +221,8 @@ class InferenceWorker:
         if self.channel is None:
             return 0
         total = 0
-        for queue in (self._settings.request_channel, self._settings.background_channel):
+        shared = (self._settings.request_channel, self._settings.background_channel)
+        for queue in (*shared, *(worker_queue(q, self.channel) for q in shared)):
             try:
                 total += await self._queue.hand_back_all(queue, consumer=self.channel)
             except Exception as exc:  # another worker reclaims them after reclaim_after_s
@@ -221,19 +230,26 @@ class InferenceWorker:
         return total
 
     async def _pull(self, queue: str, *, background: bool = False) -> None:
-        """Take from `queue` whenever a slot is free. Chat holds its slot before taking, so
-        it is accepted at once; background work holds a background slot while it waits
-        and a chat slot only once it has a request (it never keeps chat out while idle). A
-        request it holds too long waiting for that slot is reclaimed by a freer worker."""
+        """Take from this worker's own queue (affinity, warm-ups), else from `queue`, whenever
+        a slot is free (and, for background work, a background slot).
+
+        No slot is held while waiting for a request: an idle chat taker must not keep
+        background work out (with one slot it did). So two takers can each take one request
+        for the last free slot; the second waits for a slot, taken but not accepted, and a
+        freer worker reclaims it after `reclaim_after_s` if the wait is long.
+        """
         while True:
-            await (self._background_slots if background else self._slots).acquire()
-            holds_slot = not background
+            if background:
+                await self._background_slots.acquire()
+            holds_slot = False
             started = False
             try:
-                taken = await self._take(queue)
-                if background:
-                    await self._slots.acquire()
-                    holds_slot = True
+                await self._slots.acquire()  # wait for a free slot...
+                self._slots.release()  # ...without holding it while idle
+                assert self.channel is not None
+                taken = await self._take([worker_queue(queue, self.channel), queue])
+                await self._slots.acquire()
+                holds_slot = True
                 # shielded: a stop between the accept and the start would lose the request
                 started = await asyncio.shield(self._accept_and_start(taken, background=background))
             finally:
@@ -243,17 +259,18 @@ class InferenceWorker:
                     if background:
                         self._background_slots.release()
 
-    async def _take(self, queue: str) -> Taken:
+    async def _take(self, queues: list[str]) -> Taken:
         """Take, riding out a Redis restart (requests put meanwhile wait in Redis)."""
         assert self.channel is not None
         backoff = retry.RECEIVE.start()
         while True:
+            retry.stop_if_cancelled()
             try:
-                return await self._queue.take(queue, consumer=self.channel)
+                return await self._queue.take_any(queues, consumer=self.channel)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                logger.warning("taking from %s failed (%s); retrying", queue, exc)
+                logger.warning("taking from %s failed (%s); retrying", queues[-1], exc)
                 await backoff.sleep()
 
     async def _accept_and_start(self, taken: Taken, *, background: bool) -> bool:
@@ -292,6 +309,7 @@ class InferenceWorker:
         """Receive, riding out a Redis restart."""
         backoff = retry.RECEIVE.start()
         while True:
+            retry.stop_if_cancelled()
             try:
                 return await self._transport.receive(channel)
             except asyncio.CancelledError:
@@ -305,11 +323,13 @@ class InferenceWorker:
         assert self.channel is not None
         capacity = self._settings.max_active + self._settings.max_queue
         while not self._draining:
+            retry.stop_if_cancelled()
             try:
                 await self._registry.announce(
                     worker_id=self.channel,
                     capacity=capacity,
                     ttl_s=max(3.0, 3 * self._settings.heartbeat_s),
+                    free=max(0, self._settings.max_active - len(self._active)),
                 )
                 if self._faq is not None:  # groups expire, and vanish with a Redis restart
                     await self._transport.group_add(FAQ_WORKERS_GROUP, self.channel)

@@ -40,6 +40,7 @@ from chatapp.answers.messages import (
 from chatapp.answers.recovery import Orphans, answer_store, orphaned_runs_finish
 from chatapp.metrics import recording as metrics
 from inference import retry
+from inference.affinity import AffinityMap, route
 from inference.protocol import (
     Accepted,
     CancelRequest,
@@ -83,6 +84,9 @@ class RelaySettings:
     heartbeat_s: float  # how often watchers, the log and admission hear the relay is alive
     reap_every_s: float  # how often runs orphaned by a dead web process are ended
     owner_silent_after_s: float  # an owner not heard from this long is dead
+    # a request routed to its conversation's last worker that it has not taken this long is
+    # moved to the shared queue (inference/affinity.py)
+    affinity_wait_s: float = 1.0
 
 
 @dataclass
@@ -99,6 +103,9 @@ class _Run:
     unwatched_since: float | None = None
     faq_lookup: bool = False  # the request asked the FAQ cache first
     queued: tuple[str, str] | None = None  # (queue, entry id) until a worker accepts it
+    shared_queue: str = ""  # where any worker takes it (`queued` may be one worker's own)
+    request: dict[str, Any] = field(default_factory=dict)  # as put, to move it
+    session_id: str | None = None
     started_at: float = field(default_factory=time.monotonic)
     ending: bool = False  # its end is logged; the final write is under way
 
@@ -121,9 +128,11 @@ class AnswerRelay:
         registry: WorkerRegistry,
         queue: RequestQueue,
         settings: RelaySettings,
+        affinity: AffinityMap | None = None,
     ) -> None:
         self._layer = layer
         self._queue = queue
+        self._affinity = affinity  # None: no routing affinity
         self._log = log
         self._admission = admission
         self._registry = registry
@@ -189,6 +198,9 @@ class AnswerRelay:
             user_key=user_key,
             watchers={watcher},
             faq_lookup=request.faq_lookup is not None,
+            shared_queue=request_channel,
+            request=request.to_channel(),
+            session_id=request.session_id,
         )
         self._runs[run.run_id] = run
         try:
@@ -196,8 +208,9 @@ class AnswerRelay:
         except Exception:  # resume is lost for this run (until a heartbeat rewrites it)
             logger.exception("could not start the log of run %s", run.run_id)
         try:
-            entry_id = await self._queue.put(request_channel, request.to_channel())
-            run.queued = (request_channel, entry_id)
+            queue = await self._route(run)
+            entry_id = await self._queue.put(queue, run.request)
+            run.queued = (queue, entry_id)
         except Exception as exc:
             logger.warning("could not queue run %s: %s", run.run_id, exc)
             await self._end(
@@ -209,6 +222,20 @@ class AnswerRelay:
                     error_message="The assistant is overloaded right now. Please try again.",
                 ),
             )
+
+    async def _route(self, run: _Run) -> str:
+        if self._affinity is None:
+            return run.shared_queue
+        try:
+            return await route(
+                queue=run.shared_queue,
+                session_id=run.session_id,
+                affinity=self._affinity,
+                registry=self._registry,
+            )
+        except Exception as exc:  # affinity is an optimisation: never a reason to fail
+            logger.warning("routing run %s by affinity failed: %s", run.run_id, exc)
+            return run.shared_queue
 
     def owns(self, run_id: uuid.UUID) -> bool:
         """This relay is running and runs `run_id`."""
@@ -268,6 +295,8 @@ class AnswerRelay:
                 return
             run.worker_channel = event.worker_channel
             run.queued = None
+            if self._affinity is not None and run.session_id is not None:
+                self._background(self._remember(run.session_id, event.worker_channel))
             # Off the receive loop: the first delta often follows at once (a FAQ answer).
             self._background(self._worker_record(run.run_id, event.worker_channel))
             if run.stop_code is not None:
@@ -291,6 +320,24 @@ class AnswerRelay:
                     error_message=event.message,
                 ),
             )
+
+    async def _remember(self, session_id: str, worker_channel: str) -> None:
+        assert self._affinity is not None
+        try:
+            await self._affinity.remember(session_id, worker_channel)
+        except Exception as exc:  # the next turn goes to any worker: slower, not wrong
+            logger.warning("could not remember the worker of session %s: %s", session_id, exc)
+
+    async def _move_to_shared(self, run: _Run) -> None:
+        """A request its conversation's worker did not take in time goes to every worker."""
+        assert run.queued is not None
+        queue, entry_id = run.queued
+        if not await self._queue.withdraw(queue, entry_id):
+            return  # that worker accepted it meanwhile: its `accepted` is on the way
+        if run.worker_channel is not None or run.ending:
+            return
+        run.queued = (run.shared_queue, await self._queue.put(run.shared_queue, run.request))
+        logger.info("run %s: moved from %s to the shared queue", run.run_id, queue)
 
     async def _withdraw(self, run_id: uuid.UUID, queue: str, entry_id: str) -> None:
         try:
@@ -405,7 +452,9 @@ class AnswerRelay:
 
     async def _tick_loop(self) -> None:
         s = self._settings
-        interval = min(s.accept_timeout_s / 3, s.stall_timeout_s / 3, s.heartbeat_s, 1.0)
+        interval = min(
+            s.accept_timeout_s / 3, s.stall_timeout_s / 3, s.heartbeat_s, s.affinity_wait_s, 1.0
+        )
         last_heartbeat = last_reap = 0.0
         while True:
             now = time.monotonic()
@@ -426,6 +475,16 @@ class AnswerRelay:
         s = self._settings
         for run in [r for r in self._runs.values() if not r.ending]:
             silence = now - run.last_event
+            if (
+                run.worker_channel is None
+                and run.queued is not None
+                and run.queued[0] != run.shared_queue
+                and silence >= s.affinity_wait_s
+            ):
+                try:
+                    await self._move_to_shared(run)
+                except Exception as exc:  # Redis away: tried again next tick
+                    logger.warning("could not move run %s to the shared queue: %s", run.run_id, exc)
             if run.worker_channel is None and silence >= s.accept_timeout_s:
                 if silence < s.queue_timeout_s and await self._registry.capacity() > 0:
                     continue  # queued behind other answers of live workers: keep waiting

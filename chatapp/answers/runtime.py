@@ -19,6 +19,7 @@ from django.conf import settings
 from chatapp.admission.limiter import Admission, AdmissionLimits, admission_for
 from chatapp.answers.log import AnswerLog, LocalAnswerLog, RedisAnswerLog
 from chatapp.answers.relay import AnswerRelay, RelaySettings
+from inference.affinity import AffinityMap, affinity_map
 from inference.registry import WorkerRegistry, worker_registry
 from inference.request_queue import RequestQueue, local_request_queue, request_queue
 
@@ -30,6 +31,7 @@ class AnswerRuntime:
     admission: Admission
     registry: WorkerRegistry
     queue: RequestQueue
+    affinity: AffinityMap | None
     task: asyncio.Task[None]
 
 
@@ -49,6 +51,7 @@ def relay_settings() -> RelaySettings:
         heartbeat_s=settings.CHAT_RELAY_HEARTBEAT_S,
         reap_every_s=settings.CHAT_REAP_EVERY_S,
         owner_silent_after_s=settings.CHAT_REAP_AFTER_S,
+        affinity_wait_s=settings.CHAT_AFFINITY_WAIT_S,
     )
 
 
@@ -81,6 +84,11 @@ async def answer_runtime() -> AnswerRuntime:
     admission = admission_for(redis_url=settings.REDIS_URL, limits=admission_limits())
     registry = worker_registry(redis_url=settings.REDIS_URL)
     queue = request_queue(redis_url=settings.REDIS_URL)
+    affinity = (
+        affinity_map(redis_url=settings.REDIS_URL, ttl_s=settings.CHAT_AFFINITY_TTL_S)
+        if settings.CHAT_AFFINITY
+        else None
+    )
     relay = AnswerRelay(
         layer=get_channel_layer(),
         log=log,
@@ -88,13 +96,20 @@ async def answer_runtime() -> AnswerRuntime:
         registry=registry,
         queue=queue,
         settings=relay_settings(),
+        affinity=affinity,
     )
     # A fresh context: the relay outlives whoever first asked for it. Inherited from a Django
     # request, it would keep that request's thread-sensitive executor, which dies with the
     # request, and could then no longer store answers that end later.
     task = loop.create_task(relay.run(), name="answer-relay", context=contextvars.Context())
     runtime = AnswerRuntime(
-        relay=relay, log=log, admission=admission, registry=registry, queue=queue, task=task
+        relay=relay,
+        log=log,
+        admission=admission,
+        registry=registry,
+        queue=queue,
+        affinity=affinity,
+        task=task,
     )
     _runtimes[loop] = runtime
     await relay.ready.wait()
@@ -108,7 +123,8 @@ async def answer_runtime_close() -> None:
     runtime.task.cancel()
     with contextlib.suppress(asyncio.CancelledError, Exception):
         await runtime.task
-    for resource in (runtime.log, runtime.admission, runtime.registry, runtime.queue):
+    resources = (runtime.log, runtime.admission, runtime.registry, runtime.queue, runtime.affinity)
+    for resource in resources:
         close = getattr(resource, "aclose", None)
         if close is not None and resource not in (_local_log, local_request_queue()):
             with contextlib.suppress(Exception):

@@ -71,7 +71,7 @@ def _after_publish(*, version_id: int) -> None:
 
 
 def template_version_warm(*, version_id: int) -> PromptTemplateVersion:
-    """Send the version's system prefix through a worker; record when and how it went."""
+    """Send the version's system prefix through every live worker; record how it went."""
     version = PromptTemplateVersion.objects.get(pk=version_id)
     try:
         result = async_to_sync(warm_prefix)(
@@ -83,6 +83,12 @@ def template_version_warm(*, version_id: int) -> PromptTemplateVersion:
         return version
     version.warmed_at = timezone.now()
     version.warm_prompt_tokens = result.prompt_tokens
-    version.warm_error = ""
+    # some live workers did not answer (one was stopping): the others are warm
+    version.warm_error = (
+        f"warmed {result.workers} of {result.workers + len(result.failures)} workers: "
+        f"{result.failures[0]}"[:200]
+        if result.failures
+        else ""
+    )
     version.save(update_fields=["warmed_at", "warm_prompt_tokens", "warm_error"])
     return version

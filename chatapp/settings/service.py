@@ -48,6 +48,13 @@ class ChatSettings(BaseSettings):
     # come back this long after its last heartbeat even if nobody ends its runs.
     admission_lease_s: float = Field(0, ge=0)  # 0: max(10, 5 heartbeats)
     busy_retry_after_s: float = Field(5, ge=0)
+    # Routing affinity (inference/affinity.py): a conversation's next turn goes to the worker
+    # that served its last one (its history is in that engine's prefix cache) while that
+    # worker is alive with a free slot; one it has not taken within affinity_wait_s goes to any
+    # worker. The conversation -> worker map lives affinity_ttl_s after each turn.
+    affinity: bool = True
+    affinity_wait_s: float = Field(1.0, gt=0)
+    affinity_ttl_s: float = Field(3600, gt=0)
     # Answer standalone questions from approved FAQ entries before the model.
     faq_enabled: bool = True
     max_tokens: int = Field(0, ge=0)  # 0: the template's, else the model's default

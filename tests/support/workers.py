@@ -18,6 +18,8 @@ def worker_settings(**overrides: Any) -> WorkerSettings:
         "coalesce_tokens": 8,
         "redis_url": "",
         "heartbeat_s": 0.1,
+        # no web side answers the published-prefix list in most tests: do not wait for one
+        "start_warmup_s": 0.0,
     }
     values.update(overrides)
     return WorkerSettings(**values)

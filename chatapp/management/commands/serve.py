@@ -65,10 +65,13 @@ class Command(BaseCommand):
         def start_embedded_worker() -> None:
             from chatapp.answers.runtime import answer_runtime
             from chatapp.faq.snapshots import serve_snapshots
+            from chatapp.prompts.prefixes import serve_prefix_lists
 
             loop = asyncio.get_running_loop()
-            # every web process answers workers' FAQ snapshot requests
+            # every web process answers workers' FAQ snapshot requests, and starting workers'
+            # requests for the published prefixes to warm
             workers.append(loop.create_task(serve_snapshots()))
+            workers.append(loop.create_task(serve_prefix_lists()))
             # and runs an answer relay from the start: it finishes answers that a crashed
             # web process left "streaming" (see chatapp/answers/recovery.py)
             workers.append(loop.create_task(answer_runtime()))

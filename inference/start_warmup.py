@@ -1,0 +1,90 @@
+"""A worker that starts warms the published templates' prefixes before it takes chat.
+
+Publishing a template warms every live worker (`chatapp/prompts/warmup.py`), but a worker that
+starts later (a restart, a new replica) would otherwise serve the first user of each template
+with a cold prefix cache. So before it joins the registry the worker asks the web side for the
+published system prompts (`PrefixListRequest` on `PREFIX_LIST_CHANNEL`) and runs each through
+its engine as a one-token request. Bounded: no answer within `ask_timeout_s` (no web process
+up yet) or a warm-up longer than `timeout_s` in all, and it starts serving anyway.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+
+from pydantic import ValidationError
+
+from inference.engine_request import engine_request_of
+from inference.engines.base import Engine
+from inference.protocol import (
+    BACKGROUND_PRIORITY,
+    PREFIX_LIST_CHANNEL,
+    GenerateRequest,
+    PrefixList,
+    PrefixListRequest,
+    SamplingOptions,
+)
+from inference.transport import Transport
+
+logger = logging.getLogger(__name__)
+
+
+async def published_prefixes_warm(
+    *, engine: Engine, transport: Transport, ask_timeout_s: float, timeout_s: float
+) -> int:
+    """Warm the engine with every published system prompt; returns how many were warmed."""
+    started = time.monotonic()
+    prompts = await _published_prompts(transport=transport, timeout_s=ask_timeout_s)
+    warmed = 0
+    try:
+        async with asyncio.timeout(max(0.0, timeout_s - (time.monotonic() - started))):
+            for system_prompt in prompts:
+                await _warm_one(engine=engine, system_prompt=system_prompt)
+                warmed += 1
+    except TimeoutError:
+        logger.warning("start warm-up: %d of %d prefixes in %g s", warmed, len(prompts), timeout_s)
+    except Exception:  # a warm-up is an optimisation: serve anyway
+        logger.exception("start warm-up failed after %d of %d prefixes", warmed, len(prompts))
+    if prompts:
+        logger.info("warmed %d published prefix(es) in %.1f s", warmed, time.monotonic() - started)
+    return warmed
+
+
+async def _published_prompts(*, transport: Transport, timeout_s: float) -> list[str]:
+    reply = await transport.new_channel()
+    sent = await transport.send(
+        PREFIX_LIST_CHANNEL, PrefixListRequest(reply_channel=reply), retry_s=timeout_s
+    )
+    if not sent:
+        return []
+    try:
+        async with asyncio.timeout(timeout_s):
+            raw = await transport.receive(reply)
+    except TimeoutError:
+        logger.info("start warm-up: no web process answered within %g s", timeout_s)
+        return []
+    try:
+        return PrefixList.model_validate(raw).system_prompts
+    except ValidationError:
+        logger.warning("start warm-up: malformed prefix list")
+        return []
+
+
+async def _warm_one(*, engine: Engine, system_prompt: str) -> None:
+    request = GenerateRequest(
+        request_id=f"start-warmup-{uuid.uuid4()}",
+        reply_channel="-",  # nobody: the worker runs it itself
+        system=system_prompt,
+        messages=[],
+        sampling=SamplingOptions(max_tokens=1),
+        priority=BACKGROUND_PRIORITY,
+        submitted_at=time.time(),
+    )
+    engine_request = await asyncio.to_thread(
+        engine_request_of, request, builder=engine.prompt_builder, defaults=engine.defaults
+    )
+    async for _delta in engine.stream(engine_request):
+        pass
