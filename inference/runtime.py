@@ -11,7 +11,7 @@ from inference.engines.base import Engine, EngineError
 from inference.faq.cache import FaqCache
 from inference.prefix_check import prefix_report
 from inference.registry import WorkerRegistry
-from inference.settings import EngineSettings, WorkerSettings
+from inference.settings import EngineSettings, OpenAIEngineSettings, WorkerSettings
 from inference.transport import ChannelLayer, Transport
 from inference.worker import InferenceWorker
 
@@ -22,9 +22,11 @@ def build_engine(
     *,
     worker_settings: WorkerSettings,
     engine_settings: EngineSettings | None = None,
+    openai_settings: OpenAIEngineSettings | None = None,
     progress: Callable[[str], None] = print,
 ) -> Engine:
-    """Create the configured engine. vLLM loads the model here: tens of seconds on CPU.
+    """Create the configured engine. vLLM loads the model here: tens of seconds on CPU; the
+    OpenAI-compatible engine asks its server what it serves and loads only the tokenizer.
 
     Call it from inside the event loop that will use the engine (vLLM binds its output
     handler to the loop it starts in).
@@ -34,16 +36,31 @@ def build_engine(
 
         progress("Using the scripted test engine (not a model).")
         return ScriptedEngine(delay_s=0.02)
-    from inference.engines.vllm import VllmEngine
-
     try:
         settings = engine_settings or EngineSettings.from_env()
+        server = None
+        if worker_settings.engine == "openai":
+            server = openai_settings or OpenAIEngineSettings.from_env()
     except ValueError as exc:  # a malformed setting: named, before anything loads
         raise EngineError(str(exc)) from exc
-    progress(f"Loading {settings.model_dir.name} into vLLM (this takes a while on CPU)...")
-    started = time.monotonic()
-    engine = VllmEngine.create(settings=settings)
-    progress(f"Model loaded in {time.monotonic() - started:.1f} s.")
+    engine: Engine
+    if server is not None:
+        from inference.engines.openai_compatible import OpenAICompatibleEngine
+
+        progress(
+            f"Using the OpenAI-compatible server at {server.url} "
+            f"(prompts rendered with {settings.model_dir.name}'s tokenizer)..."
+        )
+        served = OpenAICompatibleEngine.create(settings=server, engine_settings=settings)
+        progress(f"Streaming model {served.model!r} from {server.url}.")
+        engine = served
+    else:
+        from inference.engines.vllm import VllmEngine
+
+        progress(f"Loading {settings.model_dir.name} into vLLM (this takes a while on CPU)...")
+        started = time.monotonic()
+        engine = VllmEngine.create(settings=settings)
+        progress(f"Model loaded in {time.monotonic() - started:.1f} s.")
     report = prefix_report(engine.prompt_builder)
     if report.stable:
         progress(f"Chat template: {report.detail}.")

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit
 
 from inference.protocol import BACKGROUND_CHANNEL, REQUEST_CHANNEL
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
-EngineKind = Literal["vllm", "scripted"]
+EngineKind = Literal["vllm", "scripted", "openai"]
 
 
 def _env_int(name: str, default: int) -> int:
@@ -151,6 +153,69 @@ class EngineSettings:
             block_size=_env_int("VLLM_BLOCK_SIZE", 0) or None,
             chat_template_path=Path(template).expanduser().resolve() if template else None,
             scale=ScaleOptions.from_env(),
+        )
+
+
+# The header vLLM's router / production-stack routes sessions by (vLLM's server reads it too).
+DEFAULT_SESSION_HEADER = "X-Session-ID"
+_HEADER_NAME = re.compile(r"^[A-Za-z0-9!#$%&'*+.^_`|~-]+$")  # an HTTP header name (RFC 9110)
+
+
+def openai_base_url(raw: str) -> str:
+    """OPENAI_ENGINE_URL checked and normalised: scheme and host, no trailing slash, and
+    without a final `/v1` (the OpenAI SDKs' habit; /health lives beside /v1)."""
+    parts = urlsplit(raw.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(
+            f"OPENAI_ENGINE_URL must be the server's base URL, like http://router:8000, got {raw!r}"
+        )
+    if parts.query or parts.fragment:
+        raise ValueError(f"OPENAI_ENGINE_URL must not have a query or fragment, got {raw!r}")
+    try:
+        _ = parts.port  # raises on a port that is not a number
+    except ValueError as exc:
+        raise ValueError(f"OPENAI_ENGINE_URL has a bad port: {raw!r}") from exc
+    path = parts.path.rstrip("/").removesuffix("/v1").rstrip("/")
+    return f"{parts.scheme}://{parts.netloc}{path}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OpenAIEngineSettings:
+    """The OpenAI-compatible server the `openai` engine streams from (docs/operations.md)."""
+
+    url: str  # OPENAI_ENGINE_URL: base URL, e.g. http://router:8000
+    model: str | None = None  # OPENAI_ENGINE_MODEL; None: the only one /v1/models lists
+    api_key: str | None = None  # OPENAI_ENGINE_API_KEY, sent as a bearer token
+    # OPENAI_ENGINE_SESSION_HEADER: carries the conversation id, for affinity routing
+    session_header: str = DEFAULT_SESSION_HEADER
+    # OPENAI_ENGINE_TIMEOUT_S: connect, and the longest wait for the next bytes of a stream
+    # (a queued request or a long prefill sends none)
+    timeout_s: float = 120.0
+
+    def __post_init__(self) -> None:  # checked and normalised however it was made
+        object.__setattr__(self, "url", openai_base_url(self.url))
+        if not _HEADER_NAME.match(self.session_header):
+            raise ValueError(
+                f"OPENAI_ENGINE_SESSION_HEADER is not a header name: {self.session_header!r}"
+            )
+        if self.timeout_s <= 0:
+            raise ValueError(f"OPENAI_ENGINE_TIMEOUT_S must be positive, got {self.timeout_s:g}")
+
+    @classmethod
+    def from_env(cls) -> OpenAIEngineSettings:
+        url = os.environ.get("OPENAI_ENGINE_URL", "").strip()
+        if not url:
+            raise ValueError(
+                "INFERENCE_ENGINE=openai needs OPENAI_ENGINE_URL, the base URL of the "
+                "OpenAI-compatible server (e.g. http://router:8000)"
+            )
+        return cls(
+            url=url,
+            model=os.environ.get("OPENAI_ENGINE_MODEL", "").strip() or None,
+            api_key=os.environ.get("OPENAI_ENGINE_API_KEY", "").strip() or None,
+            session_header=os.environ.get("OPENAI_ENGINE_SESSION_HEADER", "").strip()
+            or DEFAULT_SESSION_HEADER,
+            timeout_s=_env_float("OPENAI_ENGINE_TIMEOUT_S", 120.0),
         )
 
 
