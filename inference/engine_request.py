@@ -22,12 +22,21 @@ def engine_request_of(
     RequestRejectedError (the chat template refuses the conversation)."""
     sampling = request.sampling
     try:
-        prompt = builder.build(
-            system=request.system,
-            messages=request.messages,
-            max_tokens=sampling.max_tokens or defaults.max_tokens,
-            trim=request.trim_history,
-        )
+        if request.continue_from is not None:  # migrated: go on where the last engine stopped
+            prompt = builder.build_continuation(
+                system=request.system,
+                messages=request.messages,
+                answer_so_far=request.continue_from,
+                max_tokens=sampling.max_tokens or defaults.max_tokens,
+                trim=request.trim_history,
+            )
+        else:
+            prompt = builder.build(
+                system=request.system,
+                messages=request.messages,
+                max_tokens=sampling.max_tokens or defaults.max_tokens,
+                trim=request.trim_history,
+            )
     except ChatTemplateError as exc:
         raise RequestRejectedError(str(exc)) from exc
     schema = None

@@ -88,6 +88,33 @@ class PromptBuilder:
         rendered, ids = self.render(system=system, messages=messages[last_user:])
         return self._fitted(rendered, ids, max_tokens=max_tokens, kept_from=last_user)
 
+    def build_continuation(
+        self,
+        *,
+        system: str | None,
+        messages: Sequence[ChatTurn],
+        answer_so_far: str,
+        max_tokens: int,
+        trim: bool,
+    ) -> BuiltPrompt:
+        """The prompt of an answer that another engine began: the conversation, then the
+        assistant turn open with `answer_so_far` (what the template renders for it, cut after
+        its content, as Hugging Face's `continue_final_message` does), so the model goes on
+        from the last character the user saw."""
+        kept_from = self.build(
+            system=system, messages=messages, max_tokens=max_tokens, trim=trim
+        ).kept_from
+        kept = [*messages[kept_from:], ChatTurn(role="assistant", content=answer_so_far)]
+        rendered = self.template.render(system=system, messages=kept, add_generation_prompt=False)
+        start, end = rendered.content_spans[-1]
+        # the template strips the content; what the user saw ended with that whitespace
+        tail = answer_so_far[len(answer_so_far.rstrip()) :]
+        cut = RenderedChat(
+            text=rendered.text[:end] + tail,
+            content_spans=(*rendered.content_spans[:-1], (start, end + len(tail))),
+        )
+        return self._fitted(cut, self.encode(cut), max_tokens=max_tokens, kept_from=kept_from)
+
     def _step_starts(self, messages: Sequence[ChatTurn], *, step: int) -> list[int]:
         """Candidate first messages, oldest first: one per multiple of `step` tokens."""
         starts: list[int] = []

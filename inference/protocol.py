@@ -97,6 +97,10 @@ class GenerateRequest(WireMessage):
     # history in the prefix cache (routing affinity; a router in front of an OpenAI-compatible
     # engine gets it as X-Session-ID). None: no affinity.
     session_id: str | None = Field(default=None, max_length=100)
+    # A migrated answer (its first worker died mid-answer): the answer text so far, which the
+    # prompt ends with as the open assistant turn, and the seq of its first new event.
+    continue_from: str | None = Field(default=None, max_length=400_000)
+    first_seq: int = Field(default=1, ge=1)
 
 
 class CancelRequest(WireMessage):

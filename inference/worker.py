@@ -400,7 +400,7 @@ class InferenceWorker:
             logger.warning("duplicate request id %s ignored", message.request_id)
             return False
         assert self._answerer is not None, "requests are pulled once the worker runs"
-        progress = Progress()
+        progress = Progress(seq=message.first_seq - 1)  # a migrated answer goes on counting
         task = asyncio.create_task(
             self._answerer.serve(message, progress), name=f"generate-{message.request_id}"
         )

@@ -87,6 +87,9 @@ class RelaySettings:
     # a request routed to its conversation's last worker that it has not taken this long is
     # moved to the shared queue (inference/affinity.py)
     affinity_wait_s: float = 1.0
+    # an answer whose worker died goes on on another worker at most this often (0: it fails
+    # `worker_lost` at once, as before)
+    max_migrations: int = 2
 
 
 @dataclass
@@ -108,6 +111,8 @@ class _Run:
     session_id: str | None = None
     started_at: float = field(default_factory=time.monotonic)
     ending: bool = False  # its end is logged; the final write is under way
+    migrations: int = 0  # times it went on on another worker after its worker died
+    completion_tokens: int = 0  # generated so far, over all its workers
 
     @property
     def next_seq(self) -> int:
@@ -115,7 +120,13 @@ class _Run:
 
     @property
     def request_id(self) -> str:
+        """The run id: its admission lease's id, and the first worker request's."""
         return str(self.run_id)
+
+    @property
+    def upstream_id(self) -> str:
+        """The id of the worker request now producing it (a new one after each migration)."""
+        return self.request_id if not self.migrations else f"{self.run_id}~{self.migrations}"
 
 
 class AnswerRelay:
@@ -357,11 +368,15 @@ class AnswerRelay:
         task.add_done_callback(self._tasks.discard)
 
     def _live(self, request_id: str) -> _Run | None:
+        """The running run whose current worker request this is (an event of a worker the
+        run migrated away from is not its own any more)."""
         try:
-            run = self._runs.get(uuid.UUID(request_id))
+            run = self._runs.get(uuid.UUID(request_id.partition("~")[0]))
         except ValueError:
             return None
-        return None if run is None or run.ending else run
+        if run is None or run.ending or request_id != run.upstream_id:
+            return None
+        return run
 
     async def _on_delta(self, run: _Run, delta: Delta) -> None:
         if delta.seq < run.next_seq:
@@ -372,6 +387,7 @@ class AnswerRelay:
             await self._end_lost(run)
             return
         entry = LoggedDelta(seq=delta.seq, text=delta.text, logprobs=delta.logprobs)
+        run.completion_tokens += delta.tokens
         await self._record(run, entry)
         await self._broadcast(run, entry)
 
@@ -473,6 +489,7 @@ class AnswerRelay:
 
     async def _check_timeouts(self, now: float) -> None:
         s = self._settings
+        gone = await self._workers_gone()
         for run in [r for r in self._runs.values() if not r.ending]:
             silence = now - run.last_event
             if (
@@ -504,8 +521,12 @@ class AnswerRelay:
                         ),
                     ),
                 )
-            elif run.worker_channel is not None and silence >= s.stall_timeout_s:
+            elif run.worker_channel is not None and (
+                silence >= s.stall_timeout_s or run.worker_channel in gone
+            ):
                 await self._cancel_upstream(run)  # in case it is alive but cut off
+                if await self._migrate(run):
+                    continue
                 await self._end(
                     run,
                     LoggedEnd(
@@ -525,6 +546,72 @@ class AnswerRelay:
             ):
                 logger.info("nobody came back for run %s: aborting it", run.run_id)
                 await self.stop(run.run_id, code="client_disconnected")
+
+    async def _workers_gone(self) -> set[str]:
+        """Workers of running answers that left the registry (killed: they stopped announcing
+        themselves), so their answers migrate within a few worker heartbeats instead of
+        waiting for the stall timeout."""
+        serving = {r.worker_channel for r in self._runs.values() if r.worker_channel}
+        if not serving or not self._settings.max_migrations:
+            return set()
+        try:
+            live = await self._registry.live_workers()
+        except Exception:  # the stall timeout still catches them
+            return set()
+        return {worker for worker in serving if worker not in live}
+
+    async def _migrate(self, run: _Run) -> bool:
+        """Go on with a run whose worker died on another worker, from the text already
+        streamed (it is the open assistant turn of the new prompt, and the new worker counts
+        on from the next seq), so the user sees one answer with no gap and no repeat. False
+        when it cannot (stopped, migrated too often, nobody to take it)."""
+        s = self._settings
+        if run.stop_code is not None or run.migrations >= s.max_migrations or not run.request:
+            return False
+        try:
+            others = set(await self._registry.live_workers()) - {run.worker_channel}
+        except Exception:
+            return False
+        if not others:  # nobody else could take it: it fails with the text it has
+            return False
+        original = GenerateRequest.model_validate(run.request)
+        left = None
+        if original.sampling.max_tokens:
+            left = original.sampling.max_tokens - run.completion_tokens
+            if left < 1:
+                return False  # it had said all it was allowed to
+        run.migrations += 1
+        request = original.model_copy(
+            update={
+                "request_id": run.upstream_id,
+                "continue_from": text_of(run.entries),
+                "first_seq": run.next_seq,
+                "faq_lookup": None,
+                "submitted_at": time.time(),
+                "sampling": original.sampling.model_copy(update={"max_tokens": left})
+                if left is not None
+                else original.sampling,
+            }
+        )
+        lost = run.worker_channel
+        run.worker_channel = None
+        run.last_event = time.monotonic()
+        try:
+            run.queued = (
+                run.shared_queue,
+                await self._queue.put(run.shared_queue, request.to_channel()),
+            )
+        except Exception as exc:
+            logger.warning("could not queue the migration of run %s: %s", run.run_id, exc)
+            return False  # fails as worker_lost
+        metrics.answer_migrated()
+        logger.warning(
+            "worker %s of run %s was lost after %d entries: going on on another worker",
+            lost,
+            run.run_id,
+            len(run.entries),
+        )
+        return True
 
     async def _heartbeat(self) -> None:
         runs = list(self._runs.values())
@@ -601,7 +688,7 @@ class AnswerRelay:
     async def _cancel_upstream(self, run: _Run) -> None:
         if run.worker_channel is not None:
             await self._send(
-                run.worker_channel, CancelRequest(request_id=run.request_id).to_channel()
+                run.worker_channel, CancelRequest(request_id=run.upstream_id).to_channel()
             )
 
     async def _send(self, channel: str, message: dict[str, Any]) -> None:

@@ -52,6 +52,7 @@ def relay_settings() -> RelaySettings:
         reap_every_s=settings.CHAT_REAP_EVERY_S,
         owner_silent_after_s=settings.CHAT_REAP_AFTER_S,
         affinity_wait_s=settings.CHAT_AFFINITY_WAIT_S,
+        max_migrations=settings.CHAT_MAX_MIGRATIONS,
     )
 
 

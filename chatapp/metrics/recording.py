@@ -113,6 +113,10 @@ def answer_write_fenced() -> None:
     registry.ANSWER_WRITES_FENCED.inc()
 
 
+def answer_migrated() -> None:
+    registry.ANSWERS_MIGRATED.inc()
+
+
 def relay_started(owner: AnswerOwner) -> None:
     _owners.add(owner)
 

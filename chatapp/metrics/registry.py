@@ -88,6 +88,10 @@ ANSWER_WRITES_FENCED = Counter(
     "Final writes of an answer that matched no streaming row of their run (the run had ended, "
     "or a regenerate/edit had started a newer one): logged and not stored.",
 )
+ANSWERS_MIGRATED = Counter(
+    "chat:answers_migrated_total",
+    "Answers whose worker died mid-answer and that went on on another worker.",
+)
 
 # ---- the browser's own measurement ---------------------------------------------------------
 

@@ -196,6 +196,7 @@ CHAT_QUEUE_TIMEOUT_S = CHAT.queue_timeout_s
 CHAT_AFFINITY = CHAT.affinity
 CHAT_AFFINITY_WAIT_S = CHAT.affinity_wait_s
 CHAT_AFFINITY_TTL_S = CHAT.affinity_ttl_s
+CHAT_MAX_MIGRATIONS = CHAT.max_migrations
 CHAT_STALL_TIMEOUT_S = CHAT.stall_timeout_s
 CHAT_DISCONNECT_GRACE_S = CHAT.disconnect_grace_s
 CHAT_ANSWER_LOG_TTL_S = CHAT.answer_log_ttl_s

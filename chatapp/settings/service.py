@@ -55,6 +55,9 @@ class ChatSettings(BaseSettings):
     affinity: bool = True
     affinity_wait_s: float = Field(1.0, gt=0)
     affinity_ttl_s: float = Field(3600, gt=0)
+    # An answer whose worker dies mid-answer goes on on another worker from the text already
+    # streamed, at most this many times (0: it fails `worker_lost`).
+    max_migrations: int = Field(2, ge=0)
     # Answer standalone questions from approved FAQ entries before the model.
     faq_enabled: bool = True
     max_tokens: int = Field(0, ge=0)  # 0: the template's, else the model's default

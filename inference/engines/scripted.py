@@ -4,9 +4,11 @@ It is NOT a model and never the product path: it echoes the last user message ba
 word at a fixed pace, so tests can assert exact text, ordering, stop and error handling in
 milliseconds. Selected only with `INFERENCE_ENGINE=scripted`. Test hooks in the user text:
 `[[fail]]` makes the engine fail after two words, `[[slow]]` slows it to 50 ms a word,
-`[[stall]]` waits one second before the first word (a long, silent prefill). Attributes fake
-a broken engine: `hang_after_tokens` (the stream stops after that many words and waits until
-cancelled), `health_error` (`check_health` raises it), `health_hangs` (it never returns).
+`[[stall]]` waits one second before the first word (a long, silent prefill). A prompt that
+ends inside an assistant turn (a migrated answer) goes on after the words already said.
+Attributes fake a broken engine: `hang_after_tokens` (the stream stops after that many words
+and waits until cancelled), `health_error` (`check_health` raises it), `health_hangs` (it
+never returns).
 A prompt of more than `max_prompt_tokens` words is refused by its prompt builder, as for vLLM.
 Stop strings end the reply where they first appear (left out, finish reason "stop"), and
 asked-for logprobs are fakes with a fixed shape: 0.0 for the word, then `alt1`, `alt2`, ...
@@ -37,6 +39,14 @@ _LAST_USER = f"{CHATML_START}user\n"
 def scripted_reply(prompt: str) -> str:
     last_user = prompt.rsplit(_LAST_USER, 1)[-1].split(CHATML_END)[0]
     return f"You said: {' '.join(last_user.split())}"
+
+
+def _said_so_far(prompt: str) -> str:
+    """The open assistant turn a migrated answer's prompt ends with ("" for a new answer)."""
+    _head, marker, tail = prompt.rpartition(f"{CHATML_START}assistant\n")
+    if not marker or CHATML_END in tail:
+        return ""
+    return tail
 
 
 def scripted_logprob(token: str, top_n: int) -> TokenLogprob:
@@ -107,8 +117,13 @@ class ScriptedEngine:
         self.prompts.append(request.prompt)
         self.requests.append(request)
         words = scripted_reply(request.prompt).split(" ")
+        said = _said_so_far(request.prompt)
+        if said:  # a migrated answer: go on after what was said (whole words)
+            words = words[len(said.split(" ")) :] if said.strip() else words
         delay = 0.05 if "[[slow]]" in words[-1] or "[[slow]]" in request.prompt else self._delay_s
-        pieces = _until_stop([w if i == 0 else f" {w}" for i, w in enumerate(words)], request.stop)
+        pieces = _until_stop(
+            [w if i == 0 and not said else f" {w}" for i, w in enumerate(words)], request.stop
+        )
         prompt_tokens = len(request.prompt_token_ids)  # fits: its prompt builder checked
         self._running.add(request.request_id)
         try:

@@ -7,12 +7,13 @@ are easy to follow; the real tokenizers go through the same code.
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import pytest
 
 from inference.engines.base import PromptTooLongError
 from inference.engines.scripted import ScriptedEngine
-from inference.prompt_builder import BuiltPrompt, PromptBuilder
+from inference.prompt_builder import BuiltPrompt, PromptBuilder, folder_prompt_builder
 from inference.protocol import ChatTurn
 
 SYSTEM = "You are the support agent."
@@ -86,3 +87,20 @@ def test_without_trimming_a_conversation_over_the_context_is_refused() -> None:
     builder = _builder(200)
     with pytest.raises(PromptTooLongError):
         builder.build(system=SYSTEM, messages=_conversation(10), max_tokens=10, trim=False)
+
+
+def test_a_migrated_answer_goes_on_inside_the_open_assistant_turn(tiny_dir: Path) -> None:
+    """The prompt of an answer another engine began ends with the text the user saw (its
+    trailing space too), inside the assistant turn: no end-of-turn, no new generation prompt,
+    and everything before it is the normal prompt's prefix (the history stays cached)."""
+    builder = folder_prompt_builder(model_dir=tiny_dir, context_tokens=2048)
+    history = [ChatTurn(role="user", content="Where is my parcel?")]
+    fresh = builder.build(system="Be brief.", messages=history, max_tokens=64, trim=True)
+    so_far = "Your parcel left the warehouse on Monday and "
+    going_on = builder.build_continuation(
+        system="Be brief.", messages=history, answer_so_far=so_far, max_tokens=64, trim=True
+    )
+    assert going_on.text.endswith(so_far)
+    assert going_on.text.startswith(fresh.text)  # the fresh prompt ends with the assistant tag
+    assert going_on.token_ids[: len(fresh.token_ids)] == fresh.token_ids
+    assert len(going_on.token_ids) > len(fresh.token_ids)
