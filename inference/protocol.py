@@ -174,6 +174,8 @@ class AnswerStats(WireMessage):
     # "faq": the answer is an admin-approved FAQ entry's, streamed without the model.
     source: Literal["model", "faq"] = "model"
     faq_entry_id: int | None = None
+    # its first worker died mid-answer and it went on on another one (migration)
+    resumed: bool = False
 
 
 def stats_of(source: BaseModel | object) -> AnswerStats:

@@ -412,7 +412,7 @@ class AnswerRelay:
             status="stopped" if stopped else "complete",
             finish_reason=done.finish_reason,
             error_code=(run.stop_code or "") if stopped else "",
-            **stats_of(done).model_dump(),
+            **{**stats_of(done).model_dump(), "resumed": run.migrations > 0},
         )
 
     async def _attach(self, attach: AttachAnswer) -> None:

@@ -84,6 +84,8 @@ class Message(models.Model):
         "faq.FaqEntry", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     feedback = models.CharField(max_length=8, blank=True)
+    # Its first inference worker died mid-answer and it went on on another (migration).
+    resumed = models.BooleanField(default=False)
     # The run generating (or last generated) this answer: a regenerate or edit starts a new run
     # in the same row. Every write of the answer names its run, so a late write of an earlier
     # run (a stale relay, a reaper that read an old log) lands on no row.

@@ -194,6 +194,8 @@ class DoneFrame(_Frame):
     timings: Timings
     source: Literal["model", "faq"] = "model"
     faq_entry_id: int | None = None
+    # its first worker died mid-answer and it went on on another one (shown with the stats)
+    resumed: bool = False
 
 
 class SnapshotFrame(_Frame):

@@ -285,5 +285,6 @@ class SocketWatching:
                 ),
                 source=end.source,
                 faq_entry_id=end.faq_entry_id,
+                resumed=end.resumed,
             )
         )

@@ -115,6 +115,7 @@ export class StreamingAnswer<V extends StreamView> {
         completionTokens: f.usage.completion_tokens,
         status: f.status,
         finishReason: f.finish_reason,
+        resumed: f.resumed,
       }),
       data,
     );

@@ -10,6 +10,8 @@ export interface AnswerStats {
   completionTokens: number | null;
   status: MessageStatus;
   finishReason?: string;
+  /** Its first worker died mid-answer and another one went on with it. */
+  resumed?: boolean;
 }
 
 function ms(v: number): string {
@@ -31,5 +33,6 @@ export function formatAnswerStats(s: AnswerStats): string {
   if (s.status === "stopped") parts.push("stopped");
   else if (s.status === "failed") parts.push("failed");
   else if (s.finishReason === "length") parts.push("length limit reached");
+  if (s.resumed) parts.push("continued on another worker");
   return parts.join(" · ");
 }

@@ -238,6 +238,8 @@ const PARSERS: Parsers = {
       // "model" when the server leaves it out (older servers).
       source: parseSource(data["source"]),
       faq_entry_id: faqEntryId(data["faq_entry_id"]),
+      // false when the server leaves it out (older servers)
+      resumed: data["resumed"] === true,
     };
   },
   "chat.feedback_recorded": (data) => {

@@ -122,6 +122,7 @@ test("stats under the finished answer: browser and server TTFT as text and data"
     timings: { queue_wait_ms: 1, ttft_ms: 97, total_ms: 300 },
     source: "model",
     faq_entry_id: null,
+    resumed: false,
   };
   a.showStats(done);
   const [line, data] = view.meta.at(-1) ?? ["", {}];

@@ -101,6 +101,7 @@ function done(messageId: string, extra: Record<string, unknown> = {}): Record<st
     timings: { queue_wait_ms: 1, ttft_ms: 40, total_ms: 90 },
     source: "model",
     faq_entry_id: null,
+    resumed: false,
     ...extra,
   };
 }

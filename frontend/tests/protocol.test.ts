@@ -180,6 +180,10 @@ test("answer stats line", () => {
     formatAnswerStats({ clientTtftMs: 5, serverTtftMs: null, completionTokens: 1, status: "complete", finishReason: "length" }),
     "first token 5 ms · 1 token · length limit reached",
   );
+  assert.equal(
+    formatAnswerStats({ clientTtftMs: 90, serverTtftMs: 60, completionTokens: 40, status: "complete", resumed: true }),
+    "first token 90 ms (server 60 ms) · 40 tokens · continued on another worker",
+  );
 });
 
 test("history validation", () => {

@@ -20,6 +20,7 @@ from tests.integration.stack import (
     Chat,
     Databases,
     Stack,
+    db_value,
     running_stack,
     send_frame,
     session_for,
@@ -58,4 +59,11 @@ async def test_a_worker_killed_mid_answer_hands_the_answer_to_the_other_worker(
     assert answer.contiguous
     assert answer.snapshot is None
     assert stored(stack, answer.message_id)[0::2] == ("complete", expected)
+    assert answer.ended()["resumed"] is True
+    assert (
+        db_value(
+            stack, "SELECT resumed FROM conversations_message WHERE id = %s", answer.message_id
+        )
+        is True
+    )
     await chat.close()

@@ -147,6 +147,7 @@ export interface DoneFrame {
   timings: Timings;
   source: "model" | "faq";
   faq_entry_id: number | null;
+  resumed: boolean;
 }
 
 /**

@@ -107,13 +107,14 @@ async def test_an_answer_whose_worker_dies_goes_on_on_another_worker(
     assert shown == ANSWER  # one answer: no gap, no repeat
     assert [d["seq"] for d in deltas] == list(range(1, len(deltas) + 1))
     assert frames[-1]["status"] == "complete"
+    assert frames[-1]["resumed"] is True  # marked: the page says it went on elsewhere
     # the other worker went on from the text already streamed (its prompt ends inside the
     # open assistant turn), not from the start
     [prompt] = workers.engines[1 - serving].prompts
     assert "<|im_start|>assistant\nYou said: [[slow]] w0 w1" in prompt
     assert not prompt.endswith("<|im_start|>assistant\n")
     stored = await sync_to_async(Message.objects.get)(id=accepted["assistant_message_id"])
-    assert (stored.status, stored.content) == ("complete", ANSWER)
+    assert (stored.status, stored.content, stored.resumed) == ("complete", ANSWER, True)
 
 
 async def test_with_no_other_worker_it_fails_worker_lost_with_the_text_so_far(
