@@ -54,6 +54,7 @@ logger = logging.getLogger(__name__)
 # uuid5 namespace of idempotency keys: (API key, Idempotency-Key) -> the turn's client id
 _IDEMPOTENCY = uuid.UUID("5b1f0d5e-3c61-4d8a-9d2e-6a0e4f3b7c21")
 IDEMPOTENCY_KEY_MAX = 255
+SESSION_ID_MAX = 64  # X-Session-ID; stored prefixed with the key, within the 100 a request holds
 
 
 def key_limits(key: ApiKey) -> AdmissionLimits:
@@ -180,7 +181,12 @@ def idempotency_client_id(*, key: ApiKey, idempotency_key: str) -> uuid.UUID:
 
 
 async def answer_start(
-    *, key: ApiKey, prompt: ApiPrompt, background: bool, idempotency_key: str | None = None
+    *,
+    key: ApiKey,
+    prompt: ApiPrompt,
+    background: bool,
+    idempotency_key: str | None = None,
+    session_id: str | None = None,
 ) -> ApiAnswer:
     """Admit, store and start the answer; raises `ApiError` (429/503, 409 for an
     Idempotency-Key reused with another question). With an Idempotency-Key seen before, nothing
@@ -239,6 +245,7 @@ async def answer_start(
         # OpenAI's behaviour unless the client opted in: a conversation over the context is a
         # 400 context_length_exceeded, never silently cut
         trim_history=prompt.trim_history,
+        session_id=session_id,
     )
     # From here the relay owns the run and frees the admission slot when it ends.
     await relay.start(

@@ -18,8 +18,14 @@ from django.views.decorators.csrf import csrf_exempt
 
 from chatapp import unavailable
 from chatapp.answers.entries import LogEntry, LoggedDelta, LoggedEnd, text_of
+from chatapp.apikeys.models import ApiKey
 from chatapp.openai_api import responses
-from chatapp.openai_api.answers import IDEMPOTENCY_KEY_MAX, ApiAnswer, answer_start
+from chatapp.openai_api.answers import (
+    IDEMPOTENCY_KEY_MAX,
+    SESSION_ID_MAX,
+    ApiAnswer,
+    answer_start,
+)
 from chatapp.openai_api.auth import api_key_of
 from chatapp.openai_api.errors import ApiError, answer_failed, invalid
 from chatapp.openai_api.parsing import chat_request_parse
@@ -111,6 +117,7 @@ async def chat_completions(request: HttpRequest) -> HttpResponseBase:
         prompt=prompt,
         background=background,
         idempotency_key=_idempotency_key(request),
+        session_id=_session_id(request, key=key),
     )
     streaming = False
     try:
@@ -188,6 +195,22 @@ def _idempotency_key(request: HttpRequest) -> str | None:
             param="Idempotency-Key",
         )
     return value
+
+
+def _session_id(request: HttpRequest, *, key: ApiKey) -> str | None:
+    """The client's `X-Session-ID` (the header vLLM's router routes sessions by): its
+    requests go to the worker that holds the session's prefix cache (routing affinity), and
+    on to a router in front of an OpenAI-compatible engine. Per API key, so two clients'
+    sessions never share a name."""
+    value = request.headers.get("X-Session-ID")
+    if value is None:
+        return None
+    if not value or len(value) > SESSION_ID_MAX or not value.isprintable():
+        raise invalid(
+            f"X-Session-ID must be 1 to {SESSION_ID_MAX} printable characters.",
+            param="X-Session-ID",
+        )
+    return f"api{key.pk}:{value}"
 
 
 def _failed(end: LoggedEnd) -> ApiError:

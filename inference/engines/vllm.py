@@ -12,6 +12,7 @@ import contextlib
 import logging
 import os
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
 from inference.chat_prompt import ChatTemplateError
@@ -33,10 +34,11 @@ logger = logging.getLogger(__name__)
 _FINISH_REASONS: dict[str, FinishReason] = {"stop": "stop", "length": "length", "abort": "abort"}
 
 
-def configure_vllm_environment(*, settings: EngineSettings) -> None:
-    """Offline, loopback-only, caches under the data dir; explicit env always wins."""
-    cache = settings.data_dir / "cache"
-    defaults = {
+def vllm_environment(*, data_dir: Path, kv_cache_gib: float) -> dict[str, str]:
+    """vLLM's environment here: offline, loopback-only, caches under the data dir (for this
+    process's engine, or a vLLM server a test starts beside it)."""
+    cache = data_dir / "cache"
+    return {
         "HF_HUB_OFFLINE": "1",
         "TRANSFORMERS_OFFLINE": "1",
         "VLLM_HOST_IP": "127.0.0.1",
@@ -44,14 +46,20 @@ def configure_vllm_environment(*, settings: EngineSettings) -> None:
         "VLLM_USE_AOT_COMPILE": "0",
         "VLLM_NO_USAGE_STATS": "1",
         "DO_NOT_TRACK": "1",
-        "VLLM_CPU_KVCACHE_SPACE": f"{settings.kv_cache_gib:g}",
+        "VLLM_CPU_KVCACHE_SPACE": f"{kv_cache_gib:g}",
         "VLLM_CACHE_ROOT": str(cache / "vllm"),
         "HF_HOME": str(cache / "huggingface"),
         "TORCHINDUCTOR_CACHE_DIR": str(cache / "torchinductor"),
         "TRITON_CACHE_DIR": str(cache / "triton"),
         "VLLM_LOGGING_LEVEL": os.environ.get("VLLM_LOGGING_LEVEL", "WARNING"),
     }
-    for key, value in defaults.items():
+
+
+def configure_vllm_environment(*, settings: EngineSettings) -> None:
+    """`vllm_environment` for this process; explicit env always wins."""
+    for key, value in vllm_environment(
+        data_dir=settings.data_dir, kv_cache_gib=settings.kv_cache_gib
+    ).items():
         os.environ.setdefault(key, value)
 
 

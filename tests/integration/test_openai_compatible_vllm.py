@@ -29,6 +29,7 @@ from channels.layers import InMemoryChannelLayer
 from inference.engine_request import engine_request_of
 from inference.engines.base import EngineDelta
 from inference.engines.openai_compatible import OpenAICompatibleEngine
+from inference.engines.vllm import vllm_environment
 from inference.protocol import (
     REQUEST_CHANNEL,
     CancelRequest,
@@ -63,23 +64,12 @@ class VllmServer:
 
 
 def server_env(data_dir: Path) -> dict[str, str]:
-    """What `configure_vllm_environment` gives the in-process engine: offline, loopback,
-    caches under the data dir, a small CPU KV cache."""
-    cache = data_dir / "cache"
+    """What `configure_vllm_environment` gives the in-process engine (offline, loopback,
+    caches under the data dir), a small CPU KV cache, and the long context Stop needs."""
     return {
         **os.environ,
-        "HF_HUB_OFFLINE": "1",
-        "TRANSFORMERS_OFFLINE": "1",
-        "VLLM_HOST_IP": "127.0.0.1",
-        "VLLM_USE_AOT_COMPILE": "0",
-        "VLLM_NO_USAGE_STATS": "1",
-        "DO_NOT_TRACK": "1",
-        "VLLM_CPU_KVCACHE_SPACE": "1",
+        **vllm_environment(data_dir=data_dir, kv_cache_gib=1),
         "VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1",
-        "VLLM_CACHE_ROOT": str(cache / "vllm"),
-        "HF_HOME": str(cache / "huggingface"),
-        "TORCHINDUCTOR_CACHE_DIR": str(cache / "torchinductor"),
-        "TRITON_CACHE_DIR": str(cache / "triton"),
         "PYTHONUNBUFFERED": "1",
     }
 
