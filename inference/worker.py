@@ -17,7 +17,7 @@ engine does not come back, so recovery is a restart of the worker (a fresh engin
 process supervisor or, embedded, the web server's exit does.
 
 `drain` is the clean stop (SIGTERM): stop taking, hand back what was taken and not accepted,
-leave the registry, let the running answers finish (up to a limit), then stop.
+announce a capacity of 0, let the running answers finish (up to a limit), then stop.
 """
 
 from __future__ import annotations
@@ -193,18 +193,20 @@ class InferenceWorker:
             await self._abort_all()
 
     async def drain(self, *, timeout_s: float) -> None:
-        """Stop cleanly: take nothing more, hand back what was taken and not accepted, leave
-        the registry (admission stops counting this worker), let running requests finish for
-        up to `timeout_s`, then stop `run` (aborting whatever still runs)."""
+        """Stop cleanly: take nothing more, hand back what was taken and not accepted, count
+        for nothing in the registry (capacity 0: admission stops counting this worker, routing
+        stops choosing it), let running requests finish for up to `timeout_s`, then stop `run`
+        (aborting whatever still runs). It stays announced meanwhile: a worker that left the
+        registry counts as dead, and its answers would be moved to another worker."""
         if self._draining:
             return
         self._draining = True
+        with contextlib.suppress(Exception):  # else at the next heartbeat
+            await self._announce_once()  # capacity 0 at once
         for puller in self._pullers:
             puller.cancel()
         await asyncio.gather(*self._pullers, return_exceptions=True)
         handed_back = await self._hand_back_all()
-        with contextlib.suppress(Exception):
-            await self._registry.withdraw(worker_id=self.channel or "")
         running = [active.task for active in self._active.values()]
         logger.info(
             "draining: handed back %d queued request(s), finishing %d running (up to %g s)",
@@ -320,24 +322,28 @@ class InferenceWorker:
 
     async def _announce(self) -> None:
         """Tell the registry this worker is alive and how much it takes, every heartbeat."""
-        assert self.channel is not None
-        capacity = self._settings.max_active + self._settings.max_queue
-        while not self._draining:
+        while True:
             retry.stop_if_cancelled()
             try:
-                await self._registry.announce(
-                    worker_id=self.channel,
-                    capacity=capacity,
-                    ttl_s=max(3.0, 3 * self._settings.heartbeat_s),
-                    free=max(0, self._settings.max_active - len(self._active)),
-                )
+                await self._announce_once()
                 if self._faq is not None:  # groups expire, and vanish with a Redis restart
-                    await self._transport.group_add(FAQ_WORKERS_GROUP, self.channel)
+                    await self._transport.group_add(FAQ_WORKERS_GROUP, self.channel or "")
                 if self._settings.health_file:
                     mark_alive(Path(self._settings.health_file))
             except Exception as exc:
                 logger.warning("announcing the worker failed (%s); retrying", exc)
             await asyncio.sleep(self._settings.heartbeat_s)
+
+    async def _announce_once(self) -> None:
+        """Alive; what it takes (nothing while draining) and its free slots."""
+        assert self.channel is not None
+        draining = self._draining
+        await self._registry.announce(
+            worker_id=self.channel,
+            capacity=0 if draining else self._settings.max_active + self._settings.max_queue,
+            ttl_s=max(3.0, 3 * self._settings.heartbeat_s),
+            free=0 if draining else max(0, self._settings.max_active - len(self._active)),
+        )
 
     async def _watch_health(self) -> None:
         """Ask the engine whether it is healthy; on failure raise EngineError, stopping `run`."""

@@ -569,9 +569,11 @@ class AnswerRelay:
         if run.stop_code is not None or run.migrations >= s.max_migrations or not run.request:
             return False
         try:
-            others = set(await self._registry.live_workers()) - {run.worker_channel}
+            live = await self._registry.live_workers()
         except Exception:
             return False
+        # a worker that is draining (capacity 0) takes nothing: it is no other worker
+        others = {w for w, capacity in live.items() if capacity > 0} - {run.worker_channel}
         if not others:  # nobody else could take it: it fails with the text it has
             return False
         original = GenerateRequest.model_validate(run.request)

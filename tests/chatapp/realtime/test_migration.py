@@ -133,3 +133,20 @@ async def test_with_no_other_worker_it_fails_worker_lost_with_the_text_so_far(
     shown = "".join(d["text"] for d in deltas + frames if d["type"] == "chat.delta")
     stored = await sync_to_async(Message.objects.get)(id=accepted["assistant_message_id"])
     assert (stored.status, stored.content) == ("failed", shown)
+
+
+async def test_a_draining_worker_finishes_its_answer_itself(
+    connect: Connect, alice: User, workers: Workers
+) -> None:
+    """A SIGTERM drain is no death: the answer is not moved while its worker finishes it."""
+    await workers.start(2)
+    ws = await open_socket(connect, alice)
+    await ws.send_json_to(send_frame(QUESTION))
+    await ws.receive_json_from(timeout=5)
+    serving = await _until_running(workers)
+    draining = asyncio.create_task(workers.workers[serving].drain(timeout_s=30))
+    frames = await receive_until(ws, "chat.done", timeout=15)
+    assert "".join(f["text"] for f in frames if f["type"] == "chat.delta") == ANSWER
+    assert frames[-1]["resumed"] is False
+    assert workers.engines[1 - serving].prompts == []  # never moved to the other worker
+    await asyncio.wait_for(draining, 10)
