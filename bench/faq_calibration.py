@@ -176,7 +176,7 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 def rss_bytes() -> int:
     with contextlib.suppress(ImportError):
-        import psutil  # type: ignore[import-untyped]
+        import psutil
 
         return int(psutil.Process().memory_info().rss)
     with open("/proc/self/statm", encoding="ascii") as handle:

@@ -441,7 +441,7 @@ class ServerProcess:
 
     def stop(self, *, timeout_s: float = 30.0) -> list[int]:
         """SIGTERM the group, SIGKILL what is left after `timeout_s`; the killed pids."""
-        import psutil  # type: ignore[import-untyped]
+        import psutil
 
         if self.proc is None:
             return []

@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import psutil  # type: ignore[import-untyped]
+import psutil
 import websockets
 from websockets.asyncio.client import ClientConnection
 
@@ -300,17 +300,18 @@ def tree_memory(root_pid: int, *, exclude: int | None = None) -> list[dict[str, 
             with proc.oneshot():
                 name = proc.name()
                 cmd = " ".join(proc.cmdline())[:120]
+                rss = proc.memory_info().rss
                 try:
                     info = proc.memory_full_info()
                     uss, pss = info.uss / 2**20, getattr(info, "pss", 0) / 2**20
                 except psutil.AccessDenied:
-                    info, uss, pss = proc.memory_info(), None, None
+                    uss, pss = None, None
                 rows.append(
                     {
                         "pid": int(proc.pid),
                         "name": str(name),
                         "cmdline": str(cmd),
-                        "rss_mib": round(info.rss / 2**20, 1),
+                        "rss_mib": round(rss / 2**20, 1),
                         "uss_mib": None if uss is None else round(uss, 1),
                         "pss_mib": None if pss is None else round(pss, 1),
                     }

@@ -259,9 +259,12 @@ class RequestAnswerer:
                 progress.cached_prompt_tokens = delta.cached_prompt_tokens
                 if delta.finish_reason is not None:
                     progress.finish_reason = delta.finish_reason
+                # NUL: PostgreSQL's text cannot hold it, and a byte-fallback token decodes to
+                # it (token 193 of the tiny model); dropped here, so what is shown is stored.
+                text = delta.text.replace("\x00", "")
                 # A few-shot layout ends with the assistant prefix ("Agent:"), so its
                 # answers start with a space that is not part of the answer.
-                text = delta.text if progress.seq else delta.text.lstrip()
+                text = text if progress.seq else text.lstrip()
                 if not text:
                     unsent_tokens += delta.tokens
                     unsent_logprobs += delta.logprobs or ()

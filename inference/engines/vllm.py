@@ -23,6 +23,7 @@ from inference.engines.base import (
     EngineStats,
     RequestRejectedError,
 )
+from inference.engines.orphan_reaper import watch_descendants
 from inference.generation_config import GenerationDefaults
 from inference.models import ensure_model_ready
 from inference.prompt_builder import PromptBuilder, tokenizer_prompt_builder
@@ -262,6 +263,7 @@ class VllmEngine:
             **scale_args,
         )
         recorder = _StatsRecorder()
+        watch_descendants()  # the engine core must not outlive a worker killed with SIGKILL
         try:
             llm = AsyncLLM.from_engine_args(args, stat_loggers=[recorder.factory])
         except Exception as exc:

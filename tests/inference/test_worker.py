@@ -88,6 +88,17 @@ async def test_a_request_streams_accepted_deltas_and_done(
     assert done.ttft_ms <= done.total_ms
 
 
+async def test_a_nul_character_from_the_engine_is_not_streamed(
+    layer: InMemoryChannelLayer, worker: InferenceWorker
+) -> None:
+    # the scripted engine says back what it was told; a real model can emit NUL too (a
+    # byte-fallback token), and PostgreSQL cannot store an answer holding it
+    reply = await layer.new_channel()
+    await local_request_queue().put(REQUEST_CHANNEL, generate(reply, "one \x00two"))
+    deltas = [e for e in await collect(layer, reply) if e.type == "inference.delta"]
+    assert "".join(d.text for d in deltas) == "You said: one two"
+
+
 async def test_cancel_on_the_worker_channel_aborts(
     layer: InMemoryChannelLayer, worker: InferenceWorker, engine: ScriptedEngine
 ) -> None:

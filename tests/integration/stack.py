@@ -108,6 +108,9 @@ class Stack:
     metrics_ports: dict[int, int] = field(default_factory=dict)  # worker pid -> port
     dead: list[subprocess.Popen[str]] = field(default_factory=list)
     output: dict[str, list[str]] = field(default_factory=dict)
+    # a vLLM worker loads its model for a while; two at once on 2 cores take much longer
+    worker_ready_s: float = 90
+    workers_one_by_one: bool = False
 
     @property
     def redis_url(self) -> str:
@@ -153,12 +156,18 @@ class Stack:
             serve = ["serve", "--no-worker", "--host", "127.0.0.1", "--port", str(port)]
             starting.append((f"127.0.0.1:{port}", self._spawn([*manage, *serve])))
         self.webs.extend(starting)
-        worker = self.start_worker(wait=False)
-        more = [self.add_worker(wait=False) for _ in range(workers - 1)]
+        if self.workers_one_by_one:
+            self.start_worker(wait=True)
+            for _ in range(workers - 1):
+                self.add_worker(wait=True)
+            more: list[subprocess.Popen[str]] = []
+        else:
+            more = [self.start_worker(wait=False)]
+            more += [self.add_worker(wait=False) for _ in range(workers - 1)]
         for host, proc in starting:
             wait_for_line(proc, r"Serving on", 90)
             self._drain(f"web-{host}", proc)
-        for proc in (worker, *more):
+        for proc in more:
             self._wait_worker(proc)
 
     def start_worker(self, *, wait: bool = True) -> subprocess.Popen[str]:
@@ -197,7 +206,7 @@ class Stack:
         return 0.0
 
     def _wait_worker(self, proc: subprocess.Popen[str]) -> None:
-        wait_for_line(proc, r"Inference worker ready", 90)
+        wait_for_line(proc, r"Inference worker ready", self.worker_ready_s)
         self._drain("worker", proc)
 
     def kill_worker(self) -> None:
@@ -290,11 +299,14 @@ def running_stack(
     at_defaults: tuple[str, ...] = (),
     env: Mapping[str, str] | None = None,
     workers: int = 1,
+    worker_ready_s: float = 90,
+    workers_one_by_one: bool = False,
 ) -> Iterator[Stack]:
     """A started stack of `webs` web processes and `workers` workers on a Redis and a database
     of its own (a copy of the migrated template); every process is stopped and its output written to
     `workdir` at the end. `at_defaults`: ENV names left out, so the app uses its defaults;
-    `env`: settings of this stack on top of ENV."""
+    `env`: settings of this stack on top of ENV; `workers_one_by_one`: each worker ready before
+    the next starts (vLLM workers: loading two models at once on 2 cores is slow and noisy)."""
     database = databases.fresh()
     redis_port = free_port()
     stack_env = {
@@ -306,7 +318,13 @@ def running_stack(
     for name_at_default in at_defaults:
         stack_env.pop(name_at_default)
     stack = Stack(
-        name=name, env=stack_env, redis_port=redis_port, database=database, logs_dir=workdir
+        name=name,
+        env=stack_env,
+        redis_port=redis_port,
+        database=database,
+        logs_dir=workdir,
+        worker_ready_s=worker_ready_s,
+        workers_one_by_one=workers_one_by_one,
     )
     try:
         stack.start_redis()
