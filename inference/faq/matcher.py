@@ -1,9 +1,9 @@
 """When may a cached FAQ answer be served for a question? Cosine threshold + lexical guard.
 
 Cosine similarity alone cannot separate paraphrases from near misses with all-MiniLM-L6-v2
-(measured on tests/fixtures/faq_pairs.jsonl): paraphrases score 0.37-0.98, negations
-("turn on" vs "turn off") 0.64-0.97, amounts ("$10" vs "$100") 0.84-1.00. So a hit needs BOTH
-a score at or above a calibrated threshold AND a lexical guard that vetoes the structural
+(measured on batch 1 of inference/faq/data/labelled_pairs.jsonl): paraphrases score 0.37-0.98,
+negations ("turn on" vs "turn off") 0.64-0.97, amounts ("$10" vs "$100") 0.84-1.00. So a hit
+needs BOTH a score at or above a calibrated threshold AND a lexical guard that vetoes the structural
 differences the embedding is blind to. The guard is deliberately conservative: a wrong cached
 answer is worse than a slower model answer, so a word it does not know must be on both sides.
 
@@ -41,11 +41,11 @@ from decimal import Decimal, InvalidOperation
 from enum import Enum
 from functools import lru_cache
 
-# Chosen by `python -m bench.faq_calibration` on tests/fixtures/faq_pairs.jsonl (438 labelled
-# pairs, real all-MiniLM-L6-v2): best recall with zero false hits on every negative kind with
-# the guard on picks 0.51; its safety floor (`SAFETY_FLOOR`: below 0.70 a hit would rest on the
-# guard alone, which blind batches showed misses ~1 unseen near miss in 11) makes it 0.70.
-# At 0.70: precision 1.000, recall 0.567 (106/187 paraphrase pairs), 0 false hits; cosine
+# Chosen by `python -m bench.faq_calibration` on batch 1 of faq/data/labelled_pairs.jsonl (438
+# labelled pairs, real all-MiniLM-L6-v2): best recall with zero false hits on every negative
+# kind with the guard on picks 0.51; its safety floor (`SAFETY_FLOOR`: below 0.70 a hit would
+# rest on the guard alone, which blind batches showed misses ~1 unseen near miss in 11) makes
+# it 0.70. At 0.70: precision 1.000, recall 0.567 (106/187 paraphrase pairs), 0 false hits; cosine
 # alone would have 137 false hits. Tables: bench/README.md, "FAQ cache calibration".
 CALIBRATED_THRESHOLD = 0.70
 
