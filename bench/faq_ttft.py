@@ -66,7 +66,7 @@ from bench import harness
 
 MODULE = "bench.faq_ttft"
 
-Kind = Literal["faq", "model"]
+Kind = Literal["faq", "model", "model_off"]  # model_off: the same question, cache off
 
 
 # ---- data --------------------------------------------------------------------------------
@@ -381,8 +381,14 @@ async def ask(
         "conversation_id": None,
         "text": question,
     }
-    reply = await harness.send_and_wait(ws=ws, frame=frame)
-    lookup = lookups[seen] if len(lookups) > seen else None
+    if kind == "model_off":  # the consumer asks for no lookup: the cache is off for it
+        from django.test import override_settings
+
+        with override_settings(CHAT_FAQ_ENABLED=False):
+            reply = await harness.send_and_wait(ws=ws, frame=frame)
+    else:
+        reply = await harness.send_and_wait(ws=ws, frame=frame)
+    lookup = lookups[seen] if len(lookups) > seen and kind != "model_off" else None
     return Request(
         index=index,
         round=round_,
@@ -450,6 +456,34 @@ def build_table(requests: Sequence[Request]) -> str:
             _fmt(harness.percentile(f, q=0.95), decimals),
             _fmt(m_med, decimals),
             _fmt(harness.percentile(m, q=0.95), decimals),
+            ratio,
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def build_off_table(requests: Sequence[Request]) -> str:
+    """Model answers with the cache on (lookup alongside the engine) vs off, side by side."""
+    on = [r for r in requests if r.kind == "model" and r.outcome == "model"]
+    off = [r for r in requests if r.kind == "model_off" and r.outcome == "model"]
+    lines = [
+        "| model answers | cache on median | cache on p95 | cache off median | cache off p95 "
+        "| on/off (medians) |\n|---|---:|---:|---:|---:|---:|\n"
+        f"| requests (n) | {len(on)} | | {len(off)} | | |"
+    ]
+    for label, attr, scale in (
+        ("TTFT, send -> first `chat.delta` (ms)", "ttft_s", 1000.0),
+        ("worker `timings.ttft_ms` (ms)", "server_ttft_ms", 1.0),
+    ):
+        a = harness.values_of(on, attr=attr, scale=scale)
+        b = harness.values_of(off, attr=attr, scale=scale)
+        ratio = f"{harness.median(a) / harness.median(b):.2f}" if a and b else "-"
+        cells = [
+            label,
+            _fmt(harness.median(a), 1),
+            _fmt(harness.percentile(a, q=0.95), 1),
+            _fmt(harness.median(b), 1),
+            _fmt(harness.percentile(b, q=0.95), 1),
             ratio,
         ]
         lines.append("| " + " | ".join(cells) + " |")
@@ -543,7 +577,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 paraphrase = FAQS[entry].paraphrases[i // len(FAQS)]
                 faq: Planned = (i, "faq", paraphrase, entry_ids[entry], True)
                 model: Planned = (i, "model", UNCOVERED[i], None, True)
-                schedule += [faq, model] if i % 2 == 0 else [model, faq]
+                # the same question with the cache off, in alternating order: whichever goes
+                # second finds its prompt in the prefix cache, each kind half of the time
+                off: Planned = (i, "model_off", UNCOVERED[i], None, True)
+                schedule += [faq, model, off] if i % 2 == 0 else [off, model, faq]
             for n, (round_, kind, question, expected, measured) in enumerate(schedule):
                 request = await ask(
                     ws=ws,
@@ -611,7 +648,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     stamp = harness.timestamp()
     header = (
         f"faq_ttft {stamp}: {args.questions} rounds of (a paraphrase of an FAQ question, a "
-        f"question no entry covers), each in a new conversation, alternating order, after "
+        f"question no entry covers, the same question with the cache off), each in a new "
+        f"conversation, alternating order, after "
         f"{args.warmup} unmeasured round(s); {len(FAQS)} entries of 3 phrasings; "
         f"{args.gap:g} s idle before every request\n\n"
         f"- CPU: {harness.machine()}\n"
@@ -622,7 +660,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "- FAQ columns: paraphrases answered from the right entry; model columns: uncovered "
         "questions answered by the model"
     )
-    markdown = "\n\n".join([header, build_table(measured), build_extras(measured)])
+    markdown = "\n\n".join(
+        [header, build_table(measured), build_off_table(measured), build_extras(measured)]
+    )
     print("\n" + markdown, flush=True)
     report = harness.report_base(stamp=stamp, model_dir=model_dir, module=MODULE) | {
         "rounds": args.questions,

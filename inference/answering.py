@@ -1,8 +1,11 @@
 """Answering one generate request, from `inference.accepted` to `inference.done` or an error.
 
 The worker (inference/worker.py) decides which requests run; this module runs each one: it
-asks the FAQ cache first when the request allows it, else renders the prompt and streams the
-engine's answer as coalesced deltas, with a heartbeat alongside. Faults end the answer with an
+renders the prompt and streams the engine's answer as coalesced deltas, with a heartbeat
+alongside. When the request allows the FAQ cache, the lookup runs while the engine starts, so
+a miss adds no time before the first token: the first delta waits for the lookup's verdict
+(it usually came long before), and a hit closes the engine stream (vLLM aborts the request)
+and streams the stored answer instead. Faults end the answer with an
 error instead of silence: no new token for `stall_s` after the first (a wedged engine), an
 engine that refuses or fails, or a reply channel that stays full past the transport's bound
 (counted in `inference_events_dropped_total`, and an "overloaded" error tried once).
@@ -16,14 +19,19 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 from prometheus_client import Counter
 
 from inference.engine_request import engine_request_of
-from inference.engines.base import Engine, PromptTooLongError, RequestRejectedError
-from inference.faq.cache import FaqCache
+from inference.engines.base import (
+    Engine,
+    EngineDelta,
+    PromptTooLongError,
+    RequestRejectedError,
+)
+from inference.faq.cache import FaqCache, FaqHit
 from inference.protocol import (
     Accepted,
     Delta,
@@ -47,6 +55,15 @@ EVENTS_DROPPED = Counter(
     "channel stayed full (channel_full) or the channel layer failed (send_failed).",
     ["reason"],
 )
+
+
+class _FaqAnsweredError(Exception):
+    """The FAQ cache found the answer while the engine was starting: the engine stream is
+    closed (aborted) on the way out, and the stored answer is sent instead."""
+
+    def __init__(self, hit: _TimedHit) -> None:
+        super().__init__(f"FAQ entry {hit.hit.entry_id}")
+        self.hit = hit
 
 
 class _NoProgressError(Exception):
@@ -157,13 +174,17 @@ class RequestAnswerer:
                 queue_wait_ms=queue_wait_ms,
             )
             await self._send(request, accepted, seq=1)
-            if (
-                request.faq_lookup is not None
-                and self._faq is not None
-                and await self._answer_from_faq(request, progress, queue_wait_ms=queue_wait_ms)
-            ):
+            lookup = self._start_faq_lookup(request)
+            try:
+                await self._stream_answer(request, progress, faq=lookup)
+            except _FaqAnsweredError as answered:
+                await self._send_faq_answer(
+                    request, progress, answered.hit, queue_wait_ms=queue_wait_ms
+                )
                 return
-            await self._stream_answer(request, progress)
+            finally:
+                if lookup is not None:
+                    lookup.cancel()
         except _UndeliverableError as exc:
             await self._undeliverable(request, exc)
             return
@@ -217,18 +238,32 @@ class RequestAnswerer:
         except _UndeliverableError as exc:
             await self._undeliverable(request, exc)
 
-    async def _stream_answer(self, request: GenerateRequest, progress: Progress) -> None:
+    async def _stream_answer(
+        self,
+        request: GenerateRequest,
+        progress: Progress,
+        *,
+        faq: asyncio.Task[_TimedHit | None] | None = None,
+    ) -> None:
         """Stream the engine's answer as deltas. Raises _NoProgressError when the engine stops
-        producing tokens (after the first), _UndeliverableError when a delta cannot be sent;
-        either closes the engine stream on its way out, which aborts the engine request."""
+        producing tokens (after the first), _UndeliverableError when a delta cannot be sent,
+        _FaqAnsweredError when `faq` (the lookup running alongside) finds the answer before
+        the first delta is sent; each closes the engine stream on its way out, which aborts
+        the engine request."""
         unsent_tokens = 0
         unsent_logprobs: tuple[TokenLogprob, ...] = ()  # of deltas that had no text to send
-        engine_request = await asyncio.to_thread(
-            engine_request_of,
-            request,
-            builder=self._engine.prompt_builder,
-            defaults=self._engine.defaults,
-        )
+        try:
+            engine_request = await asyncio.to_thread(
+                engine_request_of,
+                request,
+                builder=self._engine.prompt_builder,
+                defaults=self._engine.defaults,
+            )
+        except Exception:
+            if faq is not None:  # a question the FAQ answers needs no prompt that fits
+                await asyncio.wait({faq})
+                _raise_if_answered(faq)
+            raise
         self.in_engine.add(request.request_id)
         stream = coalesce(
             self._engine.stream(engine_request),
@@ -245,7 +280,10 @@ class RequestAnswerer:
                 when = None if last_token_at is None or stall_s <= 0 else last_token_at + stall_s
                 try:
                     async with asyncio.timeout_at(when) as no_progress:
-                        delta = await anext(stream)
+                        if faq is not None and not faq.done():
+                            delta = await _next_delta_unless_answered(faq, stream)
+                        else:
+                            delta = await anext(stream)
                 except StopAsyncIteration:
                     break
                 except TimeoutError:
@@ -269,6 +307,10 @@ class RequestAnswerer:
                     unsent_tokens += delta.tokens
                     unsent_logprobs += delta.logprobs or ()
                     continue
+                if faq is not None:  # the first text waits for the lookup's verdict
+                    await asyncio.wait({faq})
+                    _raise_if_answered(faq)
+                    faq = None
                 if progress.ttft_ms is None:
                     progress.ttft_ms = progress.elapsed_ms()
                 progress.seq += 1
@@ -296,22 +338,34 @@ class RequestAnswerer:
                 )
                 await self._send(request, event, seq=progress.seq)
 
-    async def _answer_from_faq(
-        self, request: GenerateRequest, progress: Progress, *, queue_wait_ms: float
-    ) -> bool:
-        """Stream an approved FAQ answer instead of generating; False when nothing matches."""
-        assert self._faq is not None
+    def _start_faq_lookup(self, request: GenerateRequest) -> asyncio.Task[_TimedHit | None] | None:
+        if request.faq_lookup is None or self._faq is None:
+            return None
+        return asyncio.create_task(self._faq_lookup(request, self._faq))
+
+    @staticmethod
+    async def _faq_lookup(request: GenerateRequest, faq: FaqCache) -> _TimedHit | None:
         assert request.faq_lookup is not None
         question = next((m.content for m in reversed(request.messages) if m.role == "user"), "")
         started = time.monotonic()
         try:
-            hit = await self._faq.lookup(question=question, scopes=request.faq_lookup.scopes)
+            hit = await faq.lookup(question=question, scopes=request.faq_lookup.scopes)
         except Exception:  # the cache is an optimisation: never fail the answer for it
             logger.exception("FAQ lookup failed; answering with the model")
-            return False
-        if hit is None:
-            return False
-        ttft_ms = (time.monotonic() - started) * 1000.0
+            return None
+        return None if hit is None else _TimedHit(hit=hit, started=started)
+
+    async def _send_faq_answer(
+        self,
+        request: GenerateRequest,
+        progress: Progress,
+        timed: _TimedHit,
+        *,
+        queue_wait_ms: float,
+    ) -> None:
+        """Stream an approved FAQ answer (the engine request was aborted)."""
+        hit = timed.hit
+        ttft_ms = (time.monotonic() - timed.started) * 1000.0
         progress.seq = 1
         delta = Delta(request_id=request.request_id, seq=1, text=hit.answer, tokens=0)
         await self._send(request, delta, seq=1)
@@ -324,10 +378,41 @@ class RequestAnswerer:
             cached_prompt_tokens=0,
             queue_wait_ms=queue_wait_ms,
             ttft_ms=ttft_ms,
-            total_ms=(time.monotonic() - started) * 1000.0,
+            total_ms=(time.monotonic() - timed.started) * 1000.0,
             source="faq",
             faq_entry_id=hit.entry_id,
             faq_score=hit.score,
         )
         await self._send(request, done, seq=2)
-        return True
+
+
+@dataclass(frozen=True, slots=True)
+class _TimedHit:
+    hit: FaqHit
+    started: float  # monotonic: when the lookup began (the FAQ answer's TTFT counts from it)
+
+
+async def _next_delta_unless_answered(
+    faq: asyncio.Task[_TimedHit | None], stream: AsyncIterator[EngineDelta]
+) -> EngineDelta:
+    """The engine's next delta, unless the lookup finds the answer first: a hit must not wait
+    for the engine's first token (a long prefill on CPU). Then the wait for the delta is
+    cancelled (the engine stream ends) and _FaqAnsweredError raised."""
+    next_delta = asyncio.ensure_future(anext(stream))
+    try:
+        await asyncio.wait({faq, next_delta}, return_when=asyncio.FIRST_COMPLETED)
+        if not next_delta.done() or next_delta.exception() is not None:
+            # the verdict decides first: a hit answers even when the engine failed to start
+            await asyncio.wait({faq})
+            _raise_if_answered(faq)
+        return await next_delta
+    finally:
+        if not next_delta.done():
+            next_delta.cancel()
+            # settled before the stream is closed: a generator still running cannot be
+            await asyncio.gather(next_delta, return_exceptions=True)
+
+
+def _raise_if_answered(faq: asyncio.Task[_TimedHit | None]) -> None:
+    if faq.done() and not faq.cancelled() and (timed := faq.result()) is not None:
+        raise _FaqAnsweredError(timed)

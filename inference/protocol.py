@@ -72,7 +72,8 @@ class SamplingOptions(WireMessage):
 
 
 class FaqLookup(WireMessage):
-    """Ask the worker to try the FAQ cache first, in these scopes ("global", "template:<id>")."""
+    """Ask the worker to try the FAQ cache (while the engine starts), in these scopes
+    ("global", "template:<id>")."""
 
     scopes: list[str] = Field(min_length=1, max_length=8)
 

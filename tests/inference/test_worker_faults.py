@@ -257,8 +257,80 @@ async def test_a_stop_during_the_faq_lookup_ends_with_done_abort(
     assert done.finish_reason == "abort"
     assert done.seq == 1
     assert done.completion_tokens == 0
-    assert engine.prompts == []  # never reached the engine
+    # the engine starts alongside the lookup; whatever it began is aborted
+    assert engine.stats().running_requests == 0
     assert started.worker.active_requests == 0
+
+
+class _TimedFaq(FaqCache):
+    """A FAQ cache whose lookup takes `delay_s` and then hits (or misses)."""
+
+    def __init__(self, *, delay_s: float, hit: bool) -> None:
+        super().__init__(embedder=cast(Embedder, object()))
+        self.delay_s, self.hit = delay_s, hit
+        self.answered_at: float | None = None
+
+    async def lookup(self, *, question: str, scopes: Sequence[str]) -> FaqHit | None:
+        await asyncio.sleep(self.delay_s)
+        self.answered_at = time.monotonic()
+        return FaqHit(entry_id=7, answer="Use the reset link.", score=0.9) if self.hit else None
+
+
+async def test_a_faq_miss_adds_no_time_before_the_models_first_token(
+    layer: InMemoryChannelLayer, engine: ScriptedEngine, stopper: list[asyncio.Task[None]]
+) -> None:
+    # the scripted engine's "[[stall]]" takes 1 s before its first token (a long prefill);
+    # a lookup of 0.8 s must run during it, not before it (that would be 1.8 s)
+    faq = _TimedFaq(delay_s=0.8, hit=False)
+    started = await start(layer=layer, engine=engine, settings=worker_settings(), faq=faq)
+    stopper.append(started.task)
+    reply = await layer.new_channel()
+    request = generate(reply, "[[stall]] reset password", faq_lookup=FaqLookup(scopes=["global"]))
+    await local_request_queue().put(REQUEST_CHANNEL, request)
+    events = await collect(layer, reply)
+    done = events[-1]
+    assert done.type == "inference.done"
+    assert done.source == "model"
+    text = "".join(e.text for e in events if e.type == "inference.delta")
+    assert text == "You said: [[stall]] reset password"
+    assert done.ttft_ms is not None
+    assert done.ttft_ms < 1500, done.ttft_ms
+
+
+async def test_a_faq_hit_during_the_engine_start_aborts_it_and_answers_at_once(
+    layer: InMemoryChannelLayer, engine: ScriptedEngine, stopper: list[asyncio.Task[None]]
+) -> None:
+    faq = _TimedFaq(delay_s=0.2, hit=True)
+    started = await start(layer=layer, engine=engine, settings=worker_settings(), faq=faq)
+    stopper.append(started.task)
+    reply = await layer.new_channel()
+    request = generate(reply, "[[stall]] reset password", faq_lookup=FaqLookup(scopes=["global"]))
+    sent = time.monotonic()
+    await local_request_queue().put(REQUEST_CHANNEL, request)
+    events = await collect(layer, reply)
+    done = events[-1]
+    assert done.type == "inference.done"
+    assert (done.source, done.faq_entry_id) == ("faq", 7)
+    assert [e.text for e in events if e.type == "inference.delta"] == ["Use the reset link."]
+    assert time.monotonic() - sent < 0.9  # did not wait for the engine's first token (1 s)
+    assert len(engine.requests) == 1  # the engine had started ...
+    assert engine.stats().running_requests == 0  # ... and was aborted
+    assert started.worker.active_requests == 0
+
+
+async def test_a_faq_hit_still_answers_when_the_engine_fails_to_start(
+    layer: InMemoryChannelLayer, engine: ScriptedEngine, stopper: list[asyncio.Task[None]]
+) -> None:
+    engine.max_prompt_tokens = 3  # every prompt is too long for the engine's "context"
+    faq = _TimedFaq(delay_s=0.1, hit=True)
+    started = await start(layer=layer, engine=engine, settings=worker_settings(), faq=faq)
+    stopper.append(started.task)
+    reply = await layer.new_channel()
+    request = generate(reply, "reset my password please", faq_lookup=FaqLookup(scopes=["global"]))
+    await local_request_queue().put(REQUEST_CHANNEL, request)
+    events = await collect(layer, reply)
+    assert events[-1].type == "inference.done"
+    assert events[-1].source == "faq"
 
 
 # ---- 3: a full reply channel --------------------------------------------------------------
