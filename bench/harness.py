@@ -227,7 +227,12 @@ async def chat_socket(*, username: str = "bench") -> AsyncIterator[Any]:
     ws = WebsocketCommunicator(
         application,
         "/ws/chat/",
-        headers=[(b"origin", b"http://localhost"), (b"cookie", f"sessionid={cookie}".encode())],
+        # the page's own origin, as a browser on http://localhost sends it
+        headers=[
+            (b"host", b"localhost"),
+            (b"origin", b"http://localhost"),
+            (b"cookie", f"sessionid={cookie}".encode()),
+        ],
     )
     try:
         connected, _ = await ws.connect()

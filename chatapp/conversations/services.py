@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from datetime import timedelta
 
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
@@ -310,7 +312,11 @@ def message_feedback(*, sender: User, message_id: uuid.UUID, rating: str) -> Mes
         message.feedback = rating
         message.save(update_fields=["feedback"])
         if rating == "down" and message.faq_entry_id is not None:
-            faq_services.faq_thumbs_down_record(entry_id=message.faq_entry_id)
+            since = timezone.now() - timedelta(seconds=settings.CHAT_FAQ_THUMBS_DOWN_WINDOW_S)
+            recent = Message.objects.filter(
+                faq_entry_id=message.faq_entry_id, feedback="down", created_at__gte=since
+            ).count()
+            faq_services.faq_thumbs_down_record(entry_id=message.faq_entry_id, recent=recent)
     return message
 
 

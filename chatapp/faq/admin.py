@@ -34,11 +34,12 @@ class FaqEntryAdmin(admin.ModelAdmin[FaqEntry]):
         "hit_count",
         "last_hit_at",
         "thumbs_down",
+        "paused_reason",
         "embedded",
     )
     list_filter = ("enabled", "template")
     search_fields = ("question", "alternates", "answer")
-    readonly_fields = ("hit_count", "last_hit_at", "thumbs_down", "embedded")
+    readonly_fields = ("hit_count", "last_hit_at", "thumbs_down", "paused_reason", "embedded")
     fields = (
         "question",
         "alternates",
@@ -48,6 +49,7 @@ class FaqEntryAdmin(admin.ModelAdmin[FaqEntry]):
         "hit_count",
         "last_hit_at",
         "thumbs_down",
+        "paused_reason",
         "embedded",
     )
     change_list_template = "admin/faq/faqentry/change_list.html"
@@ -61,6 +63,8 @@ class FaqEntryAdmin(admin.ModelAdmin[FaqEntry]):
         return obj.vectors is not None and obj.embedded_phrasings == obj.phrasings
 
     def save_model(self, request: HttpRequest, obj: FaqEntry, form: Any, change: bool) -> None:
+        if obj.enabled:  # an admin looked at a paused entry and enabled it again
+            obj.paused_reason = ""
         super().save_model(request, obj, form, change)
         services.faq_entry_changed(entry_id=obj.pk)
 

@@ -25,6 +25,8 @@ class FaqEntry(models.Model):
     hit_count = models.PositiveIntegerField(default=0)
     last_hit_at = models.DateTimeField(null=True, blank=True)
     thumbs_down = models.PositiveIntegerField(default=0)
+    # why it stopped answering on its own (thumbs-downs); cleared when an admin enables it
+    paused_reason = models.CharField(max_length=200, blank=True, editable=False)
     # float32 vectors, one row per phrasing, computed by Celery from `embedded_phrasings`
     vectors = models.BinaryField(null=True, blank=True, editable=False)
     embedded_phrasings = models.JSONField(default=list, blank=True, editable=False)

@@ -7,6 +7,7 @@ import io
 from dataclasses import dataclass, field
 
 import numpy as np
+from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
@@ -60,8 +61,23 @@ def faq_hit_record(*, entry_id: int) -> None:
     )
 
 
-def faq_thumbs_down_record(*, entry_id: int) -> None:
+def faq_thumbs_down_record(*, entry_id: int, recent: int) -> None:
+    """Count a thumbs-down on the entry's answer; `recent`: thumbs-down on its answers within
+    `CHAT_FAQ_THUMBS_DOWN_WINDOW_S`, this one included. At `CHAT_FAQ_THUMBS_DOWN_LIMIT` the
+    entry stops answering (the workers drop it) until an admin enables it again."""
     FaqEntry.objects.filter(pk=entry_id).update(thumbs_down=F("thumbs_down") + 1)
+    limit = settings.CHAT_FAQ_THUMBS_DOWN_LIMIT
+    if limit <= 0 or recent < limit:
+        return
+    days = settings.CHAT_FAQ_THUMBS_DOWN_WINDOW_S / 86400
+    reason = (
+        f"Stopped answering on {timezone.now():%Y-%m-%d %H:%M} UTC: {recent} thumbs-down "
+        f"within {days:g} day(s). Check the answer, then enable the entry again."
+    )
+    if FaqEntry.objects.filter(pk=entry_id, enabled=True).update(
+        enabled=False, paused_reason=reason
+    ):
+        faq_entry_changed(entry_id=entry_id)  # a disabled entry is removed from the workers
 
 
 @dataclass

@@ -60,6 +60,10 @@ class ChatSettings(BaseSettings):
     max_migrations: int = Field(2, ge=0)
     # Answer standalone questions from approved FAQ entries before the model.
     faq_enabled: bool = True
+    # An FAQ entry whose answers got this many thumbs-down within the window stops answering
+    # until an admin looks at it (0: never).
+    faq_thumbs_down_limit: int = Field(3, ge=0)
+    faq_thumbs_down_window_s: float = Field(7 * 86400, gt=0)
     max_tokens: int = Field(0, ge=0)  # 0: the template's, else the model's default
     warmup_timeout_s: float = Field(60, gt=0)
     # Per-socket frame budget (chatapp/realtime/frame_budget.py); 0: no limit. A chat.resume
