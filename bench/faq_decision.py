@@ -22,7 +22,6 @@ import argparse
 import datetime as dt
 import math
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -33,6 +32,7 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 
 import numpy as np
 
+from bench import harness
 from inference.faq.embedder import Embedder
 from inference.faq.labelled_pairs import LabelledPair, load_pairs, of_split
 from inference.faq.matcher import CALIBRATED_THRESHOLD, lexical_guard
@@ -117,8 +117,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"on {verifier.info.train_pairs} train pairs (seed {verifier.info.seed}); retrieval "
         f"floor {verifier.info.cosine_floor:.2f} (tune); old guard at cosine "
         f"{CALIBRATED_THRESHOLD:.2f}.",
-        f"Verifier cost per candidate: median {statistics.median(costs):.1f} ms, "
-        f"P95 {sorted(costs)[int(0.95 * (len(costs) - 1))]:.1f} ms (one pair, 2 CPU threads).",
+        f"Verifier cost per candidate: median {harness.median(costs):.1f} ms, "
+        f"P95 {harness.percentile(costs, q=0.95):.1f} ms (one pair, 2 CPU threads).",
         "",
         f"## All held-out pairs ({len(pairs)})",
         "",

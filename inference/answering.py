@@ -61,9 +61,9 @@ class _FaqAnsweredError(Exception):
     """The FAQ cache found the answer while the engine was starting: the engine stream is
     closed (aborted) on the way out, and the stored answer is sent instead."""
 
-    def __init__(self, hit: _TimedHit) -> None:
-        super().__init__(f"FAQ entry {hit.hit.entry_id}")
-        self.hit = hit
+    def __init__(self, timed: _TimedHit) -> None:
+        super().__init__(f"FAQ entry {timed.hit.entry_id}")
+        self.timed = timed
 
 
 class _NoProgressError(Exception):
@@ -179,7 +179,7 @@ class RequestAnswerer:
                 await self._stream_answer(request, progress, faq=lookup)
             except _FaqAnsweredError as answered:
                 await self._send_faq_answer(
-                    request, progress, answered.hit, queue_wait_ms=queue_wait_ms
+                    request, progress, answered.timed, queue_wait_ms=queue_wait_ms
                 )
                 return
             finally:

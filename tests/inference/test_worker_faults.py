@@ -268,11 +268,9 @@ class _TimedFaq(FaqCache):
     def __init__(self, *, delay_s: float, hit: bool) -> None:
         super().__init__(embedder=cast(Embedder, object()))
         self.delay_s, self.hit = delay_s, hit
-        self.answered_at: float | None = None
 
     async def lookup(self, *, question: str, scopes: Sequence[str]) -> FaqHit | None:
         await asyncio.sleep(self.delay_s)
-        self.answered_at = time.monotonic()
         return FaqHit(entry_id=7, answer="Use the reset link.", score=0.9) if self.hit else None
 
 
