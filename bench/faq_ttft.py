@@ -59,7 +59,7 @@ import numpy as np
 import numpy.typing as npt
 
 if TYPE_CHECKING:
-    from inference.faq.cache import FaqCache, FaqHit
+    from inference.faq.cache import FaqCache, FaqHit, FaqLookupResult
     from inference.faq.embedder import Embedder
 
 from bench import harness
@@ -304,10 +304,11 @@ def make_timed_cache(embedder: Embedder) -> tuple[FaqCache, list[Lookup]]:
                 embed_ms.append((time.perf_counter() - started) * 1000.0)
 
     class TimedFaqCache(FaqCache):
-        async def lookup(self, *, question: str, scopes: Sequence[str]) -> FaqHit | None:
+        async def lookup(self, *, question: str, scopes: Sequence[str]) -> FaqLookupResult:
             calls = len(embed_ms)
             started = time.perf_counter()
-            hit = await super().lookup(question=question, scopes=scopes)
+            found = await super().lookup(question=question, scopes=scopes)
+            hit = found if isinstance(found, FaqHit) else None
             lookups.append(
                 Lookup(
                     question=question,
@@ -317,7 +318,7 @@ def make_timed_cache(embedder: Embedder) -> tuple[FaqCache, list[Lookup]]:
                     score=None if hit is None else hit.score,
                 )
             )
-            return hit
+            return found
 
     return TimedFaqCache(embedder=TimedEmbedder()), lookups
 

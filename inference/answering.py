@@ -31,7 +31,7 @@ from inference.engines.base import (
     PromptTooLongError,
     RequestRejectedError,
 )
-from inference.faq.cache import FaqCache, FaqHit
+from inference.faq.cache import FaqCache, FaqHit, FaqNear
 from inference.protocol import (
     Accepted,
     Delta,
@@ -167,6 +167,7 @@ class RequestAnswerer:
         reply = request.reply_channel
         queue_wait_ms = max(0.0, (time.time() - request.submitted_at) * 1000.0)
         failure: tuple[ErrorCode, str] | None = None  # how the engine failed, if it did
+        near: FaqNear | None = None
         try:
             accepted = Accepted(
                 request_id=request.request_id,
@@ -185,6 +186,7 @@ class RequestAnswerer:
             finally:
                 if lookup is not None:
                     lookup.cancel()
+            near = _near_of(lookup)
         except _UndeliverableError as exc:
             await self._undeliverable(request, exc)
             return
@@ -232,6 +234,7 @@ class RequestAnswerer:
             queue_wait_ms=queue_wait_ms,
             ttft_ms=progress.ttft_ms,
             total_ms=progress.elapsed_ms(),
+            faq_near_entry_id=None if near is None else near.entry_id,
         )
         try:
             await self._send(request, done, seq=done.seq)
@@ -243,7 +246,7 @@ class RequestAnswerer:
         request: GenerateRequest,
         progress: Progress,
         *,
-        faq: asyncio.Task[_TimedHit | None] | None = None,
+        faq: asyncio.Task[_Verdict] | None = None,
     ) -> None:
         """Stream the engine's answer as deltas. Raises _NoProgressError when the engine stops
         producing tokens (after the first), _UndeliverableError when a delta cannot be sent,
@@ -338,22 +341,22 @@ class RequestAnswerer:
                 )
                 await self._send(request, event, seq=progress.seq)
 
-    def _start_faq_lookup(self, request: GenerateRequest) -> asyncio.Task[_TimedHit | None] | None:
+    def _start_faq_lookup(self, request: GenerateRequest) -> asyncio.Task[_Verdict] | None:
         if request.faq_lookup is None or self._faq is None:
             return None
         return asyncio.create_task(self._faq_lookup(request, self._faq))
 
     @staticmethod
-    async def _faq_lookup(request: GenerateRequest, faq: FaqCache) -> _TimedHit | None:
+    async def _faq_lookup(request: GenerateRequest, faq: FaqCache) -> _Verdict:
         assert request.faq_lookup is not None
         question = next((m.content for m in reversed(request.messages) if m.role == "user"), "")
         started = time.monotonic()
         try:
-            hit = await faq.lookup(question=question, scopes=request.faq_lookup.scopes)
+            found = await faq.lookup(question=question, scopes=request.faq_lookup.scopes)
         except Exception:  # the cache is an optimisation: never fail the answer for it
             logger.exception("FAQ lookup failed; answering with the model")
             return None
-        return None if hit is None else _TimedHit(hit=hit, started=started)
+        return _TimedHit(hit=found, started=started) if isinstance(found, FaqHit) else found
 
     async def _send_faq_answer(
         self,
@@ -392,8 +395,12 @@ class _TimedHit:
     started: float  # monotonic: when the lookup began (the FAQ answer's TTFT counts from it)
 
 
+# what the lookup running alongside the engine found: the answer, a near miss, or nothing
+_Verdict = _TimedHit | FaqNear | None
+
+
 async def _next_delta_unless_answered(
-    faq: asyncio.Task[_TimedHit | None], stream: AsyncIterator[EngineDelta]
+    faq: asyncio.Task[_Verdict], stream: AsyncIterator[EngineDelta]
 ) -> EngineDelta:
     """The engine's next delta, unless the lookup finds the answer first: a hit must not wait
     for the engine's first token (a long prefill on CPU). Then the wait for the delta is
@@ -413,6 +420,14 @@ async def _next_delta_unless_answered(
             await asyncio.gather(next_delta, return_exceptions=True)
 
 
-def _raise_if_answered(faq: asyncio.Task[_TimedHit | None]) -> None:
-    if faq.done() and not faq.cancelled() and (timed := faq.result()) is not None:
+def _raise_if_answered(faq: asyncio.Task[_Verdict]) -> None:
+    if faq.done() and not faq.cancelled() and isinstance(timed := faq.result(), _TimedHit):
         raise _FaqAnsweredError(timed)
+
+
+def _near_of(lookup: asyncio.Task[_Verdict] | None) -> FaqNear | None:
+    """The entry a model-answered question came close to, if the lookup had finished."""
+    if lookup is None or not lookup.done() or lookup.cancelled():
+        return None
+    found = lookup.result()
+    return found if isinstance(found, FaqNear) else None

@@ -175,6 +175,9 @@ class AnswerStats(WireMessage):
     # "faq": the answer is an admin-approved FAQ entry's, streamed without the model.
     source: Literal["model", "faq"] = "model"
     faq_entry_id: int | None = None
+    # a model answer to a question that came close to this FAQ entry without being answered
+    # from it (`inference.faq.cache.FaqNear`): the admin lists the question as a suggestion
+    faq_near_entry_id: int | None = None
     # its first worker died mid-answer and it went on on another one (migration)
     resumed: bool = False
 

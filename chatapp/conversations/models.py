@@ -83,6 +83,11 @@ class Message(models.Model):
     faq_entry = models.ForeignKey(
         "faq.FaqEntry", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    # A model answer to a question that came close to this FAQ entry without being answered
+    # from it: the question is listed as a suggested phrasing of the entry (FaqSuggestion).
+    faq_near_entry = models.ForeignKey(
+        "faq.FaqEntry", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     feedback = models.CharField(max_length=8, blank=True)
     # Its first inference worker died mid-answer and it went on on another (migration).
     resumed = models.BooleanField(default=False)

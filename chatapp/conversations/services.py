@@ -15,6 +15,7 @@ from django.utils import timezone
 from chatapp.conversations.models import Conversation, Message
 from chatapp.errors import ApplicationError, ConflictError, NotFoundError
 from chatapp.faq import services as faq_services
+from chatapp.faq.models import FaqEntry, FaqSuggestion
 from chatapp.prompts.models import PromptTemplateVersion
 from inference.protocol import AnswerStats
 
@@ -130,6 +131,7 @@ def answer_finish(
 ) -> bool:
     """Write run `run_id`'s finished answer once. False (nothing written) if the run already
     ended, or the row has moved on to another run (a regenerate or edit since)."""
+    stats = _without_deleted_faq_entries(stats)
     updated = Message.objects.filter(
         id=message_id, run_id=run_id, status=Message.Status.STREAMING
     ).update(
@@ -142,7 +144,32 @@ def answer_finish(
     )
     if updated and stats.faq_entry_id is not None:
         faq_services.faq_hit_record(entry_id=stats.faq_entry_id)
+    if updated and stats.faq_near_entry_id is not None and stats.source == "model":
+        question = Message.objects.filter(reply=message_id).values_list("id", "content").first()
+        if question is not None:
+            faq_services.faq_suggestion_record(
+                entry_id=stats.faq_near_entry_id,
+                question=question[1],
+                message_id=question[0],
+                source=FaqSuggestion.Source.NEAR_MISS,
+            )
     return updated == 1
+
+
+def _without_deleted_faq_entries(stats: AnswerStats) -> AnswerStats:
+    """An entry deleted while its answer streamed must not make the answer unstorable."""
+    named = {i for i in (stats.faq_entry_id, stats.faq_near_entry_id) if i is not None}
+    if not named:
+        return stats
+    alive = set(FaqEntry.objects.filter(pk__in=named).values_list("pk", flat=True))
+    return stats.model_copy(
+        update={
+            "faq_entry_id": stats.faq_entry_id if stats.faq_entry_id in alive else None,
+            "faq_near_entry_id": (
+                stats.faq_near_entry_id if stats.faq_near_entry_id in alive else None
+            ),
+        }
+    )
 
 
 def answer_restart(

@@ -1,4 +1,5 @@
-"""FAQ admin: edit entries, see hits and thumbs-downs, import and export CSV."""
+"""FAQ admin: edit entries, see hits and thumbs-downs, import and export CSV, and add the
+questions users asked that came close to an entry (suggested phrasings) in one click."""
 
 from __future__ import annotations
 
@@ -7,13 +8,15 @@ from typing import Any
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
-from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
-from django.urls import URLPattern, path
+from django.db.models import Count, Q, QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import URLPattern, path, reverse
+from django.utils.html import format_html
+from django.utils.http import url_has_allowed_host_and_scheme
 
 from chatapp.faq import services
-from chatapp.faq.models import FaqEntry
+from chatapp.faq.models import FaqEntry, FaqSuggestion
 
 MAX_CSV_BYTES = 5 * 1024 * 1024
 
@@ -36,6 +39,7 @@ class FaqEntryAdmin(admin.ModelAdmin[FaqEntry]):
         "thumbs_down",
         "paused_reason",
         "embedded",
+        "suggestions",
     )
     list_filter = ("enabled", "template")
     search_fields = ("question", "alternates", "answer")
@@ -57,6 +61,21 @@ class FaqEntryAdmin(admin.ModelAdmin[FaqEntry]):
     @admin.display(description="scope")
     def scope_name(self, obj: FaqEntry) -> str:
         return obj.template.name if obj.template else "global"
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[FaqEntry]:
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(open_suggestions=Count("suggestions", filter=Q(suggestions__dismissed=False)))
+        )
+
+    @admin.display(description="suggested phrasings", ordering="open_suggestions")
+    def suggestions(self, obj: FaqEntry) -> str:
+        count = getattr(obj, "open_suggestions", 0)
+        if not count:
+            return "-"
+        url = reverse("admin:faq_faqsuggestion_changelist") + f"?entry__id__exact={obj.pk}"
+        return format_html('<a href="{}">{} to review</a>', url, count)
 
     @admin.display(description="embedded", boolean=True)
     def embedded(self, obj: FaqEntry) -> bool:
@@ -136,3 +155,126 @@ class FaqEntryAdmin(admin.ModelAdmin[FaqEntry]):
         response = HttpResponse(services.faq_export_csv(), content_type="text/csv")
         response["Content-Disposition"] = 'attachment; filename="faq.csv"'
         return response
+
+
+class SuggestionStatusFilter(admin.SimpleListFilter):
+    title = "status"
+    parameter_name = "status"
+
+    def lookups(
+        self, request: HttpRequest, model_admin: admin.ModelAdmin[Any]
+    ) -> list[tuple[str, str]]:
+        return [("dismissed", "dismissed"), ("all", "all")]
+
+    def choices(self, changelist: Any) -> Any:
+        # "to review" is the default, so it takes the place of Django's "All"
+        for choice in super().choices(changelist):
+            if choice["display"] == "All":
+                choice["display"] = "to review"
+            yield choice
+
+    def queryset(
+        self, request: HttpRequest, queryset: QuerySet[FaqSuggestion]
+    ) -> QuerySet[FaqSuggestion]:
+        if self.value() == "all":
+            return queryset
+        return queryset.filter(dismissed=self.value() == "dismissed")
+
+
+@admin.register(FaqSuggestion)
+class FaqSuggestionAdmin(admin.ModelAdmin[FaqSuggestion]):
+    """Questions users asked that may be another phrasing of an entry: near misses the model
+    answered, and model answers an admin marked as an FAQ (Messages: "Suggest as a phrasing of
+    the chosen FAQ entry"). Adding one re-embeds the entry and updates every worker."""
+
+    list_display = ("question", "entry", "source", "times_asked", "last_asked_at", "buttons")
+    list_filter = (SuggestionStatusFilter, "source", "entry")
+    search_fields = ("question", "entry__question")
+    list_select_related = ("entry",)
+    actions = ("accept_selected", "dismiss_selected")
+    readonly_fields = ("question", "entry", "source", "times_asked", "message", "dismissed")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # they come from traffic; an admin adds phrasings on the entry itself
+
+    @admin.display(description="")
+    def buttons(self, obj: FaqSuggestion) -> str:
+        # Buttons of the change list's own form (it carries the CSRF token), posted elsewhere.
+        accept = reverse("admin:faq_faqsuggestion_accept", args=[obj.pk])
+        dismiss = reverse("admin:faq_faqsuggestion_dismiss", args=[obj.pk])
+        if obj.dismissed:
+            return format_html(
+                '<button type="submit" formaction="{}">Add as alternate</button>', accept
+            )
+        return format_html(
+            '<button type="submit" formaction="{}">Add as alternate</button> '
+            '<button type="submit" formaction="{}">Dismiss</button>',
+            accept,
+            dismiss,
+        )
+
+    def get_urls(self) -> list[URLPattern]:
+        return [
+            path(
+                "<int:suggestion_id>/accept/",
+                self.admin_site.admin_view(self.accept_view),
+                name="faq_faqsuggestion_accept",
+            ),
+            path(
+                "<int:suggestion_id>/dismiss/",
+                self.admin_site.admin_view(self.dismiss_view),
+                name="faq_faqsuggestion_dismiss",
+            ),
+            *super().get_urls(),
+        ]
+
+    def _may_edit_entries(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("faq.change_faqentry") and self.has_change_permission(request)
+
+    def accept_view(self, request: HttpRequest, suggestion_id: int) -> HttpResponse:
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        if not self._may_edit_entries(request):
+            raise PermissionDenied
+        suggestion = get_object_or_404(FaqSuggestion, pk=suggestion_id)
+        entry = services.faq_suggestion_accept(suggestion_id=suggestion.pk)
+        self.message_user(
+            request, f"Added {suggestion.question!r} to {entry.question!r}.", messages.SUCCESS
+        )
+        return redirect(_back(request))
+
+    def dismiss_view(self, request: HttpRequest, suggestion_id: int) -> HttpResponse:
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        if not self.has_change_permission(request):
+            raise PermissionDenied
+        suggestion = get_object_or_404(FaqSuggestion, pk=suggestion_id)
+        services.faq_suggestions_dismiss(suggestion_ids=[suggestion.pk])
+        self.message_user(request, f"Dismissed {suggestion.question!r}.", messages.SUCCESS)
+        return redirect(_back(request))
+
+    @admin.action(description="Add the selected questions as alternates of their entries")
+    def accept_selected(self, request: HttpRequest, queryset: QuerySet[FaqSuggestion]) -> None:
+        if not self._may_edit_entries(request):
+            raise PermissionDenied
+        ids = list(queryset.values_list("pk", flat=True))
+        for suggestion_id in ids:
+            services.faq_suggestion_accept(suggestion_id=suggestion_id)
+        self.message_user(request, f"Added {len(ids)} phrasing(s).", messages.SUCCESS)
+
+    @admin.action(description="Dismiss the selected suggestions")
+    def dismiss_selected(self, request: HttpRequest, queryset: QuerySet[FaqSuggestion]) -> None:
+        count = services.faq_suggestions_dismiss(
+            suggestion_ids=list(queryset.values_list("pk", flat=True))
+        )
+        self.message_user(request, f"Dismissed {count} suggestion(s).", messages.SUCCESS)
+
+
+def _back(request: HttpRequest) -> str:
+    """The filtered list the button was pressed on (same site only), else the whole list."""
+    referer = request.headers.get("referer", "")
+    if referer and url_has_allowed_host_and_scheme(
+        referer, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        return referer
+    return reverse("admin:faq_faqsuggestion_changelist")

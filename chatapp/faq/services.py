@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import uuid
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -13,7 +14,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from chatapp.faq import events, selectors
-from chatapp.faq.models import FaqEntry
+from chatapp.faq.models import SUGGESTED_QUESTION_CHARS, FaqEntry, FaqSuggestion
 from chatapp.prompts.models import PromptTemplate
 
 CSV_COLUMNS = ("question", "alternates", "answer", "template", "enabled")
@@ -78,6 +79,73 @@ def faq_thumbs_down_record(*, entry_id: int, recent: int) -> None:
         enabled=False, paused_reason=reason
     ):
         faq_entry_changed(entry_id=entry_id)  # a disabled entry is removed from the workers
+
+
+def suggestion_key(question: str) -> str:
+    """What makes two suggested questions the same: case and spacing aside."""
+    return " ".join(question.split()).casefold()
+
+
+def faq_suggestion_record(
+    *,
+    entry_id: int,
+    question: str,
+    message_id: uuid.UUID,
+    source: FaqSuggestion.Source,
+) -> FaqSuggestion | None:
+    """List `question` (the user message `message_id`) as a suggested phrasing of the entry.
+
+    Nothing for a question the entry already has, one too long to be an FAQ phrasing, or an
+    entry that is gone. Asked again: counted on the same row (kept dismissed if it was); an
+    admin's mark wins over a near miss."""
+    text = " ".join(question.split())
+    key = suggestion_key(text)
+    if not key or len(text) > SUGGESTED_QUESTION_CHARS:
+        return None
+    entry = FaqEntry.objects.filter(pk=entry_id).first()
+    if entry is None or key in {suggestion_key(p) for p in entry.phrasings}:
+        return None
+    with transaction.atomic():
+        suggestion, created = FaqSuggestion.objects.select_for_update().get_or_create(
+            entry=entry,
+            key=key,
+            defaults={
+                "question": text,
+                "source": source,
+                "message_id": message_id,
+            },
+        )
+        if not created:
+            suggestion.times_asked = F("times_asked") + 1
+            suggestion.message_id = message_id
+            if source == FaqSuggestion.Source.MARKED:
+                suggestion.source = source
+            suggestion.save()
+            suggestion.refresh_from_db()
+    return suggestion
+
+
+@transaction.atomic
+def faq_suggestion_accept(*, suggestion_id: int) -> FaqEntry:
+    """Add the suggested question to its entry's alternates (then embedded and pushed to the
+    workers like any edit) and drop the suggestion."""
+    suggestion = (
+        FaqSuggestion.objects.select_for_update().select_related("entry").get(pk=suggestion_id)
+    )
+    entry = suggestion.entry
+    if suggestion.key not in {suggestion_key(p) for p in entry.phrasings}:
+        entry.alternates = "\n".join(
+            line for line in (*entry.alternates.splitlines(), suggestion.question) if line.strip()
+        )
+        entry.save(update_fields=["alternates", "updated_at"])
+        faq_entry_changed(entry_id=entry.pk)
+    suggestion.delete()
+    return entry
+
+
+def faq_suggestions_dismiss(*, suggestion_ids: list[int]) -> int:
+    """Hide suggestions; asking the same question again does not bring them back."""
+    return FaqSuggestion.objects.filter(pk__in=suggestion_ids).update(dismissed=True)
 
 
 @dataclass

@@ -5,7 +5,8 @@ whenever an admin changes an entry, so a worker picks up changes without a resta
 snapshot of the whole set whenever the worker's periodic sync finds its set differs from the
 web side's (`sync.py`: how a lost broadcast or request is repaired, and the freshness bound).
 A lookup embeds the question (off the event loop), searches the allowed scopes and applies the
-calibrated threshold and lexical guard (`matcher.decide`).
+calibrated threshold and lexical guard (`matcher.decide`); a question refused but close to
+an entry comes back as a `FaqNear`, so the admin can be shown it as a suggested phrasing.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import numpy as np
 
 from inference.faq.embedder import Embedder
 from inference.faq.index import FaqIndex, IndexedEntry
-from inference.faq.matcher import decide
+from inference.faq.matcher import SUGGEST_FLOOR, decide
 from inference.faq.sync import STALE_AFTER_RESYNCS, data_version, resync_s_from_env, set_version
 from inference.protocol import FaqEntryData, FaqInSync, FaqRemove, FaqSnapshotChunk, FaqUpsert
 
@@ -33,6 +34,18 @@ class FaqHit:
     entry_id: int
     answer: str
     score: float
+
+
+@dataclass(frozen=True, slots=True)
+class FaqNear:
+    """No hit, but the question came close to this entry (`matcher.SUGGEST_FLOOR`): the
+    admin is shown the question as a suggested phrasing of it."""
+
+    entry_id: int
+    score: float
+
+
+FaqLookupResult = FaqHit | FaqNear | None
 
 
 def entry_from_wire(data: FaqEntryData) -> IndexedEntry:
@@ -130,7 +143,7 @@ class FaqCache:
                 self._versions = {data.entry_id: data_version(data) for data in entries}
                 logger.info("FAQ index loaded: %d entries", len(self._versions))
 
-    async def lookup(self, *, question: str, scopes: Sequence[str]) -> FaqHit | None:
+    async def lookup(self, *, question: str, scopes: Sequence[str]) -> FaqLookupResult:
         if not question.strip() or self.index.is_empty:
             return None
         if not self.fresh():  # unconfirmed for too long: it may hold removed entries
@@ -145,8 +158,12 @@ class FaqCache:
         vector = (await asyncio.to_thread(self._embedder.encode, [question]))[0]
         candidates = self.index.search_phrasings(query_vector=vector, scopes=scopes)
         decision = decide(query=question, candidates=candidates)
-        if decision is None or not decision.accepted:
+        if decision is None:
             return None
+        if not decision.accepted:
+            if decision.score < SUGGEST_FLOOR:
+                return None
+            return FaqNear(entry_id=decision.entry_id, score=decision.score)
         answer = self.index.answer(decision.entry_id)
         if answer is None:
             return None

@@ -49,6 +49,11 @@ from functools import lru_cache
 # alone would have 137 false hits. Tables: bench/README.md, "FAQ cache calibration".
 CALIBRATED_THRESHOLD = 0.70
 
+# A refused question whose best entry scores at least this is shown to the admin as a suggested
+# phrasing of it (no answer depends on it: an admin decides). Paraphrases in the labelled pairs
+# score from 0.37; below 0.50 the suggestions would be mostly unrelated questions.
+SUGGEST_FLOOR = 0.50
+
 
 @dataclass(frozen=True, slots=True)
 class Candidate:

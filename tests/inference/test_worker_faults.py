@@ -15,7 +15,7 @@ from prometheus_client import REGISTRY
 
 from inference.engines.base import EngineError
 from inference.engines.scripted import ScriptedEngine
-from inference.faq.cache import FaqCache, FaqHit
+from inference.faq.cache import FaqCache, FaqHit, FaqLookupResult, FaqNear
 from inference.faq.embedder import Embedder
 from inference.protocol import (
     REQUEST_CHANNEL,
@@ -263,15 +263,17 @@ async def test_a_stop_during_the_faq_lookup_ends_with_done_abort(
 
 
 class _TimedFaq(FaqCache):
-    """A FAQ cache whose lookup takes `delay_s` and then hits (or misses)."""
+    """A FAQ cache whose lookup takes `delay_s` and then hits, misses, or comes close."""
 
-    def __init__(self, *, delay_s: float, hit: bool) -> None:
+    def __init__(self, *, delay_s: float, hit: bool, near: bool = False) -> None:
         super().__init__(embedder=cast(Embedder, object()))
-        self.delay_s, self.hit = delay_s, hit
+        self.delay_s, self.hit, self.near = delay_s, hit, near
 
-    async def lookup(self, *, question: str, scopes: Sequence[str]) -> FaqHit | None:
+    async def lookup(self, *, question: str, scopes: Sequence[str]) -> FaqLookupResult:
         await asyncio.sleep(self.delay_s)
-        return FaqHit(entry_id=7, answer="Use the reset link.", score=0.9) if self.hit else None
+        if self.hit:
+            return FaqHit(entry_id=7, answer="Use the reset link.", score=0.9)
+        return FaqNear(entry_id=7, score=0.6) if self.near else None
 
 
 async def test_a_faq_miss_adds_no_time_before_the_models_first_token(
@@ -293,6 +295,23 @@ async def test_a_faq_miss_adds_no_time_before_the_models_first_token(
     assert text == "You said: [[stall]] reset password"
     assert done.ttft_ms is not None
     assert done.ttft_ms < 1500, done.ttft_ms
+    assert done.faq_near_entry_id is None
+
+
+async def test_a_model_answer_to_a_question_close_to_an_entry_names_the_entry(
+    layer: InMemoryChannelLayer, engine: ScriptedEngine, stopper: list[asyncio.Task[None]]
+) -> None:
+    faq = _TimedFaq(delay_s=0.05, hit=False, near=True)
+    started = await start(layer=layer, engine=engine, settings=worker_settings(), faq=faq)
+    stopper.append(started.task)
+    reply = await layer.new_channel()
+    request = generate(
+        reply, "where do I set a new password", faq_lookup=FaqLookup(scopes=["global"])
+    )
+    await local_request_queue().put(REQUEST_CHANNEL, request)
+    done = (await collect(layer, reply))[-1]
+    assert done.type == "inference.done"
+    assert (done.source, done.faq_entry_id, done.faq_near_entry_id) == ("model", None, 7)
 
 
 async def test_a_faq_hit_during_the_engine_start_aborts_it_and_answers_at_once(

@@ -1,9 +1,11 @@
-"""The Django admin's FAQ form: its add page and the form data a staff user posts."""
+"""The Django admin: a logged-in superuser, the FAQ add page and the form data it posts."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.contrib.auth.models import User
+from django.test import Client
 from django.urls import reverse
 
 FAQ_ADD = reverse("admin:faq_faqentry_add")
@@ -18,3 +20,9 @@ def faq_form(question: str) -> dict[str, Any]:
         "enabled": "on",
         "_save": "Save",
     }
+
+
+def superuser_client(username: str = "root") -> Client:
+    client = Client()
+    client.force_login(User.objects.create_superuser(username, password="pw-root-123"))
+    return client

@@ -8,18 +8,22 @@ them and broadcasts to the workers' group, and a snapshot is served at worker st
 from __future__ import annotations
 
 import asyncio
+import html
 import uuid
 from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
 from django.contrib.auth.models import User
+from django.urls import reverse
 
 from chatapp.conversations.models import Message
 from chatapp.faq import services as faq_services
+from chatapp.faq.models import FaqSuggestion
 from chatapp.prompts import services as prompt_services
 from tests.chatapp.prompts.factories import template_create
 from tests.conftest import Connect
+from tests.support.admin import superuser_client
 from tests.support.faq import ANSWER, FaqWorker, ask, entry_create, start_faq_worker
 from tests.support.sockets import answer_text, open_socket, receive_until
 
@@ -154,3 +158,41 @@ async def test_a_worker_started_later_loads_existing_entries_from_a_snapshot(
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def test_a_question_that_came_close_is_suggested_and_once_added_is_answered_from_the_faq(
+    connect: Connect, alice: User, faq_worker: FaqWorker
+) -> None:
+    entry = await sync_to_async(entry_create)()
+    await faq_worker.wait_for_entries(1)
+    ws = await open_socket(connect, alice)
+    question = "I can't remember my login details"  # cosine 0.69: below the threshold
+
+    for _ in range(2):  # asked twice, in two new conversations
+        frames = await ask(ws, question)
+        assert frames[-1]["source"] == "model"
+    answer = await sync_to_async(Message.objects.get)(id=frames[0]["assistant_message_id"])
+    assert answer.faq_near_entry_id == entry.pk
+    suggestion = await sync_to_async(FaqSuggestion.objects.get)(entry=entry)
+    assert (suggestion.question, suggestion.source, suggestion.times_asked) == (
+        question,
+        FaqSuggestion.Source.NEAR_MISS,
+        2,
+    )
+
+    admin = await sync_to_async(superuser_client)()
+    page = await sync_to_async(admin.get)(reverse("admin:faq_faqsuggestion_changelist"))
+    assert html.escape(question) in page.content.decode()
+    accept = reverse("admin:faq_faqsuggestion_accept", args=[suggestion.pk])
+    added = await sync_to_async(admin.post)(accept)
+    assert added.status_code == 302
+
+    await sync_to_async(entry.refresh_from_db)()
+    assert entry.phrasings[-1] == question
+    assert not await sync_to_async(FaqSuggestion.objects.filter(entry=entry).exists)()
+    for _ in range(200):  # re-embedded by Celery and pushed to the worker like any edit
+        if question in (faq_worker.cache.index.phrasings(entry.pk) or ()):
+            break
+        await asyncio.sleep(0.02)
+    again = await ask(ws, question)
+    assert (again[-1]["source"], again[-1]["faq_entry_id"]) == ("faq", entry.pk)
