@@ -3,6 +3,7 @@ questions users asked that came close to an entry (suggested phrasings) in one c
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django import forms
@@ -232,25 +233,38 @@ class FaqSuggestionAdmin(admin.ModelAdmin[FaqSuggestion]):
         return request.user.has_perm("faq.change_faqentry") and self.has_change_permission(request)
 
     def accept_view(self, request: HttpRequest, suggestion_id: int) -> HttpResponse:
-        if request.method != "POST":
-            return HttpResponseNotAllowed(["POST"])
-        if not self._may_edit_entries(request):
-            raise PermissionDenied
-        suggestion = get_object_or_404(FaqSuggestion, pk=suggestion_id)
-        entry = services.faq_suggestion_accept(suggestion_id=suggestion.pk)
-        self.message_user(
-            request, f"Added {suggestion.question!r} to {entry.question!r}.", messages.SUCCESS
+        def accept(suggestion: FaqSuggestion) -> str:
+            entry = services.faq_suggestion_accept(suggestion_id=suggestion.pk)
+            return f"Added {suggestion.question!r} to {entry.question!r}."
+
+        return self._on_suggestion(
+            request, suggestion_id, allowed=self._may_edit_entries(request), act=accept
         )
-        return redirect(_back(request))
 
     def dismiss_view(self, request: HttpRequest, suggestion_id: int) -> HttpResponse:
+        def dismiss(suggestion: FaqSuggestion) -> str:
+            services.faq_suggestions_dismiss(suggestion_ids=[suggestion.pk])
+            return f"Dismissed {suggestion.question!r}."
+
+        return self._on_suggestion(
+            request, suggestion_id, allowed=self.has_change_permission(request), act=dismiss
+        )
+
+    def _on_suggestion(
+        self,
+        request: HttpRequest,
+        suggestion_id: int,
+        *,
+        allowed: bool,
+        act: Callable[[FaqSuggestion], str],
+    ) -> HttpResponse:
+        """A row's button: POST only, permission checked, then back to the list it was on."""
         if request.method != "POST":
             return HttpResponseNotAllowed(["POST"])
-        if not self.has_change_permission(request):
+        if not allowed:
             raise PermissionDenied
-        suggestion = get_object_or_404(FaqSuggestion, pk=suggestion_id)
-        services.faq_suggestions_dismiss(suggestion_ids=[suggestion.pk])
-        self.message_user(request, f"Dismissed {suggestion.question!r}.", messages.SUCCESS)
+        said = act(get_object_or_404(FaqSuggestion, pk=suggestion_id))
+        self.message_user(request, said, messages.SUCCESS)
         return redirect(_back(request))
 
     @admin.action(description="Add the selected questions as alternates of their entries")

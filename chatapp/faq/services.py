@@ -86,6 +86,10 @@ def suggestion_key(question: str) -> str:
     return " ".join(question.split()).casefold()
 
 
+def _is_phrasing_of(entry: FaqEntry, key: str) -> bool:
+    return key in {suggestion_key(phrasing) for phrasing in entry.phrasings}
+
+
 def faq_suggestion_record(
     *,
     entry_id: int,
@@ -103,7 +107,7 @@ def faq_suggestion_record(
     if not key or len(text) > SUGGESTED_QUESTION_CHARS:
         return None
     entry = FaqEntry.objects.filter(pk=entry_id).first()
-    if entry is None or key in {suggestion_key(p) for p in entry.phrasings}:
+    if entry is None or _is_phrasing_of(entry, key):
         return None
     with transaction.atomic():
         suggestion, created = FaqSuggestion.objects.select_for_update().get_or_create(
@@ -133,7 +137,7 @@ def faq_suggestion_accept(*, suggestion_id: int) -> FaqEntry:
         FaqSuggestion.objects.select_for_update().select_related("entry").get(pk=suggestion_id)
     )
     entry = suggestion.entry
-    if suggestion.key not in {suggestion_key(p) for p in entry.phrasings}:
+    if not _is_phrasing_of(entry, suggestion.key):
         entry.alternates = "\n".join(
             line for line in (*entry.alternates.splitlines(), suggestion.question) if line.strip()
         )
