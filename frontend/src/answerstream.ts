@@ -77,8 +77,13 @@ export class StreamingAnswer<V extends StreamView> {
     return true;
   }
 
-  /** Browser time to first token, from the request to the first paint (else first delta). */
+  /**
+   * Browser time to first token, from the request to the first paint (else first delta);
+   * null for an answer this page did not ask for (followed after a reload): the user's wait
+   * began on an earlier page, and a time from the reload would understate it.
+   */
   get clientTtftMs(): number | null {
+    if (!this.measured) return null;
     const first = this.firstPaint ?? this.firstDelta;
     return first === null ? null : Math.max(0, first - this.sentAt);
   }

@@ -132,3 +132,30 @@ test("stats under the finished answer: browser and server TTFT as text and data"
   expect(stream.end()).toBe(a);
   expect(stream.active).toBeNull();
 });
+
+test("an answer followed after a reload shows no browser first-token time: it was not measured from a send", () => {
+  const { clock, stream, view } = harness();
+  // the page reloaded mid-answer and follows it from now: the user pressed Send on an earlier page
+  const a = stream.start("a", view, 1000, false);
+  clock.now = 1079;
+  stream.onDelta(delta(1, "Hi"));
+  clock.now = 1080;
+  stream.painted(view);
+  expect(a.clientTtftMs).toBeNull();
+  const done: DoneFrame = {
+    type: "chat.done",
+    message_id: "a",
+    status: "complete",
+    finish_reason: "stop",
+    usage: { prompt_tokens: 5, completion_tokens: 23, cached_prompt_tokens: 0 },
+    timings: { queue_wait_ms: 1, ttft_ms: 217, total_ms: 900 },
+    source: "model",
+    faq_entry_id: null,
+    resumed: false,
+  };
+  a.showStats(done);
+  const [line, data] = view.meta.at(-1) ?? ["", {}];
+  expect(data).toEqual({ serverTtftMs: "217" });
+  expect(line).toBe("first token (server) 217 ms · 23 tokens");
+  expect(line).not.toContain("80 ms");
+});
