@@ -7,7 +7,8 @@
   (`Reply`), `receive_until_done`;
 * statistics and the report: `percentile`, `median`, `values_of`, `cpu_name`, `machine`,
   `load_average`, `command_line`, `timestamp`, `report_base`, `write_results`;
-* servers the bench starts as subprocesses (`bench.load`): `ServerProcess`, `free_port`.
+* servers the bench starts as subprocesses: `ServerProcess`, `free_port` (`bench.load`) and
+  `EmbeddedApp`, the app of `make run` (`ws_vs_engine`, `first_token_hops`).
 
 Django, channels and the engine are imported inside the functions: the environment has to be
 configured before any of them is loaded.
@@ -469,3 +470,40 @@ class ServerProcess:
             self._log.close()
             self._log = None
         return killed
+
+
+class EmbeddedApp(ServerProcess):
+    """`manage.py serve` in embedded mode, in its own process group."""
+
+    def __init__(self, *, env: dict[str, str], port: int, log_path: Path) -> None:
+        super().__init__(
+            args=[sys.executable, "manage.py", "serve", "--port", str(port)],
+            env=env,
+            log_path=log_path,
+        )
+        self.port = port
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def prepare(self) -> None:
+        python = sys.executable
+        for args in (["migrate", "--noinput"], ["demo_user"]):
+            subprocess.run(
+                [python, "manage.py", *args],
+                cwd=REPO_ROOT,
+                env=self.env,
+                check=True,
+                capture_output=True,
+            )
+
+    async def wait_ready(self, timeout_s: float) -> None:
+        assert self.proc is not None
+        deadline = time.monotonic() + timeout_s
+        while "Ready:" not in self.log_text():
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited early:\n{self.log_text()[-4000:]}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"server not ready in {timeout_s:.0f} s")
+            await asyncio.sleep(0.2)

@@ -40,7 +40,6 @@ import os
 import platform
 import secrets
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -342,43 +341,6 @@ def memory_table(title: str, rows: Sequence[dict[str, Any]]) -> str:
 # ---- the app under test --------------------------------------------------------------------
 
 
-class App(harness.ServerProcess):
-    """`manage.py serve` in embedded mode, in its own process group."""
-
-    def __init__(self, *, env: dict[str, str], port: int, log_path: Path) -> None:
-        super().__init__(
-            args=[sys.executable, "manage.py", "serve", "--port", str(port)],
-            env=env,
-            log_path=log_path,
-        )
-        self.port = port
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def prepare(self) -> None:
-        python = sys.executable
-        for args in (["migrate", "--noinput"], ["demo_user"]):
-            subprocess.run(
-                [python, "manage.py", *args],
-                cwd=REPO_ROOT,
-                env=self.env,
-                check=True,
-                capture_output=True,
-            )
-
-    async def wait_ready(self, timeout_s: float) -> None:
-        assert self.proc is not None
-        deadline = time.monotonic() + timeout_s
-        while "Ready:" not in self.log_text():
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"server exited early:\n{self.log_text()[-4000:]}")
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"server not ready in {timeout_s:.0f} s")
-            await asyncio.sleep(0.2)
-
-
 async def login(base_url: str, password: str) -> str:
     async with httpx.AsyncClient(base_url=base_url) as client:
         await client.get("/accounts/login/")
@@ -486,7 +448,7 @@ async def run(args: argparse.Namespace) -> int:
         "DATABASE_URL": f"sqlite:///{workdir / 'bench.sqlite3'}",
         "PYTHONUNBUFFERED": "1",
     }
-    app = App(env=env, port=args.port, log_path=stem.with_suffix(".server.log"))
+    app = harness.EmbeddedApp(env=env, port=args.port, log_path=stem.with_suffix(".server.log"))
 
     print(f"==> starting the app on {app.base_url} (log: {app.log_path})", flush=True)
     app.prepare()

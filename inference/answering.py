@@ -42,6 +42,7 @@ from inference.protocol import (
     GenerateRequest,
     Heartbeat,
     TokenLogprob,
+    WorkerHops,
 )
 from inference.settings import WorkerSettings
 from inference.streaming import coalesce
@@ -91,9 +92,20 @@ class Progress:
     ttft_ms: float | None = None
     finish_reason: FinishReason = "stop"
     started: float = field(default_factory=time.monotonic)
+    # where the time to the first delta went (`WorkerHops`), from `started`
+    prompt_ms: float | None = None
+    engine_first_token_ms: float | None = None
+    first_delta_sent_ms: float | None = None
 
     def elapsed_ms(self) -> float:
         return (time.monotonic() - self.started) * 1000.0
+
+    def hops(self) -> WorkerHops:
+        return WorkerHops(
+            prompt_ms=self.prompt_ms,
+            engine_first_token_ms=self.engine_first_token_ms,
+            first_delta_sent_ms=self.first_delta_sent_ms,
+        )
 
 
 class RequestAnswerer:
@@ -235,6 +247,7 @@ class RequestAnswerer:
             ttft_ms=progress.ttft_ms,
             total_ms=progress.elapsed_ms(),
             faq_near_entry_id=None if near is None else near.entry_id,
+            hops=progress.hops(),
         )
         try:
             await self._send(request, done, seq=done.seq)
@@ -267,6 +280,7 @@ class RequestAnswerer:
                 await asyncio.wait({faq})
                 _raise_if_answered(faq)
             raise
+        progress.prompt_ms = progress.elapsed_ms()
         self.in_engine.add(request.request_id)
         stream = coalesce(
             self._engine.stream(engine_request),
@@ -310,6 +324,8 @@ class RequestAnswerer:
                     unsent_tokens += delta.tokens
                     unsent_logprobs += delta.logprobs or ()
                     continue
+                if progress.engine_first_token_ms is None:
+                    progress.engine_first_token_ms = progress.elapsed_ms()
                 if faq is not None:  # the first text waits for the lookup's verdict
                     await asyncio.wait({faq})
                     _raise_if_answered(faq)
@@ -330,6 +346,8 @@ class RequestAnswerer:
                     logprobs=logprobs,
                 )
                 await self._send(request, event, seq=progress.seq)
+                if progress.first_delta_sent_ms is None:
+                    progress.first_delta_sent_ms = progress.elapsed_ms()
             if unsent_logprobs:  # asked-for logprobs of final tokens without text (EOS)
                 progress.seq += 1
                 event = Delta(
@@ -372,6 +390,7 @@ class RequestAnswerer:
         progress.seq = 1
         delta = Delta(request_id=request.request_id, seq=1, text=hit.answer, tokens=0)
         await self._send(request, delta, seq=1)
+        progress.first_delta_sent_ms = progress.elapsed_ms()
         done = Done(
             request_id=request.request_id,
             seq=2,
@@ -385,6 +404,7 @@ class RequestAnswerer:
             source="faq",
             faq_entry_id=hit.entry_id,
             faq_score=hit.score,
+            hops=WorkerHops(first_delta_sent_ms=progress.first_delta_sent_ms),
         )
         await self._send(request, done, seq=2)
 

@@ -191,6 +191,16 @@ def stats_of(source: BaseModel | object) -> AnswerStats:
 _STATS = tuple(AnswerStats.model_fields)
 
 
+class WorkerHops(WireMessage):
+    """Where a worker's time to the first delta went, in ms on the worker's clock from when it
+    started serving the request (`docs/architecture.md`, "One message's first token"). None:
+    the answer never got that far (or came from the FAQ cache, which renders no prompt)."""
+
+    prompt_ms: float | None = None  # the prompt rendered with the model's chat template
+    engine_first_token_ms: float | None = None  # the engine's first visible text
+    first_delta_sent_ms: float | None = None  # handed to the channel layer (after the FAQ verdict)
+
+
 class Done(AnswerStats):
     type: Literal["inference.done"] = "inference.done"
     request_id: str
@@ -203,6 +213,7 @@ class Done(AnswerStats):
     queue_wait_ms: float
     total_ms: float
     faq_score: float | None = None
+    hops: WorkerHops | None = None
 
 
 class Error(WireMessage):

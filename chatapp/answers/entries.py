@@ -17,7 +17,7 @@ from pydantic import (
     model_serializer,
 )
 
-from inference.protocol import AnswerStats, TokenLogprob, drop_absent_logprobs
+from inference.protocol import AnswerStats, TokenLogprob, WorkerHops, drop_absent_logprobs
 
 EndStatus = Literal["complete", "stopped", "failed"]
 
@@ -49,6 +49,8 @@ class LoggedEnd(_Entry, AnswerStats):
     # set when status is "failed", or "stopped" for a reason other than the user's Stop
     error_code: str = ""
     error_message: str = ""
+    # where the worker's time to the first delta went (not stored with the answer)
+    worker_hops: WorkerHops | None = None
 
 
 LogEntry = LoggedDelta | LoggedEnd

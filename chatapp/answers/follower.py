@@ -20,6 +20,7 @@ from typing import Literal
 from chatapp.answers.entries import LogEntry, LoggedEnd
 from chatapp.answers.messages import AttachAnswer
 from chatapp.answers.recovery import Orphans, run_abandon_if_orphaned
+from chatapp.answers.timeline import FirstTokenClock
 from chatapp.conversations.models import Message
 from inference.protocol import stats_of
 
@@ -42,6 +43,8 @@ class RunWatch:
     next_seq: int = 1  # the next seq the watcher needs
     last_heard: float = field(default_factory=time.monotonic)
     resyncing: bool = False  # a gap was seen; the owner is replaying from next_seq
+    # the run's first-token marks, for a run this watcher started (same process as its relay)
+    clock: FirstTokenClock | None = None
 
     def heard(self) -> None:
         self.last_heard = time.monotonic()

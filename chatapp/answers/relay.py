@@ -38,6 +38,7 @@ from chatapp.answers.messages import (
     relay_control_adapter,
 )
 from chatapp.answers.recovery import Orphans, answer_store, orphaned_runs_finish
+from chatapp.answers.timeline import FirstTokenClock
 from chatapp.metrics import recording as metrics
 from inference import retry
 from inference.affinity import AffinityMap, route
@@ -113,6 +114,7 @@ class _Run:
     ending: bool = False  # its end is logged; the final write is under way
     migrations: int = 0  # times it went on on another worker after its worker died
     completion_tokens: int = 0  # generated so far, over all its workers
+    clock: FirstTokenClock | None = None  # marked here: queued, first delta received
 
     @property
     def next_seq(self) -> int:
@@ -195,6 +197,7 @@ class AnswerRelay:
         watcher: str,
         request: GenerateRequest,
         request_channel: str,
+        clock: FirstTokenClock | None = None,
     ) -> None:
         """Own run `request.request_id` of the message, then send the request (built with
         `reply_channel=self.channel`).
@@ -212,6 +215,7 @@ class AnswerRelay:
             shared_queue=request_channel,
             request=request.to_channel(),
             session_id=request.session_id,
+            clock=clock,
         )
         self._runs[run.run_id] = run
         try:
@@ -222,6 +226,8 @@ class AnswerRelay:
             queue = await self._route(run)
             entry_id = await self._queue.put(queue, run.request)
             run.queued = (queue, entry_id)
+            if clock is not None:
+                clock.queued = time.monotonic()
         except Exception as exc:
             logger.warning("could not queue run %s: %s", run.run_id, exc)
             await self._end(
@@ -386,6 +392,8 @@ class AnswerRelay:
             await self._cancel_upstream(run)
             await self._end_lost(run)
             return
+        if run.clock is not None and run.clock.relay_first_delta is None:
+            run.clock.relay_first_delta = time.monotonic()
         entry = LoggedDelta(seq=delta.seq, text=delta.text, logprobs=delta.logprobs)
         run.completion_tokens += delta.tokens
         await self._record(run, entry)
@@ -412,6 +420,7 @@ class AnswerRelay:
             status="stopped" if stopped else "complete",
             finish_reason=done.finish_reason,
             error_code=(run.stop_code or "") if stopped else "",
+            worker_hops=done.hops,
             **{**stats_of(done).model_dump(), "resumed": run.migrations > 0},
         )
 

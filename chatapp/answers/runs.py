@@ -22,6 +22,7 @@ from chatapp.admission.limiter import AdmissionLimits, Refused
 from chatapp.answers.entries import LoggedEnd
 from chatapp.answers.recovery import answer_store
 from chatapp.answers.runtime import AnswerRuntime, answer_runtime
+from chatapp.answers.timeline import FirstTokenClock
 from chatapp.conversations import selectors, services
 from chatapp.errors import ApplicationError
 from inference.faq.index import GLOBAL_SCOPE, template_scope
@@ -41,6 +42,7 @@ class Started:
     runtime: AnswerRuntime
     turn: services.TurnStart
     run_id: uuid.UUID  # the run generating the answer: new, or the first frame's on a repeat
+    clock: FirstTokenClock  # where its time to first token goes (marked up to the queue)
 
     @property
     def repeated(self) -> bool:
@@ -52,10 +54,13 @@ async def run_admit_and_store(
     user_key: str,
     write: TurnWrite,
     limits: AdmissionLimits | None = None,
+    received_at: float | None = None,
 ) -> Started | Refused:
     """Take an admission slot for a new run and store its turn. Refused: nothing stored.
     A write that raises (ApplicationError: refused for the user) gives the slot back and its
-    start does not count against the user's rate."""
+    start does not count against the user's rate. `received_at` (monotonic): when the frame
+    asking for it was read, where the run's `FirstTokenClock` starts."""
+    clock = FirstTokenClock.started(received_at)
     runtime = await answer_runtime()
     run_id = uuid.uuid4()
     decision = await runtime.admission.acquire(
@@ -66,6 +71,7 @@ async def run_admit_and_store(
     )
     if isinstance(decision, Refused):
         return decision
+    clock.admitted = time.monotonic()
     try:
         turn = await database_sync_to_async(write)(run_id)
     except BaseException as exc:
@@ -76,10 +82,11 @@ async def run_admit_and_store(
                 refund=isinstance(exc, ApplicationError),
             )
         raise
+    clock.stored = time.monotonic()
     if not turn.created:  # a repeated frame: the first one's run goes on; this slot is unused
         with contextlib.suppress(Exception):
             await runtime.admission.release(request_id=str(run_id), user_key=user_key, refund=True)
-    return Started(runtime=runtime, turn=turn, run_id=turn.run_id)
+    return Started(runtime=runtime, turn=turn, run_id=turn.run_id, clock=clock)
 
 
 async def chat_run_start(
@@ -133,4 +140,5 @@ async def chat_run_start(
         watcher=watcher,
         request=request,
         request_channel=REQUEST_CHANNEL,
+        clock=started.clock,
     )

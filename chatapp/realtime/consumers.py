@@ -60,6 +60,7 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
     watching: SocketWatching
     budget: FrameBudget
     _frame_bytes = 0  # size of the frame being handled, as received
+    _received_at = 0.0  # monotonic: when the frame being handled was read (first-token clock)
     watchdog: asyncio.Task[None] | None = None
 
     async def connect(self) -> None:
@@ -89,6 +90,7 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
     # ---- browser -> server -------------------------------------------------------------
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        self._received_at = time.monotonic()
         if await self._over_budget(FRAME):
             return
         received = frame_read(text_data, max_bytes=settings.CHAT_MAX_FRAME_BYTES)
@@ -261,7 +263,9 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
     ) -> runs.Started | None:
         """Admit a new run and store its turn; None (the user told why) if either is refused."""
         try:
-            started = await runs.run_admit_and_store(user_key=self._user_key(), write=write)
+            started = await runs.run_admit_and_store(
+                user_key=self._user_key(), write=write, received_at=self._received_at
+            )
         except ApplicationError as exc:
             await self._app_error(exc, client_id=client_id, message_id=message_id)
             return None
@@ -301,6 +305,7 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
                 run_id=started.run_id,
                 owner=started.runtime.relay.channel,
                 client_id=client_id,
+                clock=started.clock,
             )
         )
         await runs.chat_run_start(

@@ -185,6 +185,22 @@ class Timings(_Frame):
     total_ms: float | None
 
 
+class FirstTokenHops(_Frame):
+    """Where the answer's time to first token went on the server, in ms. The web process's
+    marks count from when it read the frame that asked for the answer (its clock); the
+    worker's from when it started serving the request (its clock). None: not measured (an
+    answer this socket did not start, or a step it never reached)."""
+
+    admitted_ms: float | None = None
+    stored_ms: float | None = None
+    queued_ms: float | None = None
+    relay_first_delta_ms: float | None = None
+    socket_first_delta_ms: float | None = None
+    worker_prompt_ms: float | None = None
+    worker_engine_first_token_ms: float | None = None
+    worker_first_delta_sent_ms: float | None = None
+
+
 class DoneFrame(_Frame):
     type: Literal["chat.done"] = "chat.done"
     message_id: uuid.UUID
@@ -196,6 +212,7 @@ class DoneFrame(_Frame):
     faq_entry_id: int | None = None
     # its first worker died mid-answer and it went on on another one (shown with the stats)
     resumed: bool = False
+    hops: FirstTokenHops | None = None
 
 
 class SnapshotFrame(_Frame):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
@@ -30,6 +31,7 @@ from chatapp.answers.messages import (
 )
 from chatapp.answers.recovery import owner_state
 from chatapp.answers.runtime import answer_runtime
+from chatapp.answers.timeline import FirstTokenClock
 from chatapp.conversations import selectors
 from chatapp.conversations.models import Message
 from chatapp.realtime.schemas import (
@@ -38,6 +40,7 @@ from chatapp.realtime.schemas import (
     DeltaFrame,
     DoneFrame,
     ErrorFrame,
+    FirstTokenHops,
     SnapshotFrame,
     Timings,
     Usage,
@@ -251,12 +254,21 @@ class SocketWatching:
             await self._send(
                 DeltaFrame(message_id=watch.message_id, seq=entry.seq, text=entry.text)
             )
+            if watch.clock is not None and watch.clock.socket_first_delta is None:
+                watch.clock.socket_first_delta = time.monotonic()
             return
         self._watching.pop(watch.message_id, None)
-        await self._show_end(watch.message_id, entry, client_id=watch.client_id)
+        await self._show_end(
+            watch.message_id, entry, client_id=watch.client_id, hops=_hops_of(watch.clock, entry)
+        )
 
     async def _show_end(
-        self, message_id: uuid.UUID, end: LoggedEnd, *, client_id: uuid.UUID | None
+        self,
+        message_id: uuid.UUID,
+        end: LoggedEnd,
+        *,
+        client_id: uuid.UUID | None,
+        hops: FirstTokenHops | None = None,
     ) -> None:
         if end.status == "failed":
             # Counted once per answer by its relay, not here.
@@ -286,5 +298,23 @@ class SocketWatching:
                 source=end.source,
                 faq_entry_id=end.faq_entry_id,
                 resumed=end.resumed,
+                hops=hops,
             )
         )
+
+
+def _hops_of(clock: FirstTokenClock | None, end: LoggedEnd) -> FirstTokenHops | None:
+    """The first-token hops of a run this socket started and saw from its first delta."""
+    if clock is None or clock.socket_first_delta is None:
+        return None
+    worker = end.worker_hops
+    return FirstTokenHops(
+        admitted_ms=clock.since_received_ms(clock.admitted),
+        stored_ms=clock.since_received_ms(clock.stored),
+        queued_ms=clock.since_received_ms(clock.queued),
+        relay_first_delta_ms=clock.since_received_ms(clock.relay_first_delta),
+        socket_first_delta_ms=clock.since_received_ms(clock.socket_first_delta),
+        worker_prompt_ms=None if worker is None else worker.prompt_ms,
+        worker_engine_first_token_ms=None if worker is None else worker.engine_first_token_ms,
+        worker_first_delta_sent_ms=None if worker is None else worker.first_delta_sent_ms,
+    )

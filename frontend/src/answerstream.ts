@@ -113,6 +113,10 @@ export class StreamingAnswer<V extends StreamView> {
     const data: Record<string, string> = {};
     if (clientTtft !== null) data["ttftMs"] = String(Math.round(clientTtft));
     if (f.timings.ttft_ms !== null) data["serverTtftMs"] = String(f.timings.ttft_ms);
+    // Where the wait went, for whoever looks (the bench reads these; docs/architecture.md):
+    // the first delta's arrival from the send, and the server's hops.
+    if (this.measured && this.firstDelta !== null) data["firstDeltaMs"] = (this.firstDelta - this.sentAt).toFixed(2);
+    if (this.measured && f.hops !== null) data["hops"] = JSON.stringify(f.hops);
     this.view.setMeta(
       formatAnswerStats({
         clientTtftMs: clientTtft,

@@ -198,6 +198,26 @@ function parseTimings(v: unknown): Wire.Timings {
   };
 }
 
+// Every field of the hops, so that one added to the schema does not compile until it is read.
+const HOP_FIELDS: Record<keyof Wire.FirstTokenHops, true> = {
+  admitted_ms: true,
+  stored_ms: true,
+  queued_ms: true,
+  relay_first_delta_ms: true,
+  socket_first_delta_ms: true,
+  worker_prompt_ms: true,
+  worker_engine_first_token_ms: true,
+  worker_first_delta_sent_ms: true,
+};
+
+/** Where the first token's time went on the server; null when the server sent none. */
+function parseHops(v: unknown): Wire.FirstTokenHops | null {
+  if (!isObj(v)) return null;
+  const hops = {} as Record<keyof Wire.FirstTokenHops, number | null>;
+  for (const key of Object.keys(HOP_FIELDS) as (keyof Wire.FirstTokenHops)[]) hops[key] = numOrNull(v, key);
+  return hops;
+}
+
 type Parsers = { [T in ServerFrame["type"]]: (data: Obj) => Extract<ServerFrame, { type: T }> | null };
 
 /**
@@ -240,6 +260,7 @@ const PARSERS: Parsers = {
       faq_entry_id: faqEntryId(data["faq_entry_id"]),
       // false when the server leaves it out (older servers)
       resumed: data["resumed"] === true,
+      hops: parseHops(data["hops"]),
     };
   },
   "chat.feedback_recorded": (data) => {

@@ -123,10 +123,21 @@ test("stats under the finished answer: browser and server TTFT as text and data"
     source: "model",
     faq_entry_id: null,
     resumed: false,
+    hops: {
+      admitted_ms: 0.4,
+      stored_ms: 3.1,
+      queued_ms: 5,
+      relay_first_delta_ms: 120,
+      socket_first_delta_ms: 121,
+      worker_prompt_ms: 2,
+      worker_engine_first_token_ms: 95,
+      worker_first_delta_sent_ms: 97,
+    },
   };
   a.showStats(done);
   const [line, data] = view.meta.at(-1) ?? ["", {}];
-  expect(data).toEqual({ ttftMs: "142", serverTtftMs: "97" });
+  // the first delta's arrival from the send, and the server's hops, for the bench to read
+  expect(data).toEqual({ ttftMs: "142", serverTtftMs: "97", firstDeltaMs: "141.60", hops: JSON.stringify(done.hops) });
   expect(line).toContain("142 ms");
   expect(line).toContain("23 tokens");
   expect(stream.end()).toBe(a);
@@ -152,6 +163,7 @@ test("an answer followed after a reload shows no browser first-token time: it wa
     source: "model",
     faq_entry_id: null,
     resumed: false,
+    hops: null,
   };
   a.showStats(done);
   const [line, data] = view.meta.at(-1) ?? ["", {}];

@@ -148,6 +148,7 @@ export interface DoneFrame {
   source: "model" | "faq";
   faq_entry_id: number | null;
   resumed: boolean;
+  hops: FirstTokenHops | null;
 }
 
 /**
@@ -191,6 +192,23 @@ export interface FeedbackRecordedFrame {
   /** uuid */
   message_id: string;
   rating: "up" | "down";
+}
+
+/**
+ * Where the answer's time to first token went on the server, in ms. The web process's
+ * marks count from when it read the frame that asked for the answer (its clock); the
+ * worker's from when it started serving the request (its clock). None: not measured (an
+ * answer this socket did not start, or a step it never reached).
+ */
+export interface FirstTokenHops {
+  admitted_ms: number | null;
+  stored_ms: number | null;
+  queued_ms: number | null;
+  relay_first_delta_ms: number | null;
+  socket_first_delta_ms: number | null;
+  worker_prompt_ms: number | null;
+  worker_engine_first_token_ms: number | null;
+  worker_first_delta_sent_ms: number | null;
 }
 
 export interface Timings {

@@ -1,0 +1,74 @@
+"""Where an answer's time to first token went reaches the page with its `chat.done`.
+
+Through the full ASGI app with the scripted worker; "[[slow]]" makes its engine take 50 ms a
+token, so the engine's share is known and the web process's hops must add up around it.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from django.contrib.auth.models import User
+
+from tests.conftest import Connect, RunningWorker
+from tests.support.sockets import open_socket, receive_until, send_frame
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+async def test_the_done_of_a_sent_question_carries_its_first_token_hops_in_order(
+    connect: Connect, alice: User, scripted_worker: RunningWorker
+) -> None:
+    ws = await open_socket(connect, alice)
+    await ws.send_json_to(send_frame("[[slow]] where is my parcel"))
+    frames = await receive_until(ws, "chat.done")
+    hops = frames[-1]["hops"]
+    assert hops is not None
+    web = [
+        hops["admitted_ms"],
+        hops["stored_ms"],
+        hops["queued_ms"],
+        hops["relay_first_delta_ms"],
+        hops["socket_first_delta_ms"],
+    ]
+    assert all(isinstance(mark, float | int) for mark in web), hops
+    assert web == sorted(web), f"the web process's marks are out of order: {hops}"
+    assert web[0] >= 0
+    worker = [
+        hops["worker_prompt_ms"],
+        hops["worker_engine_first_token_ms"],
+        hops["worker_first_delta_sent_ms"],
+    ]
+    assert worker == sorted(worker), hops
+    assert worker[1] >= 45  # the scripted engine's 50 ms to its first token
+    # the worker's span sits inside the web process's wait for the first delta
+    assert hops["relay_first_delta_ms"] - hops["queued_ms"] >= worker[2]
+    assert frames[-1]["timings"]["ttft_ms"] == pytest.approx(worker[2], abs=1.0)
+    await ws.disconnect()
+
+
+async def test_an_answer_followed_from_another_socket_has_no_hops(
+    connect: Connect, alice: User, scripted_worker: RunningWorker
+) -> None:
+    """The second socket did not send the question: it has no clock of its wait."""
+    first = await open_socket(connect, alice)
+    await first.send_json_to(send_frame("[[slow]] one two three four five six seven eight"))
+    accepted = await first.receive_json_from(timeout=5)
+    assert accepted["type"] == "chat.accepted"
+    second = await open_socket(connect, alice)
+    await second.send_json_to(
+        {
+            "type": "chat.resume",
+            "id": str(uuid.uuid4()),
+            "message_id": accepted["assistant_message_id"],
+            "last_seq": 0,
+        }
+    )
+    followed = await receive_until(second, "chat.done")
+    assert followed[-1]["status"] == "complete"
+    assert followed[-1]["hops"] is None
+    own = await receive_until(first, "chat.done")
+    assert own[-1]["hops"] is not None
+    await first.disconnect()
+    await second.disconnect()
