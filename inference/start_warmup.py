@@ -1,4 +1,9 @@
-"""A worker that starts warms the published templates' prefixes before it takes chat.
+"""A worker that starts warms its engine and the published templates' prefixes before it
+takes chat.
+
+The first request an engine runs is slow (first step, allocations, the plain chat's prefix
+not cached: 435 ms against ~100 ms after, measured in Chromium), so the first user would be
+the warm-up. The worker first runs a plain chat question (no template) itself.
 
 Publishing a template warms every live worker (`chatapp/prompts/warmup.py`), but a worker that
 starts later (a restart, a new replica) would otherwise serve the first user of each template
@@ -22,6 +27,7 @@ from inference.engines.base import Engine
 from inference.protocol import (
     BACKGROUND_PRIORITY,
     PREFIX_LIST_CHANNEL,
+    ChatTurn,
     GenerateRequest,
     PrefixList,
     PrefixListRequest,
@@ -32,15 +38,18 @@ from inference.transport import Transport
 logger = logging.getLogger(__name__)
 
 
-async def published_prefixes_warm(
+async def engine_warm_at_start(
     *, engine: Engine, transport: Transport, ask_timeout_s: float, timeout_s: float
 ) -> int:
-    """Warm the engine with every published system prompt; returns how many were warmed."""
+    """Warm the engine with a plain chat question, then every published system prompt;
+    returns how many system prompts were warmed."""
     started = time.monotonic()
-    prompts = await _published_prompts(transport=transport, timeout_s=ask_timeout_s)
     warmed = 0
+    prompts: list[str] = []
     try:
-        async with asyncio.timeout(max(0.0, timeout_s - (time.monotonic() - started))):
+        async with asyncio.timeout(timeout_s):
+            await _warm_one(engine=engine, system_prompt=None)
+            prompts = await _published_prompts(transport=transport, timeout_s=ask_timeout_s)
             for system_prompt in prompts:
                 await _warm_one(engine=engine, system_prompt=system_prompt)
                 warmed += 1
@@ -73,13 +82,21 @@ async def _published_prompts(*, transport: Transport, timeout_s: float) -> list[
         return []
 
 
-async def _warm_one(*, engine: Engine, system_prompt: str) -> None:
+# The plain chat's warm-up question: a typical first question, so the first user's prompt
+# shares the chat template's opening with it.
+PLAIN_QUESTION = "Hello, can you help me with a question about my order?"
+
+
+async def _warm_one(*, engine: Engine, system_prompt: str | None) -> None:
+    """One request through the engine: a template's system prefix (one token), or with None
+    the plain chat, two tokens so that a decode step runs as well as a prefill."""
+    plain = system_prompt is None
     request = GenerateRequest(
         request_id=f"start-warmup-{uuid.uuid4()}",
         reply_channel="-",  # nobody: the worker runs it itself
         system=system_prompt,
-        messages=[],
-        sampling=SamplingOptions(max_tokens=1),
+        messages=[ChatTurn(role="user", content=PLAIN_QUESTION)] if plain else [],
+        sampling=SamplingOptions(max_tokens=2 if plain else 1),
         priority=BACKGROUND_PRIORITY,
         submitted_at=time.time(),
     )

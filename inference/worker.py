@@ -55,7 +55,7 @@ from inference.protocol import (
 from inference.registry import WorkerRegistry, worker_registry
 from inference.request_queue import RequestQueue, Taken, request_queue, worker_queue
 from inference.settings import WorkerSettings
-from inference.start_warmup import published_prefixes_warm
+from inference.start_warmup import engine_warm_at_start
 from inference.transport import Transport
 
 logger = logging.getLogger(__name__)
@@ -147,7 +147,7 @@ class InferenceWorker:
             # (faq_resync, at once and then periodically: broadcasts can be lost).
             await self._transport.group_add(FAQ_WORKERS_GROUP, self.channel)
         if self._settings.start_warmup_s > 0:  # before the registry knows it: no chat yet
-            await published_prefixes_warm(
+            await engine_warm_at_start(
                 engine=self._engine,
                 transport=self._transport,
                 ask_timeout_s=self._settings.start_warmup_ask_s,

@@ -82,10 +82,19 @@ export class MarkdownBody {
     return this.pending !== null;
   }
 
-  /** Add a delta; it is shown at the next frame, together with every delta until then. */
+  /**
+   * Add a delta; it is shown at the next frame, together with every delta until then. The
+   * answer's first text is rendered at once: waiting for an animation frame would add up to a
+   * frame (16.7 ms at 60 Hz) to the time to first token; batching is for the deltas after it.
+   */
   append(delta: string): void {
     if (delta === "") return;
+    const first = this.source.trim() === "";
     this.source += delta;
+    if (first && this.source.trim() !== "") {
+      this.flushNow();
+      return;
+    }
     this.markDirty();
   }
 
@@ -118,6 +127,16 @@ export class MarkdownBody {
     this.links = {};
     this.finished = this.finishedEnd = 0;
     this.element.replaceChildren();
+  }
+
+  /** Render what is pending now (a partial render: finished blocks stay as they are). */
+  private flushNow(): void {
+    if (this.pending !== null) {
+      this.scheduler.cancel(this.pending);
+      this.pending = null;
+    }
+    this.dirty = false;
+    this.render(false);
   }
 
   private markDirty(): void {

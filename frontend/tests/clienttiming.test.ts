@@ -82,14 +82,12 @@ afterEach(() => {
 });
 
 describe("chat.client_timing", () => {
-  test("is sent once, at the first painted token, measured from the send", () => {
+  test("is sent once, when the first token is painted (at once, on its arrival), measured from the send", () => {
     const p = open();
     ask(p);
-    p.clock.now = 1100;
-    p.receive({ type: "chat.delta", message_id: "a9", seq: 1, text: "It is " });
-    expect(p.t.of("chat.client_timing")).toEqual([]); // received is not painted
     p.clock.now = 1142.37;
-    p.frames.runFrame();
+    p.receive({ type: "chat.delta", message_id: "a9", seq: 1, text: "It is " });
+    expect(p.frames.requests).toBe(0); // rendered without waiting for an animation frame
     const timing = p.t.of("chat.client_timing");
     expect(timing).toEqual([{ type: "chat.client_timing", id: timing[0]?.["id"], message_id: "a9", ttft_ms: 142.4 }]);
     expect(timing[0]?.["id"]).toMatch(/^[0-9a-f-]{36}$/);
@@ -110,17 +108,17 @@ describe("chat.client_timing", () => {
     p.receive({ type: "chat.delta", message_id: "a9", seq: 1, text: "\n\n" });
     p.clock.now = 1050;
     p.frames.runFrame();
-    p.receive({ type: "chat.delta", message_id: "a9", seq: 2, text: "Hello" });
     p.clock.now = 1090;
-    p.frames.runFrame();
+    p.receive({ type: "chat.delta", message_id: "a9", seq: 2, text: "Hello" });
     expect(p.t.of("chat.client_timing").map((f) => f["ttft_ms"])).toEqual([90]);
   });
 
-  test("an answer that ends before a frame is painted reports at its end (FAQ answers)", () => {
+  test("a FAQ answer (one delta, then its end) is painted and reported as it arrives", () => {
     const p = open();
     ask(p);
-    p.receive({ type: "chat.delta", message_id: "a9", seq: 1, text: "From the FAQ." });
     p.clock.now = 1012;
+    p.receive({ type: "chat.delta", message_id: "a9", seq: 1, text: "From the FAQ." });
+    p.clock.now = 1020;
     p.receive(done("a9"));
     expect(p.t.of("chat.client_timing").map((f) => f["ttft_ms"])).toEqual([12]);
   });
@@ -135,18 +133,16 @@ describe("chat.client_timing", () => {
     p.c.regenerate(A1);
     const regen = p.t.of("chat.regenerate")[0] as Record<string, unknown>;
     p.receive({ type: "chat.accepted", id: regen["id"], conversation_id: CONV, user_message_id: Q1, assistant_message_id: A1 });
-    p.receive({ type: "chat.delta", message_id: A1, seq: 1, text: "Yes, we do." });
     p.clock.now = 5075;
-    p.frames.runFrame();
+    p.receive({ type: "chat.delta", message_id: A1, seq: 1, text: "Yes, we do." });
     p.receive(done(A1));
 
     p.clock.now = 8000;
     p.c.submitEdit(Q1, "Do you ship to Sweden?");
     const edit = p.t.of("chat.edit")[0] as Record<string, unknown>;
     p.receive({ type: "chat.accepted", id: edit["id"], conversation_id: CONV, user_message_id: Q1, assistant_message_id: A1 });
-    p.receive({ type: "chat.delta", message_id: A1, seq: 1, text: "Yes, to Sweden too." });
     p.clock.now = 8033;
-    p.frames.runFrame();
+    p.receive({ type: "chat.delta", message_id: A1, seq: 1, text: "Yes, to Sweden too." });
 
     expect(p.t.of("chat.client_timing").map((f) => [f["message_id"], f["ttft_ms"]])).toEqual([
       [A1, 75],
@@ -171,10 +167,9 @@ describe("chat.client_timing", () => {
   test("a report that could not be sent goes at the answer's end", () => {
     const p = open();
     ask(p);
-    p.receive({ type: "chat.delta", message_id: "a9", seq: 1, text: "Hi" });
     p.t.connected = false;
     p.clock.now = 1060;
-    p.frames.runFrame();
+    p.receive({ type: "chat.delta", message_id: "a9", seq: 1, text: "Hi" });
     expect(p.t.sent.filter((f) => f["type"] === "chat.client_timing")).toEqual([]);
     p.t.connected = true;
     p.clock.now = 1500;

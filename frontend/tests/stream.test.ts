@@ -54,17 +54,21 @@ const ANSWER = [
 ].join("\n");
 
 describe("streaming renderer", () => {
-  test("deltas within a frame are rendered once, at the frame", () => {
+  test("the first text is rendered at once; later deltas within a frame are rendered once, at the frame", () => {
     const { frames, element, body, rendered } = setup();
     body.append("Hello");
+    // the first token does not wait for an animation frame
+    expect(frames.requests).toBe(0);
+    expect(rendered()).toBe(1);
+    expect(element.innerHTML).toBe("<p>Hello</p>");
     body.append(", ");
     body.append("world");
     expect(frames.requests).toBe(1);
-    expect(element.textContent).toBe("");
+    expect(element.textContent).toBe("Hello");
     expect(body.scheduled).toBe(true);
     frames.runFrame();
-    expect(rendered()).toBe(1);
-    expect(body.stats.renders).toBe(1);
+    expect(rendered()).toBe(2);
+    expect(body.stats.renders).toBe(2);
     expect(element.innerHTML).toBe("<p>Hello, world</p>");
     expect(body.scheduled).toBe(false);
 
@@ -72,19 +76,31 @@ describe("streaming renderer", () => {
     expect(frames.requests).toBe(2);
     frames.runFrame();
     expect(element.textContent).toBe("Hello, world!");
-    expect(rendered()).toBe(2);
+    expect(rendered()).toBe(3);
+  });
+
+  test("blank text before the first token waits for a frame like any delta", () => {
+    const { frames, element, body, rendered } = setup();
+    body.append("\n\n");
+    expect(frames.requests).toBe(1);
+    expect(rendered()).toBe(0);
+    body.append("Hi");
+    expect(rendered()).toBe(1); // the first visible text: at once
+    expect(element.textContent).toBe("Hi");
+    expect(body.scheduled).toBe(false);
   });
 
   test("an empty delta schedules nothing; a frame with nothing new renders nothing", () => {
     const { frames, body } = setup();
     body.append("");
     expect(frames.requests).toBe(0);
-    body.append("a");
+    body.append("a"); // the first text: rendered at once
+    body.append("b");
     frames.runFrame();
-    body.set("a");
+    body.set("ab");
     expect(frames.requests).toBe(1);
     frames.runFrame();
-    expect(body.stats.renders).toBe(1);
+    expect(body.stats.renders).toBe(2);
   });
 
   test("finished blocks keep their nodes; only the growing block is rendered again", () => {

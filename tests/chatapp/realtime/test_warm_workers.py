@@ -24,6 +24,7 @@ from inference.engines.scripted import ScriptedEngine
 from inference.protocol import REQUEST_CHANNEL, ChatTurn, GenerateRequest
 from inference.registry import worker_registry
 from inference.request_queue import local_request_queue, worker_queue
+from inference.start_warmup import PLAIN_QUESTION
 from inference.transport import Transport
 from inference.worker import InferenceWorker
 from tests.chatapp.prompts.factories import SYSTEM, template_create
@@ -187,7 +188,7 @@ async def test_publishing_a_template_warms_every_live_worker(alice: User, pair: 
         )
 
 
-async def test_a_starting_worker_warms_the_published_templates_before_it_takes_chat(
+async def test_a_starting_worker_warms_the_plain_chat_and_the_published_templates_before_it_takes_chat(
     alice: User,
 ) -> None:
     from channels.layers import get_channel_layer
@@ -206,11 +207,15 @@ async def test_a_starting_worker_warms_the_published_templates_before_it_takes_c
     task = asyncio.create_task(worker.run())
     try:
         for _ in range(200):
-            if engine.prompts:
+            if len(engine.prompts) >= 2:
                 break
             await asyncio.sleep(0.01)
-        # the prefix is in its cache, and only then does admission count it
-        assert engine.prompts[0].startswith(f"<|im_start|>system\n{SYSTEM}<|im_end|>\n")
+        # first the plain chat (the first user is not the engine's first request), then the
+        # template's prefix; and only then does admission count the worker
+        assert not worker.ready.is_set() or len(engine.prompts) >= 2
+        plain, template = engine.prompts[:2]
+        assert plain.startswith("<|im_start|>user\n") and PLAIN_QUESTION in plain
+        assert template.startswith(f"<|im_start|>system\n{SYSTEM}<|im_end|>\n")
         await asyncio.wait_for(worker.ready.wait(), 5)
         await asyncio.sleep(0.3)
         assert worker.channel in await registry.live_workers()
