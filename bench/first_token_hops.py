@@ -106,8 +106,7 @@ class Sample:
             if socket_span is None
             else self.first_delta_ms - socket_span,
             "received -> admitted": h.get("admitted_ms"),
-            "admitted -> stored": between("admitted_ms", "stored_ms"),
-            "stored -> queued": between("stored_ms", "queued_ms"),
+            "admitted -> queued (history read, request built)": between("admitted_ms", "queued_ms"),
             "queue pickup + delta back to the relay": None
             if queue_wait is None or worker_sent is None
             else queue_wait - worker_sent,
@@ -128,8 +127,7 @@ HOPS: tuple[str, ...] = (
     "press -> frame sent (page)",
     "network and socket, both ways",
     "received -> admitted",
-    "admitted -> stored",
-    "stored -> queued",
+    "admitted -> queued (history read, request built)",
     "queue pickup + delta back to the relay",
     "worker: prompt rendered",
     "engine: prompt -> first token",
@@ -138,6 +136,8 @@ HOPS: tuple[str, ...] = (
     "delta received -> painted (page)",
 )
 TOTALS: tuple[tuple[str, Callable[[Sample], float | None]], ...] = (
+    # off the path since the turn is written while the worker starts (`runs.send_run_start`)
+    ("(question stored, from received: alongside the engine)", lambda s: s.hops.get("stored_ms")),
     ("browser TTFT, Enter -> painted", lambda s: s.pressed_ttft_ms),
     ("worker TTFT (shown as 'server')", lambda s: s.worker_ttft_ms),
     ("browser TTFT - worker TTFT", lambda s: s.pressed_ttft_ms - s.worker_ttft_ms),

@@ -81,6 +81,9 @@ class RelaySettings:
     accept_timeout_s: float  # no worker took the request within this: no_worker
     queue_timeout_s: float  # workers are alive but busy: wait this long in their queue
     stall_timeout_s: float  # accepted, then silent this long: worker_lost
+    # accepted, heartbeats coming, and still no first token after this long: timeout (a wait
+    # ends with a typed error, never an endless spinner); 0: no bound
+    first_token_timeout_s: float = 0.0
     disconnect_grace_s: float  # nobody watching this long: abort the generation
     heartbeat_s: float  # how often watchers, the log and admission hear the relay is alive
     reap_every_s: float  # how often runs orphaned by a dead web process are ended
@@ -114,7 +117,11 @@ class _Run:
     ending: bool = False  # its end is logged; the final write is under way
     migrations: int = 0  # times it went on on another worker after its worker died
     completion_tokens: int = 0  # generated so far, over all its workers
+    accepted_at: float | None = None  # monotonic: a worker started it (its latest worker)
     clock: FirstTokenClock | None = None  # marked here: queued, first delta received
+    # resolved by whoever started the run once its row is written (True) or not (False): the
+    # request was queued before the row existed (`runs.send_run_start`); None: it existed
+    stored: asyncio.Future[bool] | None = None
 
     @property
     def next_seq(self) -> int:
@@ -198,6 +205,7 @@ class AnswerRelay:
         request: GenerateRequest,
         request_channel: str,
         clock: FirstTokenClock | None = None,
+        stored: asyncio.Future[bool] | None = None,
     ) -> None:
         """Own run `request.request_id` of the message, then send the request (built with
         `reply_channel=self.channel`).
@@ -216,6 +224,7 @@ class AnswerRelay:
             request=request.to_channel(),
             session_id=request.session_id,
             clock=clock,
+            stored=stored,
         )
         self._runs[run.run_id] = run
         try:
@@ -311,6 +320,7 @@ class AnswerRelay:
                 )
                 return
             run.worker_channel = event.worker_channel
+            run.accepted_at = time.monotonic()
             run.queued = None
             if self._affinity is not None and run.session_id is not None:
                 self._background(self._remember(run.session_id, event.worker_channel))
@@ -549,6 +559,26 @@ class AnswerRelay:
                     ),
                 )
             elif (
+                run.accepted_at is not None
+                and s.first_token_timeout_s > 0
+                and run.next_seq == 1
+                and now - run.accepted_at >= s.first_token_timeout_s
+            ):
+                await self._cancel_upstream(run)
+                await self._end(
+                    run,
+                    LoggedEnd(
+                        seq=run.next_seq,
+                        status="failed",
+                        error_code="timeout",
+                        error_message=(
+                            f"The assistant did not start answering within "
+                            f"{s.first_token_timeout_s:g} s. Please try again; a shorter "
+                            "message is answered sooner."
+                        ),
+                    ),
+                )
+            elif (
                 run.unwatched_since is not None
                 and run.stop_code is None
                 and now - run.unwatched_since >= s.disconnect_grace_s
@@ -682,11 +712,17 @@ class AnswerRelay:
 
     async def _finish(self, run: _Run, end: LoggedEnd) -> None:
         """Store, free the slot, then tell the watchers: a reload right after shows it stored,
-        and the user can ask again at once. The run stays owned (heartbeats go on) until then."""
+        and the user can ask again at once. The run stays owned (heartbeats go on) until then.
+        A run queued before its row was written waits for the write; one whose row never was
+        (`stored` False) has nothing to store."""
         try:
-            await answer_store(
-                message_id=run.message_id, run_id=run.run_id, content=text_of(run.entries), end=end
-            )
+            if run.stored is None or await asyncio.shield(run.stored):
+                await answer_store(
+                    message_id=run.message_id,
+                    run_id=run.run_id,
+                    content=text_of(run.entries),
+                    end=end,
+                )
         except Exception:  # the log has the end: the orphan reaper stores it later
             logger.exception("could not store run %s of answer %s", run.run_id, run.message_id)
         try:

@@ -47,6 +47,7 @@ def relay_settings() -> RelaySettings:
         accept_timeout_s=settings.CHAT_ACCEPT_TIMEOUT_S,
         queue_timeout_s=max(settings.CHAT_QUEUE_TIMEOUT_S, settings.CHAT_ACCEPT_TIMEOUT_S),
         stall_timeout_s=settings.CHAT_STALL_TIMEOUT_S,
+        first_token_timeout_s=settings.CHAT_FIRST_TOKEN_TIMEOUT_S,
         disconnect_grace_s=settings.CHAT_DISCONNECT_GRACE_S,
         heartbeat_s=settings.CHAT_RELAY_HEARTBEAT_S,
         reap_every_s=settings.CHAT_REAP_EVERY_S,

@@ -11,6 +11,7 @@ from django.contrib.auth.models import User
 from django.db.models import QuerySet
 
 from chatapp.conversations.models import Conversation, Message
+from chatapp.prompts.models import PromptTemplateVersion
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,17 +38,23 @@ def conversation_history(
     so the history the worker gets (and trims to the model's context in its own steps, see
     `inference/prompt_builder.py`) starts at the same message for many turns in a row.
     """
-    rows = (
-        conversation.messages.filter(created_at__lte=up_to.created_at)
-        .exclude(status__in=(Message.Status.FAILED, Message.Status.STREAMING))
+    rows = _shown_to_the_model(conversation).filter(created_at__lte=up_to.created_at)
+    start = _history_start(rows.count(), max_messages=max_messages)
+    kept = rows.values_list("role", "content")[start:]
+    return [Turn(role=role, content=content) for role, content in kept]
+
+
+def _shown_to_the_model(conversation: Conversation) -> QuerySet[Message]:
+    return (
+        conversation.messages.exclude(status__in=(Message.Status.FAILED, Message.Status.STREAMING))
         .exclude(content="")
         .order_by("created_at")
     )
-    total = rows.count()
+
+
+def _history_start(total: int, *, max_messages: int) -> int:
     step = max(max_messages // 2, 1)
-    start = step * max(0, -(-(total - max_messages) // step))  # ceil, in whole steps
-    kept = rows.values_list("role", "content")[start:]
-    return [Turn(role=role, content=content) for role, content in kept]
+    return step * max(0, -(-(total - max_messages) // step))  # ceil, in whole steps
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,11 +79,45 @@ def generation_context(
 ) -> GenerationContext:
     """Everything the worker needs for the next answer: history, system prompt, sampling."""
     conversation = Conversation.objects.select_related("template_version").get(id=conversation_id)
-    version = conversation.template_version
-    return GenerationContext(
+    return _context(
         turns=conversation_history(
             conversation=conversation, up_to=up_to, max_messages=max_messages
         ),
+        version=conversation.template_version,
+    )
+
+
+def next_turn_context(
+    *,
+    owner: User,
+    conversation_id: uuid.UUID | None,
+    text: str,
+    template_version: PromptTemplateVersion | None,
+    max_messages: int,
+) -> GenerationContext | None:
+    """What `generation_context` will read once `text` is stored as the conversation's next
+    question, read before it is (a new conversation reads nothing), so the worker request
+    can be queued while the turn is written. None: no such conversation of the owner's."""
+    if conversation_id is None:
+        return _context(turns=[Turn(role="user", content=text)], version=template_version)
+    conversation = (
+        Conversation.objects.select_related("template_version")
+        .filter(owner=owner, id=conversation_id)
+        .first()
+    )
+    if conversation is None:
+        return None
+    rows = [*_shown_to_the_model(conversation).values_list("role", "content"), ("user", text)]
+    start = _history_start(len(rows), max_messages=max_messages)
+    return _context(
+        turns=[Turn(role=role, content=content) for role, content in rows[start:]],
+        version=conversation.template_version,
+    )
+
+
+def _context(*, turns: list[Turn], version: PromptTemplateVersion | None) -> GenerationContext:
+    return GenerationContext(
+        turns=turns,
         system_prompt=version.system_prompt if version else None,
         sampling=dict(version.sampling) if version else {},
         template_id=version.template_id if version else None,

@@ -55,6 +55,21 @@ def turn_existing(*, sender: User, client_message_id: uuid.UUID) -> TurnStart | 
     )
 
 
+@dataclass(frozen=True, slots=True)
+class TurnIds:
+    """The ids a turn's rows get, drawn before it is stored (its request is queued first)."""
+
+    conversation: uuid.UUID  # used only when the turn starts a conversation
+    user_message: uuid.UUID
+    assistant_message: uuid.UUID
+
+    @classmethod
+    def new(cls) -> TurnIds:
+        return cls(
+            conversation=uuid.uuid4(), user_message=uuid.uuid4(), assistant_message=uuid.uuid4()
+        )
+
+
 def turn_start(
     *,
     sender: User,
@@ -63,12 +78,15 @@ def turn_start(
     text: str,
     run_id: uuid.UUID,
     template_version: PromptTemplateVersion | None = None,
+    ids: TurnIds | None = None,
 ) -> TurnStart:
-    """Store the user's message and an empty assistant message that run `run_id` will fill.
+    """Store the user's message and an empty assistant message that run `run_id` will fill,
+    with `ids` when given.
 
     Idempotent on (sender, client_message_id): a retried send returns the first turn (and its
     run, not `run_id`).
     """
+    ids = ids or TurnIds.new()
     existing = turn_existing(sender=sender, client_message_id=client_message_id)
     if existing is not None:
         return existing
@@ -76,7 +94,10 @@ def turn_start(
         with transaction.atomic():
             if conversation_id is None:
                 conversation = Conversation.objects.create(
-                    owner=sender, title=_title_from(text), template_version=template_version
+                    id=ids.conversation,
+                    owner=sender,
+                    title=_title_from(text),
+                    template_version=template_version,
                 )
             else:
                 found = (
@@ -89,6 +110,7 @@ def turn_start(
                 conversation = found
                 conversation.save(update_fields=["updated_at"])
             user_message = Message.objects.create(
+                id=ids.user_message,
                 conversation=conversation,
                 role=Message.Role.USER,
                 content=text,
@@ -96,6 +118,7 @@ def turn_start(
                 client_message_id=client_message_id,
             )
             assistant = Message.objects.create(
+                id=ids.assistant_message,
                 conversation=conversation,
                 role=Message.Role.ASSISTANT,
                 status=Message.Status.STREAMING,

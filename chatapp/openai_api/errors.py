@@ -113,6 +113,14 @@ def answer_failed(*, error_code: str, message: str, retry_after_s: float) -> Api
             message=message,
             retry_after_s=retry_after_s,
         )
+    if error_code == "timeout":
+        return ApiError(
+            status=504,
+            type="timeout_error",
+            code="first_token_timeout",
+            message=message,
+            retry_after_s=retry_after_s,
+        )
     if error_code == "worker_lost":
         return ApiError(
             status=503,

@@ -122,30 +122,33 @@ async def chat_completions(request: HttpRequest) -> HttpResponseBase:
     streaming = False
     try:
         entries = answer.entries()
-        # Wait for the first entry before answering, so that an answer that fails before its
-        # first token (no worker took it, the queue timed out) gets its own status code.
+        logprobs = prompt.sampling.logprobs is not None
+        if parsed.stream:
+            # Headers now, not at the first token: a wait is never silent. An answer that
+            # fails before its first token (no worker took it in time, the queue timed out)
+            # ends the stream with an error event; refusals at admission (busy, rate limits)
+            # came before this with their own status codes.
+            include_usage = bool(parsed.stream_options and parsed.stream_options.include_usage)
+            response = StreamingHttpResponse(
+                sse_stream(
+                    answer,
+                    entries=entries,
+                    include_usage=include_usage,
+                    retry_after_s=settings.CHAT_BUSY_RETRY_AFTER_S,
+                    keepalive_s=settings.CHAT_SSE_KEEPALIVE_S,
+                    logprobs=logprobs,
+                ),
+                content_type="text/event-stream",
+            )
+            response["Cache-Control"] = "no-cache"
+            response["X-Accel-Buffering"] = "no"  # nginx: pass events through at once
+            streaming = True  # the stream owns the answer now and stops it if the client leaves
+            return response
+        # Not streamed: the status code says how it ended.
         first = await anext(entries)
         if isinstance(first, LoggedEnd) and first.status == "failed":
             raise _failed(first)
-        logprobs = prompt.sampling.logprobs is not None
-        if not parsed.stream:
-            return await _completion(answer, [first], entries, logprobs=logprobs)
-        include_usage = bool(parsed.stream_options and parsed.stream_options.include_usage)
-        response = StreamingHttpResponse(
-            sse_stream(
-                answer,
-                first=first,
-                rest=entries,
-                include_usage=include_usage,
-                retry_after_s=settings.CHAT_BUSY_RETRY_AFTER_S,
-                logprobs=logprobs,
-            ),
-            content_type="text/event-stream",
-        )
-        response["Cache-Control"] = "no-cache"
-        response["X-Accel-Buffering"] = "no"  # nginx: pass events through at once
-        streaming = True  # the stream owns the answer now and stops it if the client leaves
-        return response
+        return await _completion(answer, [first], entries, logprobs=logprobs)
     finally:
         # Client gone (Django cancels this task), an error, or done: never leave it running.
         if not streaming:

@@ -14,6 +14,7 @@ import logging
 import math
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -54,6 +55,7 @@ from chatapp.unavailable import database_unavailable
 logger = logging.getLogger(__name__)
 
 _BUSY_HERE = "An answer is still streaming; stop it first."
+_Start = Callable[[], Awaitable[runs.Started | Refused]]  # admits a run and stores its turn
 
 
 class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is untyped
@@ -132,15 +134,12 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
             )
 
     async def _on_send(self, frame: SendFrame) -> None:
-        existing = await database_sync_to_async(services.turn_existing)(
-            sender=self.scope["user"], client_message_id=frame.id
-        )
-        if existing is not None:  # a retried send: show the answer it started, never a second
-            await self._send_frame(_accepted(frame.id, existing))
-            await self.watching.follow(existing.assistant_message, after_seq=0, client_id=frame.id)
-            return
+        # A retried send (the same client id) gets the answer it started, never a second:
+        # `turn_start` is idempotent, so only where a refusal could come first is it looked
+        # up beforehand (here, and in `_started` when admission refuses).
         if self._generating():
-            await self._error("busy", _BUSY_HERE, client_id=frame.id)
+            if not await self._shown_if_sent(frame.id):
+                await self._error("busy", _BUSY_HERE, client_id=frame.id)
             return
         template_version = None
         text = frame.text
@@ -170,17 +169,22 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
         assert text is not None  # the frame schema requires text without a template
         if await self._too_long(text, client_id=frame.id):
             return
-        user = self.scope["user"]
+        question = runs.NewQuestion(
+            sender=self.scope["user"],
+            conversation_id=frame.conversation_id,
+            client_message_id=frame.id,
+            text=text,
+            template_version=template_version,
+        )
         started = await self._started(
-            lambda run_id: services.turn_start(
-                sender=user,
-                conversation_id=frame.conversation_id,
-                client_message_id=frame.id,
-                text=text,
-                template_version=template_version,
-                run_id=run_id,
+            lambda: runs.send_run_start(
+                question=question,
+                user_key=self._user_key(),
+                watcher=self.channel_name,
+                received_at=self._received_at,
             ),
             client_id=frame.id,
+            retried_send=True,
         )
         if started is None:
             return
@@ -188,7 +192,7 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
             metrics.request_frame(
                 kind=_kind_of(frame), frame_bytes=self._frame_bytes, prompt_text=text
             )
-        await self._run_show(started, client_id=frame.id, bypass_faq=False)
+        await self._run_show(started, client_id=frame.id, bypass_faq=False, queued=True)
 
     async def _on_regenerate(self, frame: RegenerateFrame) -> None:
         if self._generating():
@@ -196,8 +200,10 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
             return
         user = self.scope["user"]
         started = await self._started(
-            lambda run_id: services.answer_restart(
-                sender=user, message_id=frame.message_id, client_id=frame.id, run_id=run_id
+            self._admit_and_store(
+                lambda run_id: services.answer_restart(
+                    sender=user, message_id=frame.message_id, client_id=frame.id, run_id=run_id
+                )
             ),
             client_id=frame.id,
             message_id=frame.message_id,
@@ -213,12 +219,14 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
             return
         user = self.scope["user"]
         started = await self._started(
-            lambda run_id: services.turn_edit(
-                sender=user,
-                message_id=frame.message_id,
-                text=frame.text,
-                client_id=frame.id,
-                run_id=run_id,
+            self._admit_and_store(
+                lambda run_id: services.turn_edit(
+                    sender=user,
+                    message_id=frame.message_id,
+                    text=frame.text,
+                    client_id=frame.id,
+                    run_id=run_id,
+                )
             ),
             client_id=frame.id,
             message_id=frame.message_id,
@@ -254,22 +262,47 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
         )
         return True
 
+    async def _shown_if_sent(self, client_id: uuid.UUID) -> bool:
+        """Show the answer a send with this client id already started, if there is one."""
+        existing = await database_sync_to_async(services.turn_existing)(
+            sender=self.scope["user"], client_message_id=client_id
+        )
+        if existing is None:
+            return False
+        await self._send_frame(_accepted(client_id, existing))
+        await self.watching.follow(existing.assistant_message, after_seq=0, client_id=client_id)
+        return True
+
+    def _admit_and_store(self, write: runs.TurnWrite) -> _Start:
+        def start() -> Awaitable[runs.Started | Refused]:
+            return runs.run_admit_and_store(
+                user_key=self._user_key(),
+                write=write,
+                received_at=self._received_at,
+                with_context=True,
+            )
+
+        return start
+
     async def _started(
         self,
-        write: runs.TurnWrite,
+        start: _Start,
         *,
         client_id: uuid.UUID,
         message_id: uuid.UUID | None = None,
+        retried_send: bool = False,
     ) -> runs.Started | None:
-        """Admit a new run and store its turn; None (the user told why) if either is refused."""
+        """Admit a new run and store its turn; None (the user told why) if either is refused.
+        `retried_send`: the frame may repeat a send whose answer exists; refused admission
+        then shows that answer instead."""
         try:
-            started = await runs.run_admit_and_store(
-                user_key=self._user_key(), write=write, received_at=self._received_at
-            )
+            started = await start()
         except ApplicationError as exc:
             await self._app_error(exc, client_id=client_id, message_id=message_id)
             return None
         if isinstance(started, Refused):
+            if retried_send and await self._shown_if_sent(client_id):
+                return None
             code: ErrorCode = (
                 "no_worker"
                 if started.reason == "no_worker"
@@ -290,11 +323,20 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
         return started
 
     async def _run_show(
-        self, started: runs.Started, *, client_id: uuid.UUID, bypass_faq: bool
+        self,
+        started: runs.Started,
+        *,
+        client_id: uuid.UUID,
+        bypass_faq: bool,
+        queued: bool = False,
     ) -> None:
-        """Tell the browser where the answer goes, then start it (or follow the first frame's)."""
-        await self._send_frame(_accepted(client_id, started.turn))
+        """Start the answer (or follow the first frame's), and tell the browser where it goes.
+
+        Queued first: the browser needs `chat.accepted` before the answer's entries, and
+        those are handled only once this frame is (a consumer handles one message at a time).
+        """
         if started.repeated:
+            await self._send_frame(_accepted(client_id, started.turn))
             await self.watching.follow(
                 started.turn.assistant_message, after_seq=0, client_id=client_id
             )
@@ -308,12 +350,16 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
                 clock=started.clock,
             )
         )
-        await runs.chat_run_start(
-            started=started,
-            user_key=self._user_key(),
-            watcher=self.channel_name,
-            bypass_faq=bypass_faq,
-        )
+        try:
+            if not queued:  # a send's request went out before its turn was stored
+                await runs.chat_run_start(
+                    started=started,
+                    user_key=self._user_key(),
+                    watcher=self.channel_name,
+                    bypass_faq=bypass_faq,
+                )
+        finally:  # the turn is stored: the browser shows it, however its answer goes
+            await self._send_frame(_accepted(client_id, started.turn))
 
     async def _on_resume(self, frame: ResumeFrame) -> None:
         message = await database_sync_to_async(selectors.answer_get)(

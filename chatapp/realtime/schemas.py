@@ -34,6 +34,7 @@ ErrorCode = Literal[
     "rate_limited",
     "too_long",
     "unavailable",
+    "timeout",
 ]
 
 ERROR_CODES: frozenset[str] = frozenset(get_args(ErrorCode))

@@ -28,6 +28,9 @@ class ChatSettings(BaseSettings):
     # No event (delta or the worker's heartbeat) for this long after the worker accepted: the
     # worker is taken as lost and the answer fails with what it had.
     stall_timeout_s: float = Field(10, gt=0)
+    # An answer a worker started that has no first token after this long fails `timeout`
+    # (a prefill that long is a prompt the hardware cannot serve in time); 0: no bound.
+    first_token_timeout_s: float = Field(120, ge=0)
     # A socket that drops leaves its answer generating this long, so a refresh can resume it;
     # nobody back by then: the generation is aborted and the answer kept as stopped.
     disconnect_grace_s: float = Field(30, ge=0)
@@ -48,6 +51,8 @@ class ChatSettings(BaseSettings):
     # come back this long after its last heartbeat even if nobody ends its runs.
     admission_lease_s: float = Field(0, ge=0)  # 0: max(10, 5 heartbeats)
     busy_retry_after_s: float = Field(5, ge=0)
+    # A streamed /v1 answer sends an SSE comment this often until its first token.
+    sse_keepalive_s: float = Field(10, gt=0)
     # Routing affinity (inference/affinity.py): a conversation's next turn goes to the worker
     # that served its last one (its history is in that engine's prefix cache) while that
     # worker is alive with a free slot; one it has not taken within affinity_wait_s goes to any

@@ -13,7 +13,7 @@ export const SERVER_FRAME_TYPES = ["chat.accepted", "chat.delta", "chat.done", "
 export type ServerFrameType = (typeof SERVER_FRAME_TYPES)[number];
 
 /** Every `code` of a `chat.error`. */
-export const ERROR_CODES = ["bad_json", "too_large", "unknown_type", "invalid", "not_found", "busy", "no_worker", "engine", "internal", "template_unknown", "worker_lost", "interrupted", "rate_limited", "too_long", "unavailable"] as const;
+export const ERROR_CODES = ["bad_json", "too_large", "unknown_type", "invalid", "not_found", "busy", "no_worker", "engine", "internal", "template_unknown", "worker_lost", "interrupted", "rate_limited", "too_long", "unavailable", "timeout"] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
 // --- browser -> server: what the server accepts (`?`: may be left out; the default

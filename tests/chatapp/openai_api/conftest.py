@@ -83,7 +83,7 @@ def sse_events(body: str) -> list[Any]:
 
     events: list[Any] = []
     for block in body.split("\n\n"):
-        if not block.strip():
+        if not block.strip() or block.startswith(":"):  # a comment: the keep-alives
             continue
         assert block.startswith("data: "), block
         data = block.removeprefix("data: ")

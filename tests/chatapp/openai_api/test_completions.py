@@ -101,6 +101,8 @@ async def test_the_stream_is_server_sent_events_ending_with_done(
 
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/event-stream")
+    # the wait is never silent: a comment goes out before the model has said anything
+    assert response.text.startswith(": waiting for the model\n\n")
     events = sse_events(response.text)
     assert events[-1] == "[DONE]"
     chunks = events[:-1]
@@ -149,8 +151,9 @@ async def test_a_dropped_client_aborts_the_engine_request(
 
     async def send(message: dict[str, object]) -> None:
         sent.append(message)
-        if message["type"] == "http.response.body" and message.get("body"):
-            first_chunk.set()
+        body = message.get("body")
+        if message["type"] == "http.response.body" and isinstance(body, bytes) and b"data:" in body:
+            first_chunk.set()  # the first event, after the keep-alive comment
 
     scope = {
         "type": "http",
@@ -236,3 +239,45 @@ async def test_a_request_whose_relay_dies_fails_instead_of_hanging(
         role="assistant", conversation__owner=api_key.key.user
     )
     assert (message.status, message.error_code) == ("failed", "interrupted")
+
+
+async def test_a_slow_first_token_streams_keep_alives_until_it_comes(
+    http: httpx.AsyncClient, api_key: Key, scripted_worker: RunningWorker, settings: Any
+) -> None:
+    """The engine is silent for 1 s before its first token: the stream is open from the
+    start, with a comment every keep-alive interval, and the answer follows."""
+    settings.CHAT_SSE_KEEPALIVE_S = 0.2
+    response = await http.post(
+        "/v1/chat/completions",
+        json=chat("[[stall]] patience", stream=True),
+        headers=api_key.headers,
+    )
+    assert response.status_code == 200
+    blocks = [b for b in response.text.split("\n\n") if b]
+    first_data = next(i for i, b in enumerate(blocks) if b.startswith("data: "))
+    assert first_data >= 4  # one at once, then one per 0.2 s of the 1 s silence
+    assert all(b == ": waiting for the model" for b in blocks[:first_data])
+    text = "".join(
+        c["choices"][0]["delta"].get("content", "") for c in sse_events(response.text)[:-1]
+    )
+    assert text == "You said: [[stall]] patience"
+
+
+async def test_a_first_token_past_its_deadline_is_504_or_an_error_event_in_the_stream(
+    http: httpx.AsyncClient, api_key: Key, scripted_worker: RunningWorker, settings: Any
+) -> None:
+    settings.CHAT_FIRST_TOKEN_TIMEOUT_S = 0.3
+    plain = await http.post(
+        "/v1/chat/completions", json=chat("[[stall]] patience"), headers=api_key.headers
+    )
+    assert plain.status_code == 504
+    assert plain.json()["error"]["code"] == "first_token_timeout"
+    streamed = await http.post(
+        "/v1/chat/completions",
+        json=chat("[[stall]] patience", stream=True),
+        headers=api_key.headers,
+    )
+    assert streamed.status_code == 200  # the headers went out before the deadline
+    events = sse_events(streamed.text)
+    assert events[-1] == "[DONE]"
+    assert events[-2]["error"]["code"] == "first_token_timeout"

@@ -184,6 +184,30 @@ async def test_retried_send_never_starts_a_second_generation(
     assert await sync_to_async(Message.objects.count)() == 2
 
 
+async def test_a_retried_send_gets_its_answer_even_when_no_new_one_would_be_admitted(
+    connect: Connect, alice: User, scripted_worker: RunningWorker
+) -> None:
+    """The retry is not looked up before admission (that would cost every send a database
+    round); when admission refuses, the answer it already has is shown instead."""
+    ws = await open_socket(connect, alice)
+    frame = send_frame("only once")
+    await ws.send_json_to(frame)
+    first = await receive_until(ws, "chat.done")
+    scripted_worker.task.cancel()  # no worker left: a new send is refused no_worker
+    for _ in range(100):
+        if not scripted_worker.task.done():
+            await asyncio.sleep(0.01)
+    await ws.send_json_to(send_frame("a new question"))
+    refused = await receive_until(ws, "chat.error")
+    assert refused[-1]["code"] == "no_worker"
+
+    await ws.send_json_to(frame)
+    again = await receive_until(ws, "chat.done")
+    assert [f["type"] for f in again if f["type"] == "chat.error"] == []
+    assert again[0]["assistant_message_id"] == first[0]["assistant_message_id"]
+    assert answer_text(again) == answer_text(first)
+
+
 async def test_second_send_while_streaming_is_refused_as_busy(
     connect: Connect, alice: User, scripted_worker: RunningWorker
 ) -> None:
@@ -394,6 +418,30 @@ async def test_a_long_silent_prefill_is_not_taken_for_a_dead_worker(
     await ws.send_json_to(send_frame("[[stall]] patience"))
     frames = await receive_until(ws, "chat.done")
     assert answer_text(frames) == "You said: [[stall]] patience"
+
+
+async def test_a_first_token_later_than_its_deadline_ends_the_wait_with_a_typed_error(
+    connect: Connect, alice: User, scripted_worker: RunningWorker, settings: Any
+) -> None:
+    """The worker is alive (heartbeats) but the engine says nothing for 1 s: past the
+    deadline the page gets `timeout`, not an endless spinner, and the engine request ends."""
+    settings.CHAT_FIRST_TOKEN_TIMEOUT_S = 0.4
+    ws = await open_socket(connect, alice)
+    started = asyncio.get_running_loop().time()
+    await ws.send_json_to(send_frame("[[stall]] patience"))
+    frames = await receive_until(ws, "chat.error")
+    waited = asyncio.get_running_loop().time() - started
+    assert frames[-1]["code"] == "timeout"
+    assert "did not start answering within 0.4 s" in frames[-1]["message"]
+    assert [f for f in frames if f["type"] == "chat.delta"] == []
+    assert 0.4 <= waited < 1.0  # before the stalled engine's first token would have come
+    message = await sync_to_async(Message.objects.get)(id=frames[0]["assistant_message_id"])
+    assert (message.status, message.error_code) == ("failed", "timeout")
+    for _ in range(100):
+        if scripted_worker.worker.active_requests == 0:
+            break
+        await asyncio.sleep(0.02)
+    assert scripted_worker.worker.active_requests == 0
 
 
 async def test_edit_and_resend_replaces_the_question_and_drops_what_came_after(

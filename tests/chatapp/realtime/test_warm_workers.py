@@ -188,7 +188,7 @@ async def test_publishing_a_template_warms_every_live_worker(alice: User, pair: 
         )
 
 
-async def test_a_starting_worker_warms_the_plain_chat_and_the_published_templates_before_it_takes_chat(
+async def test_a_starting_worker_warms_the_plain_chat_and_the_templates_before_it_takes_chat(
     alice: User,
 ) -> None:
     from channels.layers import get_channel_layer
@@ -214,7 +214,8 @@ async def test_a_starting_worker_warms_the_plain_chat_and_the_published_template
         # template's prefix; and only then does admission count the worker
         assert not worker.ready.is_set() or len(engine.prompts) >= 2
         plain, template = engine.prompts[:2]
-        assert plain.startswith("<|im_start|>user\n") and PLAIN_QUESTION in plain
+        assert plain.startswith("<|im_start|>user\n")
+        assert PLAIN_QUESTION in plain
         assert template.startswith(f"<|im_start|>system\n{SYSTEM}<|im_end|>\n")
         await asyncio.wait_for(worker.ready.wait(), 5)
         await asyncio.sleep(0.3)
