@@ -66,13 +66,20 @@ class AnswerAlive(_Message):
     type: Literal["answer.alive"] = "answer.alive"
 
 
+class AnswerStarted(_Message):
+    """A worker started generating the answer (it is prefilling): sent to the watchers, so a
+    page can say so while it waits for the first token."""
+
+    type: Literal["answer.started"] = "answer.started"
+
+
 class AnswerGone(_Message):
     """Reply to an attach for a run this relay no longer runs (it has ended)."""
 
     type: Literal["answer.gone"] = "answer.gone"
 
 
-RelayReply = AnswerEntry | AnswerAlive | AnswerGone
+RelayReply = AnswerEntry | AnswerAlive | AnswerStarted | AnswerGone
 relay_reply_adapter: TypeAdapter[RelayReply] = TypeAdapter(
     Annotated[RelayReply, Field(discriminator="type")]
 )

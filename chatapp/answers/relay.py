@@ -32,6 +32,7 @@ from chatapp.answers.log import AnswerLog
 from chatapp.answers.messages import (
     AnswerAlive,
     AnswerEntry,
+    AnswerStarted,
     AnswerGone,
     AttachAnswer,
     DetachAnswer,
@@ -322,6 +323,10 @@ class AnswerRelay:
             run.worker_channel = event.worker_channel
             run.accepted_at = time.monotonic()
             run.queued = None
+            if run.next_seq == 1:  # nothing shown yet: the page says it is being read
+                started = AnswerStarted(message_id=run.message_id, run_id=run.run_id)
+                for watcher in list(run.watchers):
+                    await self._send(watcher, started.to_channel())
             if self._affinity is not None and run.session_id is not None:
                 self._background(self._remember(run.session_id, event.worker_channel))
             # Off the receive loop: the first delta often follows at once (a FAQ answer).

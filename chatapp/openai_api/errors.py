@@ -116,7 +116,7 @@ def answer_failed(*, error_code: str, message: str, retry_after_s: float) -> Api
     if error_code == "timeout":
         return ApiError(
             status=504,
-            type="timeout_error",
+            type="service_unavailable_error",
             code="first_token_timeout",
             message=message,
             retry_after_s=retry_after_s,

@@ -413,6 +413,9 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
     async def answer_entry(self, event: dict[str, Any]) -> None:
         await self.watching.on_entry(event)
 
+    async def answer_started(self, event: dict[str, Any]) -> None:
+        await self.watching.on_started(event)
+
     async def answer_alive(self, event: dict[str, Any]) -> None:
         self.watching.on_alive(event)
 

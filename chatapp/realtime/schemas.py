@@ -216,6 +216,14 @@ class DoneFrame(_Frame):
     hops: FirstTokenHops | None = None
 
 
+class StartedFrame(_Frame):
+    """A worker started the answer: it is reading the question (prefill) and its first token
+    follows. Before it (after `chat.accepted`) the answer waits in the queue."""
+
+    type: Literal["chat.started"] = "chat.started"
+    message_id: uuid.UUID
+
+
 class SnapshotFrame(_Frame):
     """The whole text of an answer so far; replaces what the browser shows for it. Sent on a
     resume when the stream log can no longer give exactly the missing part."""
@@ -255,6 +263,7 @@ class ErrorFrame(_Frame):
 
 AnyServerFrame = (
     AcceptedFrame
+    | StartedFrame
     | DeltaFrame
     | DoneFrame
     | SnapshotFrame

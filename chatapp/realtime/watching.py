@@ -26,6 +26,7 @@ from chatapp.answers.messages import (
     AnswerAlive,
     AnswerEntry,
     AnswerGone,
+    AnswerStarted,
     DetachAnswer,
     StopAnswer,
 )
@@ -42,6 +43,7 @@ from chatapp.realtime.schemas import (
     ErrorFrame,
     FirstTokenHops,
     SnapshotFrame,
+    StartedFrame,
     Timings,
     Usage,
 )
@@ -148,6 +150,13 @@ class SocketWatching:
         if watch is not None:
             watch.heard()
             await self._show(watch, message.entry)
+
+    async def on_started(self, event: dict[str, Any]) -> None:
+        started = AnswerStarted.model_validate(event)
+        watch = self._watch_of(started.message_id, started.run_id)
+        if watch is not None:
+            watch.heard()
+            await self._send(StartedFrame(message_id=started.message_id))
 
     def on_alive(self, event: dict[str, Any]) -> None:
         alive = AnswerAlive.model_validate(event)

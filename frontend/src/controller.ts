@@ -218,7 +218,11 @@ export class ChatController {
     switch (frame.type) {
       case "chat.accepted":
         return this.onAccepted(frame);
+      case "chat.started":
+        if (this.stream.streaming(frame.message_id) !== null) this.messages.answer(frame.message_id)?.setStage("prefilling");
+        return;
       case "chat.delta":
+        this.messages.answer(frame.message_id)?.setStage(null);
         return this.stream.onDelta(frame);
       case "chat.done":
         return this.onDone(frame);
@@ -429,6 +433,8 @@ export class ChatController {
 
   private startStreaming(messageId: string, view: MessageView, sentAt: number, measured = true): void {
     this.stream.start(messageId, view, sentAt, measured);
+    // accepted: stored and in the queue (a followed answer's stage is not known)
+    view.setStage(measured ? "queued" : null);
     this.updateControls();
   }
 

@@ -235,6 +235,10 @@ const PARSERS: Parsers = {
     }
     return { type: "chat.accepted", id, conversation_id, user_message_id, assistant_message_id };
   },
+  "chat.started": (data) => {
+    const message_id = str(data, "message_id");
+    return message_id === undefined ? null : { type: "chat.started", message_id };
+  },
   "chat.delta": (data) => {
     const message_id = str(data, "message_id");
     const text = str(data, "text");

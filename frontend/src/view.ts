@@ -9,6 +9,7 @@ import { MarkdownBody, type FrameScheduler } from "./stream.ts";
 export type Role = "user" | "assistant";
 /** The documented statuses, plus "pending" for a user message the server has not accepted yet. */
 export type ViewStatus = "pending" | "streaming" | "complete" | "stopped" | "failed";
+export type AnswerStage = "queued" | "prefilling";
 
 /** What the buttons under an answer do. */
 export interface AnswerActionHandlers {
@@ -95,6 +96,17 @@ export class MessageView {
 
   setStatus(status: ViewStatus | (string & {})): void {
     setMessageStatus(this.element, status);
+  }
+
+  /**
+   * Where an answer that shows nothing yet is, from the server's frames: "queued" after
+   * `chat.accepted`, "prefilling" after `chat.started` (a worker reads the question), null
+   * once text arrives. The stylesheet says so in the empty body if the wait lasts.
+   */
+  setStage(stage: AnswerStage | null): void {
+    if (stage === null) {
+      if (this.element.dataset["stage"] !== undefined) delete this.element.dataset["stage"];
+    } else this.element.dataset["stage"] = stage;
   }
 
   /** The message's text as sent or received (an answer's markdown source). */

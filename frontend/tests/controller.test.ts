@@ -161,10 +161,18 @@ describe("sending and streaming", () => {
     const body = answer.querySelector(".message-body") as HTMLElement;
     expect(answer.dataset["status"]).toBe("streaming");
 
-    // Everything the stream changes must be inside the streaming answer's body.
+    // Everything the stream changes must be inside the streaming answer's body (but for
+    // the end of its waiting stage, at the first token).
+    expect(answer.dataset["stage"]).toBe("queued");
+    p.receive({ type: "chat.started", message_id: "a3" });
+    expect(answer.dataset["stage"]).toBe("prefilling");
     const outside: Node[] = [];
+    const stages: (string | null)[] = [];
     const observer = new MutationObserver((records) => {
-      for (const r of records) if (!body.contains(r.target)) outside.push(r.target);
+      for (const r of records) {
+        if (r.attributeName === "data-stage") stages.push(answer.getAttribute("data-stage"));
+        else if (!body.contains(r.target)) outside.push(r.target);
+      }
     });
     observer.observe(log(), { childList: true, subtree: true, characterData: true, attributes: true });
     const before = Array.from(log().children);
@@ -181,10 +189,13 @@ describe("sending and streaming", () => {
     p.receive({ type: "chat.delta", message_id: "a3", seq: 6, text: "\n\nMore." });
     p.frames.runFrame();
     observer.takeRecords().forEach((r) => {
-      if (!body.contains(r.target)) outside.push(r.target);
+      if (r.attributeName === "data-stage") stages.push(answer.getAttribute("data-stage"));
+      else if (!body.contains(r.target)) outside.push(r.target);
     });
     observer.disconnect();
     expect(outside).toEqual([]);
+    expect(stages).toEqual([null]); // once, at the first token
+    expect(answer.dataset["stage"]).toBeUndefined();
     expect(Array.from(log().children)).toEqual(before); // the other messages are the same nodes
 
     p.clock.now = 1200;

@@ -347,6 +347,7 @@ class Answer:
     end: dict[str, Any] | None = None
     arrivals: list[float] = field(default_factory=list)  # monotonic time of each frame
     shown: str = ""  # the text on screen: a snapshot replaces it, a delta appends
+    started: int = 0  # `chat.started` frames (one per worker that started it)
 
     @property
     def seqs(self) -> list[int]:
@@ -432,6 +433,9 @@ class Chat:
                 break
             frame = await self.recv(max(0.01, deadline - time.monotonic()))
             assert frame.get("message_id") == answer.message_id, frame
+            if frame["type"] == "chat.started":  # a worker took it: no text yet
+                answer.started += 1
+                continue
             answer.arrivals.append(time.monotonic())
             answer.add(frame)
         return answer

@@ -27,7 +27,7 @@ from chatapp.conversations.models import Message
 from chatapp.realtime.schemas import CLIENT_FRAME_TYPES
 from tests.conftest import Connect, RunningWorker
 from tests.security.support import Frame, client_for, frames_until_quiet, leaks, raw_socket
-from tests.support.sockets import open_socket, receive_until, send_frame
+from tests.support.sockets import open_socket, receive_delta, receive_until, send_frame
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -169,7 +169,7 @@ async def test_frames_aimed_at_bobs_live_answer_are_refused_and_bob_keeps_stream
 ) -> None:
     question = f"[[slow]] {BOB_SECRET} " + " ".join(["word"] * (BOB_LIVE_WORDS - 4))
     turn = await bob_asks(bob_socket, question)
-    first = await bob_socket.receive_json_from(timeout=5)
+    first = await receive_delta(bob_socket)
     assert first["type"] == "chat.delta"  # Bob's answer is live in the relay now
 
     frame = build(turn)

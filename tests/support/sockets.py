@@ -42,5 +42,13 @@ async def receive_until(
             raise AssertionError(f"unexpected error frame {frame}")
 
 
+async def receive_delta(ws: WebsocketCommunicator, timeout: float = 5) -> dict[str, Any]:
+    """The next `chat.delta`, past the `chat.started` that comes before an answer's first."""
+    frame = await ws.receive_json_from(timeout=timeout)
+    if frame["type"] == "chat.started":
+        frame = await ws.receive_json_from(timeout=timeout)
+    return frame
+
+
 def answer_text(frames: list[dict[str, Any]]) -> str:
     return "".join(f["text"] for f in frames if f["type"] == "chat.delta")

@@ -9,7 +9,7 @@ export const CLIENT_FRAME_TYPES = ["chat.send", "chat.stop", "chat.regenerate", 
 export type ClientFrameType = (typeof CLIENT_FRAME_TYPES)[number];
 
 /** Every `type` the server sends. */
-export const SERVER_FRAME_TYPES = ["chat.accepted", "chat.delta", "chat.done", "chat.snapshot", "chat.error", "chat.resend_full", "templates.changed", "chat.feedback_recorded"] as const;
+export const SERVER_FRAME_TYPES = ["chat.accepted", "chat.started", "chat.delta", "chat.done", "chat.snapshot", "chat.error", "chat.resend_full", "templates.changed", "chat.feedback_recorded"] as const;
 export type ServerFrameType = (typeof SERVER_FRAME_TYPES)[number];
 
 /** Every `code` of a `chat.error`. */
@@ -129,6 +129,16 @@ export interface AcceptedFrame {
   assistant_message_id: string;
 }
 
+/**
+ * A worker started the answer: it is reading the question (prefill) and its first token
+ * follows. Before it (after `chat.accepted`) the answer waits in the queue.
+ */
+export interface StartedFrame {
+  type: "chat.started";
+  /** uuid */
+  message_id: string;
+}
+
 export interface DeltaFrame {
   type: "chat.delta";
   /** uuid */
@@ -223,4 +233,4 @@ export interface Usage {
   cached_prompt_tokens: number | null;
 }
 
-export type ServerFrame = AcceptedFrame | DeltaFrame | DoneFrame | SnapshotFrame | ErrorFrame | ResendFullFrame | TemplatesChangedFrame | FeedbackRecordedFrame;
+export type ServerFrame = AcceptedFrame | StartedFrame | DeltaFrame | DoneFrame | SnapshotFrame | ErrorFrame | ResendFullFrame | TemplatesChangedFrame | FeedbackRecordedFrame;

@@ -18,7 +18,13 @@ from django.contrib.auth.models import User
 from chatapp.conversations.models import Conversation, Message
 from inference.request_queue import local_request_queue
 from tests.conftest import Connect, RunningWorker
-from tests.support.sockets import answer_text, open_socket, receive_until, send_frame
+from tests.support.sockets import (
+    answer_text,
+    open_socket,
+    receive_delta,
+    receive_until,
+    send_frame,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -86,7 +92,7 @@ async def test_stop_aborts_generation_and_keeps_partial_answer(
     words = " ".join(f"w{i}" for i in range(60))
     await ws.send_json_to(send_frame(f"[[slow]] {words}"))
     accepted = await ws.receive_json_from(timeout=5)
-    first_delta = await ws.receive_json_from(timeout=5)
+    first_delta = await receive_delta(ws)
     assert first_delta["type"] == "chat.delta"
 
     await ws.send_json_to({"type": "chat.stop", "id": str(uuid.uuid4())})
@@ -109,7 +115,7 @@ async def test_a_dropped_socket_leaves_the_answer_running_for_the_grace_period_t
     ws = await open_socket(connect, alice)
     await ws.send_json_to(send_frame("[[slow]] " + " ".join(["word"] * 200)))
     accepted = await ws.receive_json_from(timeout=5)
-    assert (await ws.receive_json_from(timeout=5))["type"] == "chat.delta"
+    assert (await receive_delta(ws))["type"] == "chat.delta"
     await ws.disconnect()
 
     await asyncio.sleep(0.4)  # within the grace period: still generating for a refresh
@@ -395,7 +401,7 @@ async def test_a_worker_that_dies_mid_answer_is_detected_and_the_answer_kept_as_
     ws = await open_socket(connect, alice)
     await ws.send_json_to(send_frame("[[slow]] " + " ".join(["word"] * 80)))
     accepted = await ws.receive_json_from(timeout=5)
-    first = await ws.receive_json_from(timeout=5)
+    first = await receive_delta(ws)
     assert first["type"] == "chat.delta"
 
     scripted_worker.vanish()  # like kill -9: no error, no done, no heartbeat

@@ -23,6 +23,9 @@ async def test_the_done_of_a_sent_question_carries_its_first_token_hops_in_order
     ws = await open_socket(connect, alice)
     await ws.send_json_to(send_frame("[[slow]] where is my parcel"))
     frames = await receive_until(ws, "chat.done")
+    # the wait is never silent: queued (accepted), then a worker reads it (started), then text
+    assert [f["type"] for f in frames[:3]] == ["chat.accepted", "chat.started", "chat.delta"]
+    assert frames[1]["message_id"] == frames[0]["assistant_message_id"]
     hops = frames[-1]["hops"]
     assert hops is not None
     web = [

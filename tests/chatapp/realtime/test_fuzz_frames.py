@@ -361,15 +361,19 @@ async def exchange(ws: WebsocketCommunicator, hostile: Hostile) -> list[Frame]:
     return replies
 
 
-# an answer streams as accepted (or, resumed, snapshot/delta), then deltas, then done or error
-STREAMING = frozenset({"chat.accepted", "chat.snapshot", "chat.delta"})
+# an answer streams as accepted (or, resumed, snapshot/delta), started (a worker took it),
+# then deltas, then done or error
+STREAMING = frozenset({"chat.accepted", "chat.started", "chat.snapshot", "chat.delta"})
 
 
 def check_stream(replies: list[Frame], message_id: str) -> None:
     """Deltas in order (a snapshot restarts the count), all of one message, then its end."""
     expected_seq: int | None = 1
     for reply in replies[:-1]:
-        assert reply["type"] in ("chat.delta", "chat.snapshot"), replies
+        assert reply["type"] in ("chat.started", "chat.delta", "chat.snapshot"), replies
+        if reply["type"] == "chat.started":
+            assert reply["message_id"] == message_id, replies
+            continue
         assert reply["message_id"] == message_id, replies
         if reply["type"] == "chat.snapshot":
             expected_seq = None
@@ -447,7 +451,7 @@ async def check_still_usable(ws: WebsocketCommunicator) -> None:
     assert replies[0]["id"] == question["id"]
     assert replies[-1]["type"] == "chat.done", replies
     assert replies[-1]["status"] == "complete"
-    assert "".join(r["text"] for r in replies[1:-1]) == "You said: still there?"
+    assert "".join(r.get("text", "") for r in replies[1:-1]) == "You said: still there?"
 
 
 async def run_example(connect: Connect, world: World, frames: list[Hostile]) -> None:

@@ -19,7 +19,7 @@ from inference.engines.scripted import ScriptedEngine
 from inference.transport import Transport
 from inference.worker import InferenceWorker
 from tests.conftest import Connect
-from tests.support.sockets import open_socket, receive_until, send_frame
+from tests.support.sockets import open_socket, receive_delta, receive_until, send_frame
 from tests.support.workers import worker_settings
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -96,7 +96,7 @@ async def test_an_answer_whose_worker_dies_goes_on_on_another_worker(
     serving = await _until_running(workers)
     deltas: list[dict[str, Any]] = []
     while len(deltas) < 5:
-        frame = await ws.receive_json_from(timeout=5)
+        frame = await receive_delta(ws)
         assert frame["type"] == "chat.delta", frame
         deltas.append(frame)
     await workers.kill(serving)

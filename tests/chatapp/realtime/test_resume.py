@@ -17,7 +17,7 @@ from django.contrib.auth.models import User
 from chatapp.answers.runtime import answer_runtime
 from chatapp.conversations.models import Message
 from tests.conftest import Connect, RunningWorker
-from tests.support.sockets import answer_text, open_socket, receive_until, send_frame
+from tests.support.sockets import answer_text, open_socket, receive_delta, receive_until, send_frame
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -46,7 +46,7 @@ async def test_a_refresh_mid_stream_resumes_with_no_gap_and_no_duplicate(
     first = await open_socket(connect, alice)
     await first.send_json_to(send_frame(QUESTION))
     accepted = await first.receive_json_from(timeout=5)
-    seen = [await first.receive_json_from(timeout=5) for _ in range(3)]
+    seen = [await receive_delta(first) for _ in range(3)]
     assert [f["type"] for f in seen] == ["chat.delta"] * 3
     await first.disconnect()  # the page reloads
 
@@ -84,7 +84,7 @@ async def test_resuming_an_answer_that_ended_meanwhile_gives_the_rest_and_its_en
     first = await open_socket(connect, alice)
     await first.send_json_to(send_frame("[[slow]] short one"))
     accepted = await first.receive_json_from(timeout=5)
-    head = await first.receive_json_from(timeout=5)
+    head = await receive_delta(first)
     await first.disconnect()
     message_id = accepted["assistant_message_id"]
     for _ in range(100):  # the answer finishes while nobody watches (within the grace)
