@@ -104,6 +104,38 @@ class GenerateRequest(WireMessage):
     first_seq: int = Field(default=1, ge=1)
 
 
+# A typing prefill older than this when a worker takes it is dropped: the user sent, or left.
+PREFILL_MAX_AGE_S = 10.0
+
+
+class PrefillRequest(WireMessage):
+    """Typing prefill: run a conversation's prompt with the user's draft as its next question
+    through the engine (one token, background priority, answered to nobody), so that when the
+    user presses Send the prompt is already in the prefix cache. A worker drops it when it is
+    older than `PREFILL_MAX_AGE_S` or the worker is answering chat; drafts are never stored
+    or logged."""
+
+    type: Literal["inference.prefill"] = "inference.prefill"
+    request_id: str = Field(min_length=1, max_length=64)
+    system: str | None = Field(default=None, max_length=100_000)
+    messages: list[ChatTurn] = Field(min_length=1, max_length=1000)
+    submitted_at: float
+    session_id: str | None = Field(default=None, max_length=100)
+
+    def as_generate(self) -> GenerateRequest:
+        """The engine request it runs: the question's prompt, one token, behind chat."""
+        return GenerateRequest(
+            request_id=self.request_id,
+            reply_channel="-",  # nobody: the worker runs it for its cache only
+            system=self.system,
+            messages=self.messages,
+            sampling=SamplingOptions(max_tokens=1),
+            priority=BACKGROUND_PRIORITY,
+            submitted_at=self.submitted_at,
+            session_id=self.session_id,
+        )
+
+
 class CancelRequest(WireMessage):
     type: Literal["inference.cancel"] = "inference.cancel"
     request_id: str
@@ -308,7 +340,13 @@ PREFIX_LIST_CHANNEL = "prompts.prefixes"
 
 WorkerEvent = Annotated[Accepted | Heartbeat | Delta | Done | Error, Field(discriminator="type")]
 WorkerInbound = Annotated[
-    GenerateRequest | CancelRequest | FaqUpsert | FaqRemove | FaqSnapshotChunk | FaqInSync,
+    GenerateRequest
+    | PrefillRequest
+    | CancelRequest
+    | FaqUpsert
+    | FaqRemove
+    | FaqSnapshotChunk
+    | FaqInSync,
     Field(discriminator="type"),
 ]
 
@@ -316,5 +354,11 @@ worker_event_adapter: TypeAdapter[Accepted | Heartbeat | Delta | Done | Error] =
     WorkerEvent
 )
 worker_inbound_adapter: TypeAdapter[
-    GenerateRequest | CancelRequest | FaqUpsert | FaqRemove | FaqSnapshotChunk | FaqInSync
+    GenerateRequest
+    | PrefillRequest
+    | CancelRequest
+    | FaqUpsert
+    | FaqRemove
+    | FaqSnapshotChunk
+    | FaqInSync
 ] = TypeAdapter(WorkerInbound)

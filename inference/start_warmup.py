@@ -22,8 +22,8 @@ import uuid
 
 from pydantic import ValidationError
 
-from inference.engine_request import engine_request_of
 from inference.engines.base import Engine
+from inference.prefill import engine_prefill
 from inference.protocol import (
     BACKGROUND_PRIORITY,
     PREFIX_LIST_CHANNEL,
@@ -100,8 +100,4 @@ async def _warm_one(*, engine: Engine, system_prompt: str | None) -> None:
         priority=BACKGROUND_PRIORITY,
         submitted_at=time.time(),
     )
-    engine_request = await asyncio.to_thread(
-        engine_request_of, request, builder=engine.prompt_builder, defaults=engine.defaults
-    )
-    async for _delta in engine.stream(engine_request):
-        pass
+    await engine_prefill(engine=engine, request=request)

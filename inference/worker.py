@@ -26,6 +26,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,8 +42,10 @@ from inference.engines.base import (
 from inference.faq.cache import FaqCache
 from inference.faq.sync import faq_resync
 from inference.healthcheck import mark_alive
+from inference.prefill import TYPING_PREFILLS, engine_prefill
 from inference.protocol import (
     FAQ_WORKERS_GROUP,
+    PREFILL_MAX_AGE_S,
     CancelRequest,
     Error,
     FaqInSync,
@@ -50,6 +53,7 @@ from inference.protocol import (
     FaqSnapshotChunk,
     FaqUpsert,
     GenerateRequest,
+    PrefillRequest,
     worker_inbound_adapter,
 )
 from inference.registry import WorkerRegistry, worker_registry
@@ -283,6 +287,8 @@ class InferenceWorker:
             await self._accept(taken)  # off the queue: no worker can serve it
             self._reject_malformed(taken.message, exc)
             return False
+        if isinstance(message, PrefillRequest):
+            return await self._accept(taken) and self._start_prefill(message, background=background)
         if not isinstance(message, GenerateRequest):
             await self._accept(taken)
             logger.warning("ignoring %s on the request queue", message.type)
@@ -384,6 +390,8 @@ class InferenceWorker:
             elif isinstance(message, FaqUpsert | FaqRemove | FaqSnapshotChunk | FaqInSync):
                 if self._faq is not None:
                     self._faq.apply(message)
+            elif isinstance(message, PrefillRequest):  # typing prefill comes on the queue
+                logger.warning("ignoring %s on the control channel", message.type)
             else:  # a generate sent to this worker directly is served like any other
                 await self._slots.acquire()
                 if not self._start(message):
@@ -415,6 +423,34 @@ class InferenceWorker:
         )
         task.add_done_callback(functools.partial(self._finished, message.request_id))
         return True
+
+    def _start_prefill(self, message: PrefillRequest, *, background: bool) -> bool:
+        """Run a typing prefill in this background slot, unless it is stale or chat runs
+        here: it must never delay a real question. Its draft is not logged."""
+        if time.time() - message.submitted_at > PREFILL_MAX_AGE_S:
+            TYPING_PREFILLS.labels(outcome="dropped_stale").inc()
+            return False
+        if self.active_requests > self.background_requests:
+            TYPING_PREFILLS.labels(outcome="dropped_busy").inc()
+            return False
+        request = message.as_generate()
+        if request.request_id in self._active:
+            return False
+        task = asyncio.create_task(self._prefill(request), name=f"prefill-{request.request_id}")
+        self._active[request.request_id] = _Active(
+            request=request, task=task, progress=Progress(), background=background
+        )
+        task.add_done_callback(functools.partial(self._finished, request.request_id))
+        return True
+
+    async def _prefill(self, request: GenerateRequest) -> None:
+        try:
+            await engine_prefill(engine=self._engine, request=request)
+        except Exception as exc:  # an optimisation: the question itself will be answered
+            TYPING_PREFILLS.labels(outcome="failed").inc()
+            logger.warning("typing prefill %s failed: %s", request.request_id, type(exc).__name__)
+            return
+        TYPING_PREFILLS.labels(outcome="run").inc()
 
     def _finished(self, request_id: str, _task: asyncio.Task[None]) -> None:
         active = self._active.pop(request_id, None)

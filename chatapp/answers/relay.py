@@ -32,8 +32,8 @@ from chatapp.answers.log import AnswerLog
 from chatapp.answers.messages import (
     AnswerAlive,
     AnswerEntry,
-    AnswerStarted,
     AnswerGone,
+    AnswerStarted,
     AttachAnswer,
     DetachAnswer,
     relay_control_adapter,

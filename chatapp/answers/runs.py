@@ -28,12 +28,15 @@ from chatapp.answers.timeline import FirstTokenClock
 from chatapp.conversations import selectors, services
 from chatapp.errors import ApplicationError, NotFoundError
 from chatapp.prompts.models import PromptTemplateVersion
+from inference.affinity import route
 from inference.faq.index import GLOBAL_SCOPE, template_scope
 from inference.protocol import (
+    BACKGROUND_CHANNEL,
     REQUEST_CHANNEL,
     ChatTurn,
     FaqLookup,
     GenerateRequest,
+    PrefillRequest,
     SamplingOptions,
 )
 
@@ -147,6 +150,13 @@ async def chat_run_start(
     )
 
 
+def _chat_turns(context: selectors.GenerationContext) -> list[ChatTurn]:
+    return [
+        ChatTurn(role="user" if t.role == "user" else "assistant", content=t.content)
+        for t in context.turns
+    ]
+
+
 def _chat_request(
     context: selectors.GenerationContext,
     *,
@@ -162,10 +172,7 @@ def _chat_request(
         request_id=str(run_id),
         reply_channel=reply_channel,
         system=context.system_prompt,
-        messages=[
-            ChatTurn(role="user" if t.role == "user" else "assistant", content=t.content)
-            for t in context.turns
-        ],
+        messages=_chat_turns(context),
         sampling=SamplingOptions.model_validate(
             {
                 **context.sampling,
@@ -291,3 +298,38 @@ def _turn_or_context(question: NewQuestion) -> services.TurnStart | selectors.Ge
     if context is None:
         raise NotFoundError("This conversation does not exist or is not yours.")
     return context
+
+
+async def draft_prefill(*, sender: User, conversation_id: uuid.UUID | None, text: str) -> None:
+    """Queue a typing prefill of `text` as the conversation's next question, on the background
+    queue of the worker that will answer it (routing affinity), so the prompt is in that
+    engine's prefix cache by Send. The worker drops it when stale or busy with chat; the draft
+    is not stored or logged. Raises NotFoundError for a conversation that is not the user's."""
+    runtime = await answer_runtime()
+    context = await database_sync_to_async(selectors.next_turn_context)(
+        owner=sender,
+        conversation_id=conversation_id,
+        text=text,
+        template_version=None,
+        max_messages=settings.CHAT_HISTORY_MAX_MESSAGES,
+    )
+    if context is None:
+        raise NotFoundError("This conversation does not exist or is not yours.")
+    session_id = None if conversation_id is None else str(conversation_id)
+    request = PrefillRequest(
+        request_id=f"prefill-{uuid.uuid4()}",
+        system=context.system_prompt,
+        messages=_chat_turns(context),
+        submitted_at=time.time(),
+        session_id=session_id,
+    )
+    queue = BACKGROUND_CHANNEL
+    if runtime.affinity is not None:
+        with contextlib.suppress(Exception):  # any worker's cache beats none
+            queue = await route(
+                queue=BACKGROUND_CHANNEL,
+                session_id=session_id,
+                affinity=runtime.affinity,
+                registry=runtime.registry,
+            )
+    await runtime.queue.put(queue, request.to_channel())

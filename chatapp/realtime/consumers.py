@@ -37,6 +37,7 @@ from chatapp.realtime.schemas import (
     AcceptedFrame,
     AnyServerFrame,
     ClientTimingFrame,
+    DraftFrame,
     EditFrame,
     ErrorCode,
     ErrorFrame,
@@ -114,6 +115,8 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
                 await self._on_edit(frame)
             elif isinstance(frame, ClientTimingFrame):
                 await self._on_client_timing(frame)
+            elif isinstance(frame, DraftFrame):
+                await self._on_draft(frame)
             else:
                 await self._on_feedback(frame)
         except Exception as exc:  # the database or Redis failed under us: say so, keep the socket
@@ -395,6 +398,20 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
         await self._send_frame(
             FeedbackRecordedFrame(id=frame.id, message_id=frame.message_id, rating=frame.rating)
         )
+
+    async def _on_draft(self, frame: DraftFrame) -> None:
+        """Typing prefill (`runs.draft_prefill`): no reply unless it is refused. Nothing while
+        an answer streams here: the engine is busy with this user's answer already."""
+        if self._generating() or not settings.CHAT_TYPING_PREFILL:
+            return
+        if await self._too_long(frame.text, client_id=frame.id):
+            return
+        try:
+            await runs.draft_prefill(
+                sender=self.scope["user"], conversation_id=frame.conversation_id, text=frame.text
+            )
+        except ApplicationError as exc:
+            await self._app_error(exc, client_id=frame.id)
 
     async def _on_client_timing(self, frame: ClientTimingFrame) -> None:
         """The browser's time to first token of one of the user's answers: stored once,

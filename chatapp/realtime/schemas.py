@@ -135,8 +135,20 @@ class ClientTimingFrame(_Frame):
     ttft_ms: float = Field(gt=0, le=CLIENT_TTFT_MAX_MS, allow_inf_nan=False, strict=True)
 
 
+class DraftFrame(_Frame):
+    """What the user is typing as the next question of a conversation (None: a new chat),
+    so a worker can prefill its prompt before Send (typing prefill). No reply unless it is
+    refused; never stored or logged."""
+
+    type: Literal["chat.draft"]
+    id: uuid.UUID
+    conversation_id: uuid.UUID | None = None
+    text: str = Field(min_length=1)
+
+
 AnyClientFrame = (
     SendFrame
+    | DraftFrame
     | StopFrame
     | RegenerateFrame
     | FeedbackFrame
@@ -155,6 +167,7 @@ CLIENT_FRAME_TYPES = frozenset(
         "chat.resume",
         "chat.edit",
         "chat.client_timing",
+        "chat.draft",
     }
 )
 

@@ -210,6 +210,7 @@ CHAT_ADMISSION_LEASE_S = CHAT.admission_lease_s
 CHAT_BUSY_RETRY_AFTER_S = CHAT.busy_retry_after_s
 CHAT_SSE_KEEPALIVE_S = CHAT.sse_keepalive_s
 CHAT_FIRST_TOKEN_TIMEOUT_S = CHAT.first_token_timeout_s
+CHAT_TYPING_PREFILL = CHAT.typing_prefill
 CHAT_FAQ_ENABLED = CHAT.faq_enabled
 CHAT_FAQ_THUMBS_DOWN_LIMIT = CHAT.faq_thumbs_down_limit
 CHAT_FAQ_THUMBS_DOWN_WINDOW_S = CHAT.faq_thumbs_down_window_s

@@ -53,6 +53,8 @@ class ChatSettings(BaseSettings):
     busy_retry_after_s: float = Field(5, ge=0)
     # A streamed /v1 answer sends an SSE comment this often until its first token.
     sse_keepalive_s: float = Field(10, gt=0)
+    # The page tells the server what the user types (chat.draft) and a worker prefills it.
+    typing_prefill: bool = True
     # Routing affinity (inference/affinity.py): a conversation's next turn goes to the worker
     # that served its last one (its history is in that engine's prefix cache) while that
     # worker is alive with a free slot; one it has not taken within affinity_wait_s goes to any

@@ -16,6 +16,7 @@ import { AnswerStream } from "./answerstream.ts";
 import { AutoScroller } from "./autoscroll.ts";
 import { Connection, type AwaitedReplies, type Transport } from "./connection.ts";
 import { parseConversations, type ConversationList, type FetchJson } from "./conversations.ts";
+import { DraftPrefill, type DraftTimers } from "./draftprefill.ts";
 import { newId } from "./ids.ts";
 import { MessageLog } from "./messagelog.ts";
 import { Outbox, type AwaitedRequest, type QueuedSend, type SentEdit, type SentRegenerate } from "./outbox.ts";
@@ -53,6 +54,8 @@ export interface ControllerOptions {
    * would answer again, so the page shows the server's state instead.
    */
   reload?: () => void;
+  /** The typing-prefill debounce's timers (default setTimeout). */
+  draftTimers?: DraftTimers;
 }
 
 export class ChatController {
@@ -60,6 +63,7 @@ export class ChatController {
   private readonly outbox: Outbox<MessageView>;
   private readonly stream: AnswerStream<MessageView>;
   private readonly ttft: TtftReports;
+  private readonly drafts: DraftPrefill;
   /** chat.feedback frames waiting for chat.feedback_recorded. */
   private readonly ratingsSent: AwaitedReplies;
   private readonly messages: MessageLog;
@@ -86,6 +90,11 @@ export class ChatController {
     this.outbox = new Outbox(send, this.now);
     this.stream = new AnswerStream(this.now);
     this.ttft = new TtftReports(send, this.connection.awaitedReplies());
+    this.drafts = new DraftPrefill(
+      send,
+      () => ({ allowed: !this.busy && this.templates.selected === null, conversationId: this.conversationId }),
+      options.draftTimers,
+    );
     this.ratingsSent = this.connection.awaitedReplies();
     this.scroller = new AutoScroller(el.log);
     this.alert = new AlertBanner(el.alert);
@@ -116,6 +125,7 @@ export class ChatController {
       ev.preventDefault();
       this.submit();
     });
+    input.addEventListener("input", () => this.drafts.typed(input.value));
     input.addEventListener("keydown", (ev) => {
       if (ev.key !== "Enter" || ev.shiftKey || ev.isComposing || ev.keyCode === 229) return;
       ev.preventDefault();
@@ -284,6 +294,7 @@ export class ChatController {
   }
 
   private startSend(frame: SendFrame, fullText: string): void {
+    this.drafts.reset();
     this.messages.closeEditor();
     const user = this.messages.create("user", "pending", null, fullText);
     this.messages.append(user);

@@ -139,6 +139,11 @@ export function clientTimingFrame(id: string, messageId: string, ttftMs: number)
   return { type: "chat.client_timing", id, message_id: messageId, ttft_ms: ttft };
 }
 
+/** What the user is typing as the next question (typing prefill; `null`: a new chat). */
+export function draftFrame(id: string, conversationId: string | null, text: string): Wire.DraftFrame {
+  return { type: "chat.draft", id, conversation_id: conversationId, text };
+}
+
 export function feedbackFrame(id: string, messageId: string, rating: Rating): Wire.FeedbackFrame {
   return { type: "chat.feedback", id, message_id: messageId, rating };
 }

@@ -13,6 +13,7 @@ import { test } from "vitest";
 import { CLIENT_FRAME_TYPES, ERROR_CODES, SERVER_FRAME_TYPES, type ClientFrame, type ClientFrameType } from "../src/generated/frames.ts";
 import {
   clientTimingFrame,
+  draftFrame,
   editFrame,
   feedbackFrame,
   hasCode,
@@ -161,6 +162,7 @@ const BUILT: Record<ClientFrameType, ClientFrame[]> = {
   "chat.resume": [resumeFrame(ID, MESSAGE, 0), resumeFrame(ID, MESSAGE, 41.7)],
   "chat.edit": [editFrame(ID, MESSAGE, "edited question")],
   "chat.client_timing": [timing(0.06), timing(141.63), timing(600_000)],
+  "chat.draft": [draftFrame(ID, null, "where is my"), draftFrame(ID, CONVERSATION, "and how long\n")],
 };
 
 test("every frame the page builds is one the server's schema accepts", () => {

@@ -44,7 +44,7 @@ async def receive_until(
 
 async def receive_delta(ws: WebsocketCommunicator, timeout: float = 5) -> dict[str, Any]:
     """The next `chat.delta`, past the `chat.started` that comes before an answer's first."""
-    frame = await ws.receive_json_from(timeout=timeout)
+    frame: dict[str, Any] = await ws.receive_json_from(timeout=timeout)
     if frame["type"] == "chat.started":
         frame = await ws.receive_json_from(timeout=timeout)
     return frame

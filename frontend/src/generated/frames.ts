@@ -5,7 +5,7 @@
 // frontend/src/protocol.ts builds on these types; docs/protocol.md describes the frames.
 
 /** Every `type` a browser may send. */
-export const CLIENT_FRAME_TYPES = ["chat.send", "chat.stop", "chat.regenerate", "chat.feedback", "chat.resume", "chat.edit", "chat.client_timing"] as const;
+export const CLIENT_FRAME_TYPES = ["chat.send", "chat.draft", "chat.stop", "chat.regenerate", "chat.feedback", "chat.resume", "chat.edit", "chat.client_timing"] as const;
 export type ClientFrameType = (typeof CLIENT_FRAME_TYPES)[number];
 
 /** Every `type` the server sends. */
@@ -35,6 +35,21 @@ export interface SendFrame {
   patch?: string | null;
   /** pattern ^[0-9a-f]{64}$; default null */
   result_sha256?: string | null;
+}
+
+/**
+ * What the user is typing as the next question of a conversation (None: a new chat),
+ * so a worker can prefill its prompt before Send (typing prefill). No reply unless it is
+ * refused; never stored or logged.
+ */
+export interface DraftFrame {
+  type: "chat.draft";
+  /** uuid */
+  id: string;
+  /** uuid; default null */
+  conversation_id?: string | null;
+  /** min length 1 */
+  text: string;
 }
 
 export interface StopFrame {
@@ -113,7 +128,7 @@ export interface TemplateRef {
   sha256: string;
 }
 
-export type ClientFrame = SendFrame | StopFrame | RegenerateFrame | FeedbackFrame | ResumeFrame | EditFrame | ClientTimingFrame;
+export type ClientFrame = SendFrame | DraftFrame | StopFrame | RegenerateFrame | FeedbackFrame | ResumeFrame | EditFrame | ClientTimingFrame;
 
 // --- server -> browser: what the server sends (every field is always there).
 

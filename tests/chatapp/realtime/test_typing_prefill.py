@@ -1,0 +1,115 @@
+"""Typing prefill: the page's chat.draft makes a worker run the conversation's prompt with
+the draft as its next question (one token, background), so by Send it is in the prefix cache.
+
+Through the full ASGI app with the scripted worker, whose engine records every prompt it
+was given: the prefill's prompt must be exactly the prompt of the question sent after it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Callable
+
+import pytest
+from asgiref.sync import sync_to_async
+from django.contrib.auth.models import User
+from prometheus_client import REGISTRY
+
+from chatapp.conversations.models import Message
+from inference.protocol import BACKGROUND_CHANNEL, ChatTurn, PrefillRequest
+from inference.request_queue import local_request_queue
+from tests.conftest import Connect, RunningWorker
+from tests.support.sockets import open_socket, receive_until, send_frame
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+FOLLOW_UP = "and how long does delivery to Norway take?"
+
+
+def draft_frame(text: str, conversation_id: str | None) -> dict[str, object]:
+    return {
+        "type": "chat.draft",
+        "id": str(uuid.uuid4()),
+        "conversation_id": conversation_id,
+        "text": text,
+    }
+
+
+def prefills(outcome: str) -> float:
+    return REGISTRY.get_sample_value("inference_typing_prefills_total", {"outcome": outcome}) or 0
+
+
+async def _until(condition: Callable[[], bool], timeout_s: float = 3.0) -> None:
+    for _ in range(int(timeout_s / 0.01)):
+        if condition():
+            return
+        await asyncio.sleep(0.01)
+
+
+async def test_a_draft_prefills_the_exact_prompt_of_the_question_sent_after_it(
+    connect: Connect, alice: User, scripted_worker: RunningWorker
+) -> None:
+    engine = scripted_worker.engine
+    ws = await open_socket(connect, alice)
+    await ws.send_json_to(send_frame("do you ship to Norway?"))
+    first = await receive_until(ws, "chat.done")
+    conversation_id = first[0]["conversation_id"]
+    ran = prefills("run")
+    rows = await sync_to_async(Message.objects.count)()
+
+    await ws.send_json_to(draft_frame(FOLLOW_UP, conversation_id))
+    await _until(lambda: len(engine.prompts) == 2 and prefills("run") == ran + 1)
+    assert prefills("run") == ran + 1
+    prefilled = engine.prompts[1]
+    assert "do you ship to Norway?" in prefilled
+    assert FOLLOW_UP in prefilled
+    assert engine.requests[1].max_tokens == 1
+    assert await ws.receive_nothing(timeout=0.2)  # no reply to a draft
+    assert await sync_to_async(Message.objects.count)() == rows  # never stored
+
+    await ws.send_json_to(send_frame(FOLLOW_UP, conversation_id=conversation_id))
+    await receive_until(ws, "chat.done")
+    assert engine.prompts[2] == prefilled  # the cache holds all of it by Send
+
+
+async def test_a_draft_for_someone_elses_conversation_is_refused(
+    connect: Connect, alice: User, bob: User, scripted_worker: RunningWorker
+) -> None:
+    bobs = await open_socket(connect, bob)
+    await bobs.send_json_to(send_frame("bob's private question"))
+    conversation_id = (await receive_until(bobs, "chat.done"))[0]["conversation_id"]
+    ws = await open_socket(connect, alice)
+    frame = draft_frame("let me read bob's chat please", conversation_id)
+    await ws.send_json_to(frame)
+    error = await ws.receive_json_from(timeout=5)
+    assert (error["type"], error["code"], error["id"]) == ("chat.error", "not_found", frame["id"])
+    assert len(scripted_worker.engine.prompts) == 1  # bob's question only
+
+
+async def test_a_worker_answering_chat_drops_drafts_and_stale_drafts_are_dropped(
+    connect: Connect, alice: User, bob: User, scripted_worker: RunningWorker
+) -> None:
+    """A prefill must never delay a real question: none runs beside chat, none runs late."""
+    engine = scripted_worker.engine
+    busy, stale = prefills("dropped_busy"), prefills("dropped_stale")
+    ws = await open_socket(connect, alice)
+    await ws.send_json_to(send_frame("[[slow]] " + " ".join(["word"] * 30)))
+    await receive_until(ws, "chat.delta")  # alice's answer streams
+    other = await open_socket(connect, bob)
+    await other.send_json_to(draft_frame("where is my parcel right now?", None))
+    await _until(lambda: prefills("dropped_busy") == busy + 1)
+    assert prefills("dropped_busy") == busy + 1
+    await receive_until(ws, "chat.done")
+
+    old = PrefillRequest(
+        request_id="prefill-old",
+        messages=[ChatTurn(role="user", content="typed a minute ago")],
+        submitted_at=time.time() - 60,
+    )
+    await local_request_queue().put(BACKGROUND_CHANNEL, old.to_channel())
+    await _until(lambda: prefills("dropped_stale") == stale + 1)
+    assert prefills("dropped_stale") == stale + 1
+    assert [p for p in engine.prompts if "typed a minute ago" in p] == []
+    assert not [p for p in engine.prompts if "where is my parcel right now?" in p]
