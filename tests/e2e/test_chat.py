@@ -114,6 +114,26 @@ def test_a_reload_mid_answer_resumes_it_without_gaps_or_repeats(tab: Tab) -> Non
     resumes = [f for f in tab.sent[sent_before:] if f.get("type") == "chat.resume"]
     assert [(f["message_id"], f["last_seq"]) for f in resumes] == [(message_id, 0)]
     assert not tab.sent_of("chat.stop")
+    # the wait began on the page before the reload: no browser figure from the reload
+    meta = tab.page.locator(f'.message-meta[data-for="{message_id}"]')
+    expect(meta).to_have_attribute("data-server-ttft-ms", re.compile(r"\d"))
+    assert meta.get_attribute("data-ttft-ms") is None
+    assert "first token (server)" in meta.inner_text()
+
+
+def test_typing_a_follow_up_sends_its_draft_once_before_send(tab: Tab) -> None:
+    first = tab.ask("Do you ship to Norway?")
+    expect(first).to_have_attribute("data-status", "complete", timeout=TIMEOUT_MS)
+    conversation_id = tab.wait_received("chat.accepted")[0]["conversation_id"]
+    tab.textbox.press_sequentially("And how long does it take?", delay=20)
+    [draft] = tab.wait_sent("chat.draft")
+    assert draft["conversation_id"] == conversation_id
+    assert draft["text"] == "And how long does it take?"
+    tab.textbox.press("Enter")
+    answer = tab.next_answer(1)
+    expect(answer).to_have_attribute("data-status", "complete", timeout=TIMEOUT_MS)
+    assert len(tab.sent_of("chat.draft")) == 1  # one per question, until a paste
+    assert tab.received_of("chat.error") == []
 
 
 def test_a_templated_message_sends_variables_not_its_text(tab: Tab) -> None:
