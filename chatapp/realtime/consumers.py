@@ -138,8 +138,8 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
 
     async def _on_send(self, frame: SendFrame) -> None:
         # A retried send (the same client id) gets the answer it started, never a second:
-        # `turn_start` is idempotent, so only where a refusal could come first is it looked
-        # up beforehand (here, and in `_started` when admission refuses).
+        # `send_run_start` checks in its one read; only where a refusal comes before that (an
+        # answer streams here; admission refuses, in `_started`) is it looked up here.
         if self._generating():
             if not await self._shown_if_sent(frame.id):
                 await self._error("busy", _BUSY_HERE, client_id=frame.id)
