@@ -24,6 +24,10 @@ What happens:
 5. It prints the hop table (P50/P95 per hop, ms) and writes it with the raw samples to
    `bench/results/first_token_hops-<timestamp>.{md,json}`.
 
+With `--load N`, N more sockets of the same user ask questions back to back (each in a new
+conversation, 0.2 s apart) the whole time, so the measured answers share the engine with
+others' (the user may run 3 answers at once: `--load` is at most 2).
+
 Clocks: the browser's hops are on the page's clock, the web process's on its own, the
 worker's on the worker's; a hop is never the difference of two clocks. "Network and socket"
 is the page's wait for the first delta minus the web process's span from reading the frame to
@@ -39,7 +43,9 @@ import os
 import secrets
 import sys
 import tempfile
+import threading
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -161,6 +167,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--port", type=int, default=0, help="app port (default: a free one)")
     parser.add_argument("--model-dir", type=Path, default=harness.DEFAULT_MODEL_DIR)
     parser.add_argument("--ready-timeout", type=float, default=600.0)
+    parser.add_argument(
+        "--load", type=int, default=0, choices=(0, 1, 2), help="other sockets asking meanwhile"
+    )
     return parser.parse_args(argv)
 
 
@@ -193,6 +202,37 @@ def ask(page: Any, *, question: str, answers_before: int) -> None:
     expect(page.locator(".message-meta[data-ttft-ms]")).to_have_count(
         answers_before + 1, timeout=10_000
     )
+
+
+def background_load(*, base_url: str, session: str, sockets: int, stop: threading.Event) -> int:
+    """`sockets` sockets asking questions back to back until `stop`; the answers they got."""
+    import websockets
+
+    answered = 0
+
+    async def client(index: int) -> None:
+        nonlocal answered
+        uri = base_url.replace("http://", "ws://") + "/ws/chat/"
+        headers = {"Cookie": f"sessionid={session}", "Origin": base_url}
+        async with websockets.connect(uri, additional_headers=headers) as ws:
+            n = 0
+            while not stop.is_set():
+                question = harness.SUPPORT_QUESTIONS[
+                    (index * 7 + n) % len(harness.SUPPORT_QUESTIONS)
+                ]
+                frame = {"type": "chat.send", "id": str(uuid.uuid4()), "conversation_id": None}
+                await ws.send(json.dumps(frame | {"text": f"{question} (load {index}.{n})"}))
+                while json.loads(await ws.recv())["type"] not in ("chat.done", "chat.error"):
+                    pass
+                answered += 1
+                n += 1
+                await asyncio.sleep(0.2)
+
+    async def all_clients() -> None:
+        await asyncio.gather(*(client(i) for i in range(sockets)))
+
+    asyncio.run(all_clients())
+    return answered
 
 
 def table(samples: Sequence[Sample]) -> str:
@@ -235,6 +275,8 @@ def run(args: argparse.Namespace) -> int:
         "CHAT_MAX_TOKENS": str(args.max_tokens),
         "PYTHONUNBUFFERED": "1",
     }
+    if args.load:  # the load's sockets are the same user's: its rate limit is not measured
+        env["CHAT_USER_RATE"] = "100000"
     port = args.port or harness.free_port()
     app = harness.EmbeddedApp(
         env=env, port=port, log_path=harness.RESULTS_DIR / f"first_token_hops-{stamp}.server.log"
@@ -257,6 +299,24 @@ def run(args: argparse.Namespace) -> int:
             page.get_by_label("Password").fill(password)
             page.get_by_role("button", name="Log in").click()
             expect(page.get_by_role("textbox", name="Message")).to_be_editable()
+            stop = threading.Event()
+            loaders: list[threading.Thread] = []
+            if args.load:
+                session = next(
+                    c["value"] for c in page.context.cookies() if c["name"] == "sessionid"
+                )
+                loader = threading.Thread(
+                    target=background_load,
+                    kwargs={
+                        "base_url": app.base_url,
+                        "session": session,
+                        "sockets": args.load,
+                        "stop": stop,
+                    },
+                    daemon=True,
+                )
+                loader.start()
+                loaders.append(loader)
             questions = harness.SUPPORT_QUESTIONS
             for round_no in range(args.rounds):
                 if round_no:  # a new chat: the page loads again, its clock starts again
@@ -284,13 +344,17 @@ def run(args: argparse.Namespace) -> int:
                         first = sample
                     else:
                         samples.append(sample)
+            stop.set()
+            for loader in loaders:
+                loader.join(timeout=120)
             browser.close()
         assert first is not None
         header = (
             f"first_token_hops {stamp}: {len(samples)} answers in Chromium "
             f"({args.rounds} chats x {args.per_round} questions, the first after start-up "
             f"apart), {args.gap:g} s idle before each Enter, answers capped at "
-            f"{args.max_tokens} tokens\n\n- machine: {harness.machine()}\n"
+            f"{args.max_tokens} tokens; {args.load} other socket(s) asking meanwhile\n\n"
+            f"- machine: {harness.machine()}\n"
             f"- model: {model_dir}\n- command: `{harness.command_line(module=MODULE)}`"
         )
         first_line = (
