@@ -246,16 +246,16 @@ async def send_run_start(
                 refund=isinstance(exc, ApplicationError),
             )
         raise
-    await runtime.relay.start(
-        message_id=ids.assistant_message,
-        user_key=user_key,
-        watcher=watcher,
-        request=request,
-        request_channel=REQUEST_CHANNEL,
-        clock=clock,
-        stored=stored,
-    )
     try:
+        await runtime.relay.start(
+            message_id=ids.assistant_message,
+            user_key=user_key,
+            watcher=watcher,
+            request=request,
+            request_channel=REQUEST_CHANNEL,
+            clock=clock,
+            stored=stored,
+        )
         turn = await database_sync_to_async(services.turn_start)(
             sender=question.sender,
             conversation_id=question.conversation_id,
@@ -265,7 +265,7 @@ async def send_run_start(
             run_id=run_id,
             ids=ids,
         )
-    except BaseException:
+    except BaseException:  # every way out resolves `stored`: the relay's end waits for it
         stored.set_result(False)
         with contextlib.suppress(Exception):
             await runtime.relay.stop(run_id, code="not_stored")
