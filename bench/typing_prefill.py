@@ -91,6 +91,12 @@ def send(text: str, conversation_id: str | None) -> dict[str, Any]:
     }
 
 
+def arm_text(question: str, kind: str, *, round_: int, lines: int) -> str:
+    """Each arm's own text, so none finds another's in the prefix cache."""
+    n = 2 * round_ + (kind == "plain")
+    return order_log(1000 + n, lines=lines) if question == "paste" else ordinary(n)
+
+
 async def ask(ws: Any, frame: dict[str, Any]) -> tuple[str, dict[str, Any], float | None]:
     """Send and read to `chat.done`: the conversation id, the done frame, the socket TTFT (ms)."""
     started = time.perf_counter()
@@ -169,34 +175,21 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     for arm in ("paste_prefill", "paste_plain", "follow_prefill", "follow_plain")
                 }
                 order = ["prefill", "plain"] if r % 2 == 0 else ["plain", "prefill"]
-                for kind in order:
-                    arm = f"paste_{kind}"
-                    await asyncio.sleep(args.gap)
-                    sample = await with_lead(
-                        ws,
-                        arm=arm,
-                        round_=r,
-                        conversation=convs[arm],
-                        text=order_log(1000 * r + len(arm) + (kind == "plain"), lines=args.lines),
-                        prefill=kind == "prefill",
-                        lead_s=args.lead,
-                    )
-                    samples.append(sample)
-                    print(f"[{r + 1}] {sample}", flush=True)
-                for kind in order:
-                    arm = f"follow_{kind}"
-                    await asyncio.sleep(args.gap)
-                    sample = await with_lead(
-                        ws,
-                        arm=arm,
-                        round_=r,
-                        conversation=convs[arm],
-                        text=ordinary(2 * r + (kind == "plain")),
-                        prefill=kind == "prefill",
-                        lead_s=args.lead,
-                    )
-                    samples.append(sample)
-                    print(f"[{r + 1}] {sample}", flush=True)
+                for question in ("paste", "follow"):
+                    for kind in order:
+                        arm = f"{question}_{kind}"
+                        await asyncio.sleep(args.gap)
+                        sample = await with_lead(
+                            ws,
+                            arm=arm,
+                            round_=r,
+                            conversation=convs[arm],
+                            text=arm_text(question, kind, round_=r, lines=args.lines),
+                            prefill=kind == "prefill",
+                            lead_s=args.lead,
+                        )
+                        samples.append(sample)
+                        print(f"[{r + 1}] {sample}", flush=True)
             if args.typers:
                 sockets = [harness.chat_socket(username=f"typist{i}") for i in range(args.typers)]
                 typing = [await s.__aenter__() for s in sockets]

@@ -27,8 +27,10 @@ import contextlib
 import functools
 import logging
 import time
+from collections.abc import Coroutine
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -415,14 +417,30 @@ class InferenceWorker:
             return False
         assert self._answerer is not None, "requests are pulled once the worker runs"
         progress = Progress(seq=message.first_seq - 1)  # a migrated answer goes on counting
-        task = asyncio.create_task(
-            self._answerer.serve(message, progress), name=f"generate-{message.request_id}"
+        self._run(
+            message,
+            self._answerer.serve(message, progress),
+            progress=progress,
+            background=background,
+            name=f"generate-{message.request_id}",
         )
-        self._active[message.request_id] = _Active(
-            request=message, task=task, progress=progress, background=background
-        )
-        task.add_done_callback(functools.partial(self._finished, message.request_id))
         return True
+
+    def _run(
+        self,
+        request: GenerateRequest,
+        work: Coroutine[Any, Any, None],
+        *,
+        progress: Progress,
+        background: bool,
+        name: str,
+    ) -> None:
+        """Run `work` for `request` in a slot held until it ends (`_finished` frees it)."""
+        task = asyncio.create_task(work, name=name)
+        self._active[request.request_id] = _Active(
+            request=request, task=task, progress=progress, background=background
+        )
+        task.add_done_callback(functools.partial(self._finished, request.request_id))
 
     def _start_prefill(self, message: PrefillRequest, *, background: bool) -> bool:
         """Run a typing prefill in this background slot, unless it is stale or chat runs
@@ -436,11 +454,13 @@ class InferenceWorker:
         request = message.as_generate()
         if request.request_id in self._active:
             return False
-        task = asyncio.create_task(self._prefill(request), name=f"prefill-{request.request_id}")
-        self._active[request.request_id] = _Active(
-            request=request, task=task, progress=Progress(), background=background
+        self._run(
+            request,
+            self._prefill(request),
+            progress=Progress(),
+            background=background,
+            name=f"prefill-{request.request_id}",
         )
-        task.add_done_callback(functools.partial(self._finished, request.request_id))
         return True
 
     async def _prefill(self, request: GenerateRequest) -> None:

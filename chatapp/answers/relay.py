@@ -325,8 +325,7 @@ class AnswerRelay:
             run.queued = None
             if run.next_seq == 1:  # nothing shown yet: the page says it is being read
                 started = AnswerStarted(message_id=run.message_id, run_id=run.run_id)
-                for watcher in list(run.watchers):
-                    await self._send(watcher, started.to_channel())
+                await self._to_watchers(run, started.to_channel())
             if self._affinity is not None and run.session_id is not None:
                 self._background(self._remember(run.session_id, event.worker_channel))
             # Off the receive loop: the first delta often follows at once (a FAQ answer).
@@ -700,9 +699,12 @@ class AnswerRelay:
                 logger.warning("could not log seq %d of run %s: %s", entry.seq, run.run_id, exc)
 
     async def _broadcast(self, run: _Run, entry: LogEntry) -> None:
-        frame = AnswerEntry(message_id=run.message_id, run_id=run.run_id, entry=entry).to_channel()
+        entry_message = AnswerEntry(message_id=run.message_id, run_id=run.run_id, entry=entry)
+        await self._to_watchers(run, entry_message.to_channel())
+
+    async def _to_watchers(self, run: _Run, message: dict[str, Any]) -> None:
         for watcher in list(run.watchers):
-            await self._send(watcher, frame)
+            await self._send(watcher, message)
 
     async def _end(self, run: _Run, end: LoggedEnd) -> None:
         if run.ending or self._runs.get(run.run_id) is not run:

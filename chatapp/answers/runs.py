@@ -93,17 +93,11 @@ async def run_admit_and_store(
     try:
         turn, context = await database_sync_to_async(store)()
     except BaseException as exc:
-        with contextlib.suppress(Exception):
-            await runtime.admission.release(
-                request_id=str(run_id),
-                user_key=user_key,
-                refund=isinstance(exc, ApplicationError),
-            )
+        await _slot_free(runtime, run_id, user_key, refund=isinstance(exc, ApplicationError))
         raise
     clock.stored = time.monotonic()
     if not turn.created:  # a repeated frame: the first one's run goes on; this slot is unused
-        with contextlib.suppress(Exception):
-            await runtime.admission.release(request_id=str(run_id), user_key=user_key, refund=True)
+        await _slot_free(runtime, run_id, user_key, refund=True)
     return Started(runtime=runtime, turn=turn, run_id=turn.run_id, clock=clock, context=context)
 
 
@@ -124,8 +118,7 @@ async def chat_run_start(
     try:
         context = started.context or await database_sync_to_async(_context_of)(turn)
     except BaseException:
-        with contextlib.suppress(Exception):
-            await runtime.admission.release(request_id=str(started.run_id), user_key=user_key)
+        await _slot_free(runtime, started.run_id, user_key, refund=False)
         await answer_store(
             message_id=turn.assistant_message.id,
             run_id=started.run_id,
@@ -225,10 +218,7 @@ async def send_run_start(
     try:
         read = await database_sync_to_async(_turn_or_context)(question)
         if isinstance(read, services.TurnStart):  # a retried send: the first one's run goes on
-            with contextlib.suppress(Exception):
-                await runtime.admission.release(
-                    request_id=str(run_id), user_key=user_key, refund=True
-                )
+            await _slot_free(runtime, run_id, user_key, refund=True)
             return Started(runtime=runtime, turn=read, run_id=read.run_id, clock=clock)
         context = read
         request = _chat_request(
@@ -239,12 +229,7 @@ async def send_run_start(
             bypass_faq=False,
         )
     except BaseException as exc:
-        with contextlib.suppress(Exception):
-            await runtime.admission.release(
-                request_id=str(run_id),
-                user_key=user_key,
-                refund=isinstance(exc, ApplicationError),
-            )
+        await _slot_free(runtime, run_id, user_key, refund=isinstance(exc, ApplicationError))
         raise
     try:
         await runtime.relay.start(
@@ -266,18 +251,33 @@ async def send_run_start(
             ids=ids,
         )
     except BaseException:  # every way out resolves `stored`: the relay's end waits for it
-        stored.set_result(False)
-        with contextlib.suppress(Exception):
-            await runtime.relay.stop(run_id, code="not_stored")
+        await _not_stored(runtime, run_id, stored)
         raise
     if not turn.created:  # a retry raced this one and stored first: its run is the answer
-        stored.set_result(False)
-        with contextlib.suppress(Exception):
-            await runtime.relay.stop(run_id, code="not_stored")
+        await _not_stored(runtime, run_id, stored)
         return Started(runtime=runtime, turn=turn, run_id=turn.run_id, clock=clock)
     clock.stored = time.monotonic()
     stored.set_result(True)
     return Started(runtime=runtime, turn=turn, run_id=run_id, clock=clock, context=context)
+
+
+async def _slot_free(
+    runtime: AnswerRuntime, run_id: uuid.UUID, user_key: str, *, refund: bool
+) -> None:
+    """Give back a run's admission slot (`refund`: its start does not count against the
+    user's rate); a failure here only delays it: the lease expires on its own."""
+    with contextlib.suppress(Exception):
+        await runtime.admission.release(request_id=str(run_id), user_key=user_key, refund=refund)
+
+
+async def _not_stored(
+    runtime: AnswerRuntime, run_id: uuid.UUID, stored: asyncio.Future[bool]
+) -> None:
+    """The run was queued, its turn was not written: nothing of it is stored; stop it (the
+    relay frees its slot when it ends)."""
+    stored.set_result(False)
+    with contextlib.suppress(Exception):
+        await runtime.relay.stop(run_id, code="not_stored")
 
 
 def _turn_or_context(question: NewQuestion) -> services.TurnStart | selectors.GenerationContext:

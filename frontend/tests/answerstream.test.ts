@@ -27,6 +27,23 @@ afterEach(() => {
   vi.restoreAllMocks();
 });
 
+/** A complete model answer's chat.done: 23 tokens, server TTFT 97 ms, with `fields` over it. */
+function doneFrame(fields: Partial<DoneFrame> = {}): DoneFrame {
+  return {
+    type: "chat.done",
+    message_id: "a",
+    status: "complete",
+    finish_reason: "stop",
+    usage: { prompt_tokens: 5, completion_tokens: 23, cached_prompt_tokens: 0 },
+    timings: { queue_wait_ms: 1, ttft_ms: 97, total_ms: 300 },
+    source: "model",
+    faq_entry_id: null,
+    resumed: false,
+    hops: null,
+    ...fields,
+  };
+}
+
 function harness() {
   const clock = { now: 1000 };
   const stream = new AnswerStream<FakeView>(() => clock.now);
@@ -113,16 +130,7 @@ test("stats under the finished answer: browser and server TTFT as text and data"
   const a = stream.start("a", view, 1000);
   clock.now = 1141.6;
   stream.onDelta(delta(1, "Hi"));
-  const done: DoneFrame = {
-    type: "chat.done",
-    message_id: "a",
-    status: "complete",
-    finish_reason: "stop",
-    usage: { prompt_tokens: 5, completion_tokens: 23, cached_prompt_tokens: 0 },
-    timings: { queue_wait_ms: 1, ttft_ms: 97, total_ms: 300 },
-    source: "model",
-    faq_entry_id: null,
-    resumed: false,
+  const done = doneFrame({
     hops: {
       admitted_ms: 0.4,
       stored_ms: 3.1,
@@ -133,7 +141,7 @@ test("stats under the finished answer: browser and server TTFT as text and data"
       worker_engine_first_token_ms: 95,
       worker_first_delta_sent_ms: 97,
     },
-  };
+  });
   a.showStats(done);
   const [line, data] = view.meta.at(-1) ?? ["", {}];
   // the first delta's arrival from the send, and the server's hops, for the bench to read
@@ -153,18 +161,7 @@ test("an answer followed after a reload shows no browser first-token time: it wa
   clock.now = 1080;
   stream.painted(view);
   expect(a.clientTtftMs).toBeNull();
-  const done: DoneFrame = {
-    type: "chat.done",
-    message_id: "a",
-    status: "complete",
-    finish_reason: "stop",
-    usage: { prompt_tokens: 5, completion_tokens: 23, cached_prompt_tokens: 0 },
-    timings: { queue_wait_ms: 1, ttft_ms: 217, total_ms: 900 },
-    source: "model",
-    faq_entry_id: null,
-    resumed: false,
-    hops: null,
-  };
+  const done = doneFrame({ timings: { queue_wait_ms: 1, ttft_ms: 217, total_ms: 900 } });
   a.showStats(done);
   const [line, data] = view.meta.at(-1) ?? ["", {}];
   expect(data).toEqual({ serverTtftMs: "217" });
