@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 
 from inference.engines.base import EngineDelta
@@ -50,18 +49,22 @@ async def coalesce(
             queue.put_nowait(_END)
 
     pump_task = asyncio.create_task(pump())
+    loop = asyncio.get_running_loop()
     pending: list[EngineDelta] = []
     last_flush: float | None = None
     try:
         while True:
-            timeout = None
+            deadline = None
             if pending and last_flush is not None:
-                timeout = max(0.0, last_flush + interval_s - time.monotonic())
+                deadline = last_flush + interval_s
             try:
-                item = await asyncio.wait_for(queue.get(), timeout)
+                # asyncio.timeout, not wait_for: on Python 3.11 wait_for returns an item that
+                # arrived in the same step as a cancel and swallows the cancel (a Stop lost).
+                async with asyncio.timeout_at(deadline):
+                    item = await queue.get()
             except TimeoutError:
                 yield merge_deltas(pending)
-                pending, last_flush = [], time.monotonic()
+                pending, last_flush = [], loop.time()
                 continue
             items = [item]
             while not queue.empty():  # take everything already produced in one go
@@ -77,7 +80,7 @@ async def coalesce(
                     raise entry
                 assert isinstance(entry, EngineDelta)
                 pending.append(entry)
-            now = time.monotonic()
+            now = loop.time()
             if (
                 last_flush is None
                 or now - last_flush >= interval_s

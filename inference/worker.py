@@ -361,9 +361,8 @@ class InferenceWorker:
         while True:
             await asyncio.sleep(every)
             try:
-                await asyncio.wait_for(
-                    self._engine.check_health(), timeout if timeout > 0 else None
-                )
+                async with asyncio.timeout(timeout if timeout > 0 else None):  # not wait_for:
+                    await self._engine.check_health()  # on 3.11 it can swallow a shutdown
             except TimeoutError:
                 reason = f"no answer within {timeout:g} s"
             except Exception as exc:

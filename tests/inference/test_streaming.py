@@ -90,3 +90,35 @@ async def test_closing_the_coalescer_cancels_the_engine_stream() -> None:
     await anext(stream)
     await stream.aclose()
     await asyncio.wait_for(closed.wait(), 1)
+
+
+async def test_a_stop_that_comes_as_a_token_arrives_is_not_lost() -> None:
+    """Stop (cancelling the reader) in the same loop step as a token arriving while another
+    token is held back: the reader must end, not swallow the cancel and stream to the end
+    (`asyncio.wait_for` on Python 3.11 returns the result then; a long answer ran to its
+    length limit after Stop)."""
+    reader: asyncio.Task[list[str]] | None = None
+    engine_closed = asyncio.Event()
+
+    async def engine() -> AsyncIterator[EngineDelta]:
+        try:
+            yield delta("a")  # flushed at once
+            await asyncio.sleep(0.05)
+            yield delta("b")  # within the interval: held back, so the reader waits with a timeout
+            await asyncio.sleep(0.05)
+            yield delta("c")  # put in the queue; then, before the reader runs again, Stop:
+            assert reader is not None
+            reader.cancel()
+            await asyncio.sleep(3600)
+            yield delta("never")
+        finally:
+            engine_closed.set()
+
+    async def read() -> list[str]:
+        return [d.text async for d in coalesce(engine(), interval_s=10, max_tokens=100)]
+
+    reader = asyncio.create_task(read())
+    done, _ = await asyncio.wait({reader}, timeout=2)
+    assert done, "the stop was swallowed: the reader still waits for the engine"
+    assert reader.cancelled()
+    await asyncio.wait_for(engine_closed.wait(), 1)  # and the engine stream was closed (abort)
