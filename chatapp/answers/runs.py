@@ -28,6 +28,7 @@ from chatapp.answers.timeline import FirstTokenClock
 from chatapp.conversations import selectors, services
 from chatapp.errors import ApplicationError, NotFoundError
 from chatapp.prompts.models import PromptTemplateVersion
+from chatapp.prompts.resolution import published_version_get
 from inference.affinity import route
 from inference.faq.index import GLOBAL_SCOPE, template_scope
 from inference.protocol import (
@@ -280,6 +281,26 @@ async def _not_stored(
         await runtime.relay.stop(run_id, code="not_stored")
 
 
+def _draft_context(
+    *, sender: User, conversation_id: uuid.UUID | None, text: str, template: TemplateKey | None
+) -> selectors.GenerationContext:
+    version = (
+        None
+        if template is None
+        else published_version_get(template_id=template.id, version=template.version)
+    )
+    context = selectors.next_turn_context(
+        owner=sender,
+        conversation_id=conversation_id,
+        text=text,
+        template_version=version,
+        max_messages=settings.CHAT_HISTORY_MAX_MESSAGES,
+    )
+    if context is None:
+        raise NotFoundError("This conversation does not exist or is not yours.")
+    return context
+
+
 def _turn_or_context(question: NewQuestion) -> services.TurnStart | selectors.GenerationContext:
     """The turn an earlier send of this client id stored (a retry: nothing new starts), else
     what the worker needs for the question: one database round, reads only."""
@@ -300,21 +321,31 @@ def _turn_or_context(question: NewQuestion) -> services.TurnStart | selectors.Ge
     return context
 
 
-async def draft_prefill(*, sender: User, conversation_id: uuid.UUID | None, text: str) -> None:
-    """Queue a typing prefill of `text` as the conversation's next question, on the background
-    queue of the worker that will answer it (routing affinity), so the prompt is in that
-    engine's prefix cache by Send. The worker drops it when stale or busy with chat; the draft
-    is not stored or logged. Raises NotFoundError for a conversation that is not the user's."""
+@dataclass(frozen=True, slots=True)
+class TemplateKey:
+    """A published template version, by its id and version number."""
+
+    id: int
+    version: int
+
+
+async def draft_prefill(
+    *,
+    sender: User,
+    conversation_id: uuid.UUID | None,
+    text: str,
+    template: TemplateKey | None = None,
+) -> None:
+    """Queue a typing prefill of `text` as the conversation's next question (with `template`:
+    as the first message of a new conversation from it), on the background queue of the
+    worker that will answer it (routing affinity), so the prompt is in that engine's prefix
+    cache by Send. The worker drops it when stale or busy with chat; the draft is not stored
+    or logged. Raises NotFoundError for a conversation that is not the user's,
+    TemplateUnknown for a template version that is not published."""
     runtime = await answer_runtime()
-    context = await database_sync_to_async(selectors.next_turn_context)(
-        owner=sender,
-        conversation_id=conversation_id,
-        text=text,
-        template_version=None,
-        max_messages=settings.CHAT_HISTORY_MAX_MESSAGES,
+    context = await database_sync_to_async(_draft_context)(
+        sender=sender, conversation_id=conversation_id, text=text, template=template
     )
-    if context is None:
-        raise NotFoundError("This conversation does not exist or is not yours.")
     session_id = None if conversation_id is None else str(conversation_id)
     request = PrefillRequest(
         request_id=f"prefill-{uuid.uuid4()}",

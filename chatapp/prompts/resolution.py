@@ -44,6 +44,17 @@ class ResolvedMessage:
     version: PromptTemplateVersion
 
 
+def published_version_get(*, template_id: int, version: int) -> PromptTemplateVersion:
+    """A published version of an enabled template; TemplateUnknown if there is none."""
+    found = selectors.version_get(template_id=template_id, version=version)
+    if found is None:
+        raise TemplateUnknown(
+            f"Template {template_id} version {version} is not published (or was disabled). "
+            "Reload the page to get the current templates."
+        )
+    return found
+
+
 def templated_message_resolve(
     *,
     template_id: int,
@@ -54,12 +65,7 @@ def templated_message_resolve(
     result_sha256: str | None,
     text: str | None,
 ) -> ResolvedMessage:
-    found = selectors.version_get(template_id=template_id, version=version)
-    if found is None:
-        raise TemplateUnknown(
-            f"Template {template_id} version {version} is not published (or was disabled). "
-            "Reload the page to get the current templates."
-        )
+    found = published_version_get(template_id=template_id, version=version)
     if found.sha256 != sha256 and text is None:
         # The browser's copy is not the published text: derive nothing from it.
         raise ResendFull("base_mismatch")

@@ -408,7 +408,12 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
             return
         try:
             await runs.draft_prefill(
-                sender=self.scope["user"], conversation_id=frame.conversation_id, text=frame.text
+                sender=self.scope["user"],
+                conversation_id=frame.conversation_id,
+                text=frame.text,
+                template=None
+                if frame.template is None
+                else runs.TemplateKey(id=frame.template.id, version=frame.template.version),
             )
         except ApplicationError as exc:
             await self._app_error(exc, client_id=frame.id)

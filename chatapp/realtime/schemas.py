@@ -137,13 +137,23 @@ class ClientTimingFrame(_Frame):
 
 class DraftFrame(_Frame):
     """What the user is typing as the next question of a conversation (None: a new chat),
-    so a worker can prefill its prompt before Send (typing prefill). No reply unless it is
-    refused; never stored or logged."""
+    so a worker can prefill its prompt before Send (typing prefill). With `template`, the
+    first message of a new conversation from that template, its variables filled in: `text`
+    is the message as the page shows it, prefilled after the template's system prompt (the
+    reference's sha256 is not checked: a draft derives nothing from the browser's copy).
+    No reply unless it is refused; never stored or logged."""
 
     type: Literal["chat.draft"]
     id: uuid.UUID
     conversation_id: uuid.UUID | None = None
     text: str = Field(min_length=1)
+    template: TemplateRef | None = None
+
+    @model_validator(mode="after")
+    def _template_starts_a_conversation(self) -> DraftFrame:
+        if self.template is not None and self.conversation_id is not None:
+            raise ValueError("a template can only start a new conversation")
+        return self
 
 
 AnyClientFrame = (

@@ -16,7 +16,7 @@ import { AnswerStream } from "./answerstream.ts";
 import { AutoScroller } from "./autoscroll.ts";
 import { Connection, type AwaitedReplies, type Transport } from "./connection.ts";
 import { parseConversations, type ConversationList, type FetchJson } from "./conversations.ts";
-import { DraftPrefill, type DraftTimers } from "./draftprefill.ts";
+import { DraftPrefill, type DraftTarget, type DraftTimers } from "./draftprefill.ts";
 import { newId } from "./ids.ts";
 import { MessageLog } from "./messagelog.ts";
 import { Outbox, type AwaitedRequest, type QueuedSend, type SentEdit, type SentRegenerate } from "./outbox.ts";
@@ -90,11 +90,7 @@ export class ChatController {
     this.outbox = new Outbox(send, this.now);
     this.stream = new AnswerStream(this.now);
     this.ttft = new TtftReports(send, this.connection.awaitedReplies());
-    this.drafts = new DraftPrefill(
-      send,
-      () => ({ allowed: !this.busy && this.templates.selected === null, conversationId: this.conversationId }),
-      options.draftTimers,
-    );
+    this.drafts = new DraftPrefill(send, () => this.draftTarget(), options.draftTimers);
     this.ratingsSent = this.connection.awaitedReplies();
     this.scroller = new AutoScroller(el.log);
     this.alert = new AlertBanner(el.alert);
@@ -115,6 +111,7 @@ export class ChatController {
       isNewConversation: () => this.conversationId === null,
       isBusy: () => this.busy,
       showAlert: (message) => this.alert.show(message),
+      draftChanged: () => this.drafts.typed(),
     });
   }
 
@@ -125,7 +122,7 @@ export class ChatController {
       ev.preventDefault();
       this.submit();
     });
-    input.addEventListener("input", () => this.drafts.typed(input.value));
+    input.addEventListener("input", () => this.drafts.typed());
     input.addEventListener("keydown", (ev) => {
       if (ev.key !== "Enter" || ev.shiftKey || ev.isComposing || ev.keyCode === 229) return;
       ev.preventDefault();
@@ -274,6 +271,15 @@ export class ChatController {
     if (text.trim() === "") return;
     this.alert.clear();
     this.startSend(sendFrame(newId(), this.conversationId, text), text);
+  }
+
+  /** What a typing prefill would be sent for now (null: nothing while an answer streams). */
+  private draftTarget(): DraftTarget | null {
+    if (this.busy) return null;
+    const template = this.templates.selected;
+    if (template === null) return { conversationId: this.conversationId, template: null, text: this.el.input.value };
+    const message = this.templates.draftMessage(template);
+    return message === null ? null : { conversationId: null, template, text: message.text };
   }
 
   /** The first message of a new conversation, from the selected template. */

@@ -139,9 +139,10 @@ export function clientTimingFrame(id: string, messageId: string, ttftMs: number)
   return { type: "chat.client_timing", id, message_id: messageId, ttft_ms: ttft };
 }
 
-/** What the user is typing as the next question (typing prefill; `null`: a new chat). */
-export function draftFrame(id: string, conversationId: string | null, text: string): Wire.DraftFrame {
-  return { type: "chat.draft", id, conversation_id: conversationId, text };
+/** What the user is typing as the next question (typing prefill; `null`: a new chat), with the template a first message is sent from. */
+export function draftFrame(id: string, conversationId: string | null, text: string, template: Wire.TemplateRef | null = null): Wire.DraftFrame {
+  const frame: Wire.DraftFrame = { type: "chat.draft", id, conversation_id: conversationId, text };
+  return template === null ? frame : { ...frame, template: { id: template.id, version: template.version, sha256: template.sha256 } };
 }
 
 export function feedbackFrame(id: string, messageId: string, rating: Rating): Wire.FeedbackFrame {

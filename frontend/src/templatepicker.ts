@@ -17,6 +17,8 @@ export interface TemplatePickerHost {
   /** A send is prepared or in flight, or an answer streams. */
   isBusy(): boolean;
   showAlert(message: string): void;
+  /** The message a template would send changed (a variable, or another template). */
+  draftChanged?(): void;
 }
 
 /** A templated message ready to be sent: validated values and the text the user sends. */
@@ -86,6 +88,21 @@ export class TemplatePicker {
     const text = input.value;
     if (text.trim() === "") return null;
     return { template, variables, text };
+  }
+
+  /**
+   * The message `template` would send now, for a typing prefill: null until every variable
+   * is valid (nothing is marked or shown: the user is still filling them in) or while the
+   * text is blank. The textbox is left as it is.
+   */
+  draftMessage(template: PromptTemplate): TemplatedMessage | null {
+    const t = this.el;
+    if (t === null) return null;
+    const { variables, errors } = validateVariables(template, readVariableFields(t.variables));
+    if (errors.length > 0) return null;
+    const input = this.host.input.value;
+    const text = this.draft.untouched(input) ? renderBody(template.body, variables) : input;
+    return text.trim() === "" ? null : { template, variables, text };
   }
 
   /** The server's `templates.changed` push. */
@@ -171,12 +188,14 @@ export class TemplatePicker {
     const template = id === null ? null : (this.store.find(id) ?? (held !== null && held.id === id ? held : null));
     renderVariableFields(t.variables, template?.variables ?? []);
     this.showDraftText(this.draft.select(template, readVariableFields(t.variables), this.host.input.value));
+    this.host.draftChanged?.();
   }
 
   private onVariablesInput(): void {
     const t = this.el;
     if (t === null) return;
     this.showDraftText(this.draft.update(readVariableFields(t.variables), this.host.input.value));
+    this.host.draftChanged?.();
   }
 
   /** The draft's new text for the message box (null: leave the box as it is). */

@@ -3,7 +3,7 @@
 import { expect, test } from "vitest";
 
 import { DRAFT_DEBOUNCE_MS, DraftPrefill, type DraftTimers } from "../src/draftprefill.ts";
-import type { ClientFrame } from "../src/protocol.ts";
+import type { ClientFrame, TemplateRef } from "../src/protocol.ts";
 
 class FakeTimers implements DraftTimers {
   now = 0;
@@ -28,27 +28,40 @@ class FakeTimers implements DraftTimers {
   }
 }
 
-function harness(target = { allowed: true, conversationId: "c1" as string | null }) {
+interface Page {
+  /** False: an answer streams (or a template's variables are missing). */
+  allowed: boolean;
+  conversationId: string | null;
+  template: TemplateRef | null;
+  text: string;
+}
+
+function harness(start: Partial<Page> = {}) {
   const sent: ClientFrame[] = [];
   const timers = new FakeTimers();
   let connected = true;
+  const target: Page = { allowed: true, conversationId: "c1", template: null, text: "", ...start };
   const drafts = new DraftPrefill(
     (frame) => {
       if (!connected) return false;
       sent.push(frame);
       return true;
     },
-    () => target,
+    () => (target.allowed ? { conversationId: target.conversationId, template: target.template, text: target.text } : null),
     timers,
   );
-  return { sent, timers, drafts, target, disconnect: () => (connected = false), connect: () => (connected = true) };
+  const type = (text: string) => {
+    target.text = text;
+    drafts.typed();
+  };
+  return { sent, timers, drafts, target, type, disconnect: () => (connected = false), connect: () => (connected = true) };
 }
 
 test("a draft goes out once typing pauses, as typed, for the conversation", () => {
-  const { sent, timers, drafts } = harness();
-  drafts.typed("and how long does");
+  const { sent, timers, type } = harness();
+  type("and how long does");
   timers.advance(DRAFT_DEBOUNCE_MS - 1);
-  drafts.typed("and how long does it take ");
+  type("and how long does it take ");
   timers.advance(DRAFT_DEBOUNCE_MS - 1);
   expect(sent).toEqual([]); // still typing
   timers.advance(1);
@@ -56,45 +69,60 @@ test("a draft goes out once typing pauses, as typed, for the conversation", () =
 });
 
 test("more typing sends nothing more; a paste (the draft grew by 200 characters) sends it again", () => {
-  const { sent, timers, drafts } = harness();
-  drafts.typed("and how long does it take");
+  const { sent, timers, type } = harness();
+  type("and how long does it take");
   timers.advance(DRAFT_DEBOUNCE_MS);
-  drafts.typed("and how long does it take to arrive?");
+  type("and how long does it take to arrive?");
   timers.advance(DRAFT_DEBOUNCE_MS);
   expect(sent).toHaveLength(1);
   const pasted = "and how long does it take to arrive? " + "order details ".repeat(20);
-  drafts.typed(pasted);
+  type(pasted);
   timers.advance(DRAFT_DEBOUNCE_MS);
   expect(sent.map((f) => (f as { text: string }).text)).toEqual(["and how long does it take", pasted]);
 });
 
-test("short drafts, busy pages and templates send nothing; a send starts the next question afresh", () => {
-  const { sent, timers, drafts, target } = harness();
-  drafts.typed("thanks");
+test("short drafts and busy pages send nothing; a send starts the next question afresh", () => {
+  const { sent, timers, drafts, target, type } = harness();
+  type("thanks");
   timers.advance(DRAFT_DEBOUNCE_MS);
   expect(sent).toEqual([]); // not worth a prefill
-  target.allowed = false; // an answer streams, or a template is being filled in
-  drafts.typed("and how long does it take");
+  target.allowed = false; // an answer streams
+  type("and how long does it take");
   timers.advance(DRAFT_DEBOUNCE_MS);
   expect(sent).toEqual([]);
   target.allowed = true;
-  drafts.typed("and how long does it take");
+  type("and how long does it take");
   timers.advance(DRAFT_DEBOUNCE_MS);
   expect(sent).toHaveLength(1);
   drafts.reset(); // sent: the next question's first draft goes out again
   target.conversationId = null; // and in a new chat, without a conversation
-  drafts.typed("where is my parcel please");
+  type("where is my parcel please");
   timers.advance(DRAFT_DEBOUNCE_MS);
   expect(sent.at(-1)).toMatchObject({ conversation_id: null, text: "where is my parcel please" });
 });
 
 test("a draft the socket could not take is tried again at the next pause", () => {
-  const { sent, timers, drafts, disconnect, connect } = harness();
+  const { sent, timers, type, disconnect, connect } = harness();
   disconnect();
-  drafts.typed("and how long does it take");
+  type("and how long does it take");
   timers.advance(DRAFT_DEBOUNCE_MS);
   connect();
-  drafts.typed("and how long does it take?");
+  type("and how long does it take?");
   timers.advance(DRAFT_DEBOUNCE_MS);
   expect(sent).toHaveLength(1);
+});
+
+test("a template's first message goes out with its reference, and again for another template", () => {
+  const refund: TemplateRef = { id: 3, version: 2, sha256: "a".repeat(64) };
+  const { sent, timers, target, type } = harness({ conversationId: null, template: refund });
+  type("My order A-1042 has not arrived. I would like a refund.");
+  timers.advance(DRAFT_DEBOUNCE_MS);
+  expect(sent).toEqual([
+    { type: "chat.draft", id: expect.any(String), conversation_id: null, text: "My order A-1042 has not arrived. I would like a refund.", template: refund },
+  ]);
+  target.template = { id: 4, version: 1, sha256: "b".repeat(64) }; // another template: its prompt differs
+  type("My order A-1042 arrived damaged. I would like a refund.");
+  timers.advance(DRAFT_DEBOUNCE_MS);
+  expect(sent).toHaveLength(2);
+  expect(sent[1]).toMatchObject({ template: { id: 4, version: 1 } });
 });

@@ -26,6 +26,8 @@ interface Harness {
   store: TemplateStore;
   alerts: string[];
   state: { newConversation: boolean; busy: boolean };
+  /** How often the picker said the message it would send changed. */
+  draftChanges: { count: number };
   /** What the next revalidation fetch returns. */
   serve(templates: PromptTemplate[]): void;
 }
@@ -35,6 +37,7 @@ function open(templates: PromptTemplate[] = [TRIP]): Harness {
   const el = pageElements(document);
   const alerts: string[] = [];
   const state = { newConversation: true, busy: false };
+  const draftChanges = { count: 0 };
   let next: PromptTemplate[] = templates;
   const store = new TemplateStore({
     storage: { getItem: () => JSON.stringify({ etag: '"v1"', templates }), setItem: () => undefined },
@@ -47,6 +50,7 @@ function open(templates: PromptTemplate[] = [TRIP]): Harness {
     isNewConversation: () => state.newConversation,
     isBusy: () => state.busy,
     showAlert: (m) => alerts.push(m),
+    draftChanged: () => draftChanges.count++,
   });
   picker.attach(store);
   return {
@@ -54,6 +58,7 @@ function open(templates: PromptTemplate[] = [TRIP]): Harness {
     store,
     alerts,
     state,
+    draftChanges,
     serve: (t) => {
       next = t;
     },
@@ -183,4 +188,21 @@ test("templatedSend: the render itself goes as template + variables; an edited s
   expect(exact.text ?? null).toBeNull();
   const edited = await templatedSend("id-2", { template: TRIP, variables, text: "Plan 3 days in Oslo!" });
   expect(edited).toMatchObject({ id: "id-2", template: { id: 7 }, variables, text: "Plan 3 days in Oslo!" });
+});
+
+test("a typing prefill gets the message only once every variable is valid, without marking fields", () => {
+  const h = open();
+  choose("7");
+  expect(h.draftChanges.count).toBe(1);
+  type(field("city"), "Oslo");
+  expect(h.picker.draftMessage(TRIP)).toBeNull(); // days is missing
+  type(field("days"), "three");
+  expect(h.picker.draftMessage(TRIP)).toBeNull(); // not an integer
+  expect(document.querySelectorAll("[aria-invalid=true]")).toHaveLength(0);
+  expect(h.alerts).toEqual([]);
+  type(field("days"), "3");
+  expect(h.draftChanges.count).toBe(4);
+  expect(h.picker.draftMessage(TRIP)).toEqual({ template: TRIP, variables: { city: "Oslo", days: 3 }, text: "Plan 3 days in Oslo." });
+  input().value = "Plan 3 days in Oslo, by train.";
+  expect(h.picker.draftMessage(TRIP)?.text).toBe("Plan 3 days in Oslo, by train."); // the user's own edit
 });

@@ -147,12 +147,16 @@ def test_a_templated_message_sends_variables_not_its_text(tab: Tab) -> None:
     body = tab.textbox.input_value()
     assert "{{" not in body
     tab.shoot("template-picker")
+    # the variables are filled in: the first message is prefilled before Send
+    [draft] = tab.wait_sent("chat.draft")
+    assert (draft["conversation_id"], draft["text"]) == (None, body)
 
     tab.textbox.press("Enter")
     answer = tab.next_answer(0)
     expect(answer).to_have_attribute("data-status", "complete", timeout=TIMEOUT_MS)
     assert text_of(answer) == scripted_reply(body)
     (frame,) = tab.wait_sent("chat.send")
+    assert draft["template"] == frame["template"]
     assert set(frame["template"]) == {"id", "version", "sha256"}
     assert frame["variables"] == {"order_id": "A-1234", "remedy": "refund"}
     assert "text" not in frame  # the server renders the body itself

@@ -39,8 +39,11 @@ export interface SendFrame {
 
 /**
  * What the user is typing as the next question of a conversation (None: a new chat),
- * so a worker can prefill its prompt before Send (typing prefill). No reply unless it is
- * refused; never stored or logged.
+ * so a worker can prefill its prompt before Send (typing prefill). With `template`, the
+ * first message of a new conversation from that template, its variables filled in: `text`
+ * is the message as the page shows it, prefilled after the template's system prompt (the
+ * reference's sha256 is not checked: a draft derives nothing from the browser's copy).
+ * No reply unless it is refused; never stored or logged.
  */
 export interface DraftFrame {
   type: "chat.draft";
@@ -50,6 +53,8 @@ export interface DraftFrame {
   conversation_id?: string | null;
   /** min length 1 */
   text: string;
+  /** default null */
+  template?: TemplateRef | null;
 }
 
 export interface StopFrame {

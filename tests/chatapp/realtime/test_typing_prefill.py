@@ -18,22 +18,27 @@ from django.contrib.auth.models import User
 from prometheus_client import REGISTRY
 
 from chatapp.conversations.models import Message
+from chatapp.prompts.models import PromptTemplateVersion
 from inference.protocol import BACKGROUND_CHANNEL, ChatTurn, PrefillRequest
 from inference.request_queue import local_request_queue
 from tests.conftest import Connect, RunningWorker
 from tests.support.sockets import open_socket, receive_until, send_frame
+from tests.support.templates import RENDERED, VALUES, published, ref, templated
+
+__all__ = ["published"]  # a fixture
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 FOLLOW_UP = "and how long does delivery to Norway take?"
 
 
-def draft_frame(text: str, conversation_id: str | None) -> dict[str, object]:
+def draft_frame(text: str, conversation_id: str | None, **fields: object) -> dict[str, object]:
     return {
         "type": "chat.draft",
         "id": str(uuid.uuid4()),
         "conversation_id": conversation_id,
         "text": text,
+        **fields,
     }
 
 
@@ -72,6 +77,44 @@ async def test_a_draft_prefills_the_exact_prompt_of_the_question_sent_after_it(
     await ws.send_json_to(send_frame(FOLLOW_UP, conversation_id=conversation_id))
     await receive_until(ws, "chat.done")
     assert engine.prompts[2] == prefilled  # the cache holds all of it by Send
+
+
+async def test_a_templates_first_message_prefills_the_prompt_its_send_will_have(
+    connect: Connect, alice: User, scripted_worker: RunningWorker, published: PromptTemplateVersion
+) -> None:
+    """Variables filled in: the page sends the message it shows with the template reference;
+    the prefill runs it after the template's system prompt, exactly as the send will."""
+    engine = scripted_worker.engine
+    ws = await open_socket(connect, alice)
+    await ws.send_json_to(draft_frame(RENDERED, None, template=ref(published)))
+    await _until(lambda: any(RENDERED in p for p in engine.prompts))
+    [at] = [i for i, p in enumerate(engine.prompts) if RENDERED in p]
+    prefilled = engine.prompts[at]
+    assert published.system_prompt in prefilled
+    assert engine.requests[at].max_tokens == 1
+    assert await ws.receive_nothing(timeout=0.2)
+
+    await ws.send_json_to(templated(published, variables=VALUES))
+    await receive_until(ws, "chat.done")
+    assert engine.prompts[-1] == prefilled
+
+
+async def test_a_draft_from_an_unpublished_template_or_on_a_follow_up_is_refused(
+    connect: Connect, alice: User, scripted_worker: RunningWorker, published: PromptTemplateVersion
+) -> None:
+    ws = await open_socket(connect, alice)
+    unknown = draft_frame(RENDERED, None, template={**ref(published), "version": 99})
+    await ws.send_json_to(unknown)
+    error = await ws.receive_json_from(timeout=5)
+    assert (error["type"], error["code"], error["id"]) == (
+        "chat.error",
+        "template_unknown",
+        unknown["id"],
+    )
+    follow_up = draft_frame(RENDERED, str(uuid.uuid4()), template=ref(published))
+    await ws.send_json_to(follow_up)
+    error = await ws.receive_json_from(timeout=5)
+    assert (error["type"], error["code"]) == ("chat.error", "invalid")
 
 
 async def test_a_draft_for_someone_elses_conversation_is_refused(
