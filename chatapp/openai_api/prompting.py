@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
+from chatapp.conversations.message_text import text_refusal
 from chatapp.openai_api import sampling as api_sampling
 from chatapp.openai_api.errors import ApiError, invalid
 from chatapp.openai_api.schemas import ChatCompletionRequest
@@ -53,18 +54,25 @@ def prompt_build(request: ChatCompletionRequest) -> ApiPrompt:
     turns: list[ChatTurn] = []
     if version is not None:
         body = _template_body(request, version)
-        if len(body) > settings.CHAT_MAX_MESSAGE_CHARS:
+        if (refusal := text_refusal(body, max_chars=settings.CHAT_MAX_MESSAGE_CHARS)) is not None:
             raise invalid(
-                f"The rendered template is longer than {settings.CHAT_MAX_MESSAGE_CHARS} "
-                "characters.",
+                f"The rendered template cannot be sent: {refusal.message}",
                 param="template.variables",
-                code="too_large",
+                code="too_large" if refusal.code == "too_large" else None,
             )
         if body.strip():
             turns.append(ChatTurn(role="user", content=body))
     for index, message in enumerate(request.messages):
         text = message.text()
-        if message.role in ("system", "developer"):
+        system_text = message.role in ("system", "developer")  # their own limit, all together
+        limit = MAX_SYSTEM_CHARS if system_text else settings.CHAT_MAX_MESSAGE_CHARS
+        if (refusal := text_refusal(text, max_chars=limit)) is not None:
+            raise invalid(
+                refusal.message,
+                param=f"messages[{index}].content",
+                code="too_large" if refusal.code == "too_large" else None,
+            )
+        if system_text:
             if version is not None:
                 raise invalid(
                     "With a template, its system prompt is the system prompt: "
@@ -80,12 +88,6 @@ def prompt_build(request: ChatCompletionRequest) -> ApiPrompt:
             continue
         if not text.strip():
             raise invalid("Messages must not be empty.", param=f"messages[{index}].content")
-        if len(text) > settings.CHAT_MAX_MESSAGE_CHARS:
-            raise invalid(
-                f"Messages are limited to {settings.CHAT_MAX_MESSAGE_CHARS} characters.",
-                param=f"messages[{index}].content",
-                code="too_large",
-            )
         turns.append(ChatTurn(role="user" if message.role == "user" else "assistant", content=text))
     if not turns or turns[-1].role != "user":
         raise invalid(

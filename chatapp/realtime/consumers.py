@@ -26,6 +26,7 @@ from chatapp.admission.limiter import Refused
 from chatapp.answers import runs
 from chatapp.answers.follower import RunWatch
 from chatapp.conversations import selectors, services
+from chatapp.conversations.message_text import text_refusal
 from chatapp.errors import ApplicationError
 from chatapp.metrics import recording as metrics
 from chatapp.prompts.events import TEMPLATES_GROUP
@@ -170,7 +171,7 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
                 return
             text, template_version = resolved.text, resolved.version
         assert text is not None  # the frame schema requires text without a template
-        if await self._too_long(text, client_id=frame.id):
+        if await self._refused_text(text, client_id=frame.id):
             return
         question = runs.NewQuestion(
             sender=self.scope["user"],
@@ -218,7 +219,7 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
         if self._generating():
             await self._error("busy", _BUSY_HERE, client_id=frame.id)
             return
-        if await self._too_long(frame.text, client_id=frame.id):
+        if await self._refused_text(frame.text, client_id=frame.id):
             return
         user = self.scope["user"]
         started = await self._started(
@@ -255,14 +256,11 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
         )
         return True
 
-    async def _too_long(self, text: str, *, client_id: uuid.UUID) -> bool:
-        if len(text) <= settings.CHAT_MAX_MESSAGE_CHARS:
+    async def _refused_text(self, text: str, *, client_id: uuid.UUID) -> bool:
+        refusal = text_refusal(text, max_chars=settings.CHAT_MAX_MESSAGE_CHARS)
+        if refusal is None:
             return False
-        await self._error(
-            "too_large",
-            f"Messages are limited to {settings.CHAT_MAX_MESSAGE_CHARS} characters.",
-            client_id=client_id,
-        )
+        await self._error(refusal.code, refusal.message, client_id=client_id)
         return True
 
     async def _shown_if_sent(self, client_id: uuid.UUID) -> bool:
@@ -404,7 +402,7 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
         an answer streams here: the engine is busy with this user's answer already."""
         if self._generating() or not settings.CHAT_TYPING_PREFILL:
             return
-        if await self._too_long(frame.text, client_id=frame.id):
+        if await self._refused_text(frame.text, client_id=frame.id):
             return
         try:
             await runs.draft_prefill(

@@ -132,6 +132,9 @@ def talk(*turns: tuple[str, object]) -> bytes:
             None,
         ),
         (b'{"model": "MODEL", "messages": [{"role": "user", "content": "\\ud800"}]}', None, None),
+        # PostgreSQL's text cannot hold NUL: refused here, not a 500 when the turn is stored
+        (talk(("user", "nul\x00inside")), "messages[0].content", None),
+        (talk(("system", "be \x00 brief"), ("user", "hi")), "messages[0].content", None),
     ],
 )
 async def test_invalid_requests_get_400_naming_the_parameter(

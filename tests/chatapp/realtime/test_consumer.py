@@ -165,6 +165,29 @@ async def test_bad_frames_get_a_typed_error_and_the_socket_stays_usable(
     assert answer_text(frames) == "You said: still there?"
 
 
+@pytest.mark.parametrize(
+    "frame",
+    [
+        {"text": "nul\x00inside"},
+        {"text": "\x00"},
+    ],
+)
+async def test_a_message_with_a_nul_character_is_refused_and_nothing_is_stored(
+    connect: Connect, alice: User, scripted_worker: RunningWorker, frame: dict[str, str]
+) -> None:
+    """PostgreSQL's text cannot hold NUL: a clear `invalid` before anything is queued or
+    stored, not "something went wrong" after the answer started."""
+    ws = await open_socket(connect, alice)
+    sent = send_frame(frame["text"])
+    await ws.send_json_to(sent)
+    error = await ws.receive_json_from(timeout=5)
+    assert (error["type"], error["code"], error["id"]) == ("chat.error", "invalid", sent["id"])
+    assert "NUL" in error["message"]
+    assert await ws.receive_nothing(timeout=0.3)
+    assert await sync_to_async(Message.objects.count)() == 0
+    assert scripted_worker.engine.prompts == []
+
+
 async def test_binary_frames_are_refused_with_a_typed_error(
     connect: Connect, alice: User, scripted_worker: RunningWorker
 ) -> None:
