@@ -11,6 +11,11 @@ receive (a socket closing, a receive under a timeout) cancelled that read too: a
 had already popped for the reader (BZPOPMIN) was dropped with the connection, whoever it was
 for, e.g. a delta on its way to the relay. So the read runs in a task of its own that a cancel
 does not reach; when its receiver is gone, the next reader of that inbox takes it over.
+
+A message for a process-local channel of this very process (the relay here streaming to a
+socket here) skips Redis: it goes straight into the channel's receive buffer, where
+channels_redis puts what it read for that channel, as the same serialized-and-back copy.
+Through Redis it cost about eight round trips (four to send, four to read), on every delta.
 """
 
 from __future__ import annotations
@@ -37,6 +42,44 @@ class ResilientRedisChannelLayer(RedisChannelLayer):  # type: ignore[misc]  # un
         super().__init__(**config)
         # Reads of a Redis key whose receiver was cancelled, oldest first, per key.
         self._orphaned_reads: dict[str, collections.deque[asyncio.Task[_Popped]]] = {}
+        # Messages sent here for channels of this process, oldest first (see `send`).
+        self._local: collections.deque[_Popped] = collections.deque()
+        self._arrived: tuple[asyncio.AbstractEventLoop, asyncio.Event] | None = None
+
+    async def send(self, channel: str, message: dict[str, Any]) -> None:
+        if self._ours(channel):
+            self._local.append((channel, self.deserialize(self.serialize(message))))
+            self._local_arrived().set()  # wakes the reader waiting on Redis for the inbox
+            return
+        await super().send(channel, message)
+
+    def _ours(self, channel: str) -> bool:
+        """A process-local channel of this layer, sent to on the loop its receivers use (an
+        event's waiters belong to their loop; from another loop or thread, Redis carries it)."""
+        if "!" not in channel or not self.non_local_name(channel).endswith(
+            self.client_prefix + "!"
+        ):
+            return False
+        receiving_on = self.receive_event_loop
+        return receiving_on is None or receiving_on is asyncio.get_running_loop()
+
+    def _local_message(self) -> _Popped | None:
+        if not self._local:
+            return None
+        popped = self._local.popleft()
+        if not self._local:
+            self._local_arrived().clear()
+        return popped
+
+    def _local_arrived(self) -> asyncio.Event:
+        """Set while messages sent here wait; one per event loop (an event belongs to one)."""
+        loop = asyncio.get_running_loop()
+        if self._arrived is None or self._arrived[0] is not loop:
+            event = asyncio.Event()
+            if self._local:
+                event.set()
+            self._arrived = (loop, event)
+        return self._arrived[1]
 
     async def receive(self, channel: str) -> dict[str, Any]:
         backoff = retry.RECEIVE.start()
@@ -50,21 +93,48 @@ class ResilientRedisChannelLayer(RedisChannelLayer):  # type: ignore[misc]  # un
             return message
 
     async def receive_single(self, channel: str) -> _Popped:
-        """Pop one message off `channel`'s Redis key; a cancel leaves the pop to the next reader.
+        """The next message for `channel`: for this process's inbox, one sent here (`send`)
+        first, else one popped off its Redis key. A cancel, or a message sent here first,
+        leaves the Redis pop to the next reader.
 
         channels_redis calls this with its receive lock held (one reader per process inbox), so
         an orphaned read is taken over before a new one starts, and messages keep their order.
         """
+        inbox = channel.endswith(self.client_prefix + "!")  # not a shared, named channel
+        local = self._local_message() if inbox else None
+        if local is not None:
+            return local
         read = self._orphaned_read(channel)
         if read is None:
             read = asyncio.ensure_future(super().receive_single(channel))
-        try:
-            return await asyncio.shield(read)
-        except asyncio.CancelledError:
-            if not read.cancelled():  # our receiver went away, the read did not: keep it
-                read.add_done_callback(_retrieve_failure)
-                self._orphaned_reads.setdefault(channel, collections.deque()).append(read)
-            raise
+        if not inbox:
+            try:
+                return await asyncio.shield(read)
+            except asyncio.CancelledError:
+                self._orphan(channel, read)
+                raise
+        while True:
+            arrived = asyncio.ensure_future(self._local_arrived().wait())
+            try:
+                await asyncio.wait({read, arrived}, return_when=asyncio.FIRST_COMPLETED)
+            except asyncio.CancelledError:
+                self._orphan(channel, read)
+                raise
+            finally:
+                arrived.cancel()
+            if read.done():
+                return read.result()  # what was sent here meanwhile is the next call's
+            local = self._local_message()
+            if local is not None:
+                self._orphan(channel, read)
+                return local
+
+    def _orphan(self, channel: str, read: asyncio.Task[_Popped]) -> None:
+        """Keep a Redis pop whose reader went away for the next reader of `channel`."""
+        if read.done() and (read.cancelled() or read.exception() is not None):
+            return
+        read.add_done_callback(_retrieve_failure)
+        self._orphaned_reads.setdefault(channel, collections.deque()).append(read)
 
     def _orphaned_read(self, channel: str) -> asyncio.Task[_Popped] | None:
         reads = self._orphaned_reads.get(channel)

@@ -15,9 +15,11 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 from inference.resilient_layer import ResilientRedisChannelLayer
 from inference.transport import redis_layer_config
+from tests.support.net import free_port
 
 pytestmark = pytest.mark.redis
 
@@ -33,6 +35,10 @@ async def prefix() -> AsyncIterator[str]:
 
 def _config(prefix: str) -> dict[str, Any]:
     return {**redis_layer_config(redis_url=REDIS_URL), "prefix": prefix}
+
+
+def _config_at(redis_url: str) -> dict[str, Any]:
+    return {**redis_layer_config(redis_url=redis_url), "prefix": "test-layer-nowhere"}
 
 
 def _send_from_another_process(prefix: str, channel: str, message: dict[str, Any]) -> None:
@@ -127,5 +133,61 @@ async def test_messages_keep_their_order_across_receives_cancelled_mid_read(
         relay_receive.cancel()
         await asyncio.gather(relay_receive, return_exceptions=True)
     assert received == list(range(1, 201))
+    await web.close_pools()
+    await worker.close_pools()
+
+
+async def test_a_message_for_a_channel_of_this_process_does_not_go_through_redis() -> None:
+    """The relay and the socket it streams to share a web process: a delta for that socket is
+    handed over in the process (no Redis round trips), in order, as a copy like Redis's. The
+    proof: it arrives though this layer's Redis cannot be reached at all, while a message for
+    another process's channel cannot be sent."""
+    closed_port = free_port()
+    web = ResilientRedisChannelLayer(**_config_at(f"redis://127.0.0.1:{closed_port}/0"))
+    socket_channel = await web.new_channel()
+    entries: list[dict[str, str]] = [{"text": f"t{seq}"} for seq in range(50)]
+    sent = [{"type": "answer.entry", "seq": seq, "entry": entries[seq]} for seq in range(50)]
+    for message in sent:
+        await asyncio.wait_for(web.send(socket_channel, message), 1)
+    entries[0]["text"] = "changed after sending"  # the receiver's copy is its own
+    received = [await asyncio.wait_for(web.receive(socket_channel), 1) for _ in sent]
+    assert [m["seq"] for m in received] == list(range(50))
+    assert received[0]["entry"]["text"] == "t0"
+    other_process = "specific." + "0" * 32 + "!abc"
+    with pytest.raises(RedisConnectionError):  # this one needs Redis
+        await asyncio.wait_for(web.send(other_process, sent[1]), 5)
+
+
+async def test_a_socket_of_this_process_gets_local_and_remote_messages(prefix: str) -> None:
+    web = ResilientRedisChannelLayer(**_config(prefix))
+    worker = ResilientRedisChannelLayer(**_config(prefix))
+    socket_channel = await web.new_channel()
+    receive = asyncio.create_task(web.receive(socket_channel))
+    await asyncio.sleep(0.2)  # it waits in Redis for the process inbox
+    await web.send(socket_channel, {"type": "answer.entry", "seq": 1})  # from the relay here
+    assert (await asyncio.wait_for(receive, 1))["seq"] == 1
+    receive = asyncio.create_task(web.receive(socket_channel))
+    await worker.send(socket_channel, {"type": "templates.changed", "etag": "x"})  # elsewhere
+    assert (await asyncio.wait_for(receive, 5))["etag"] == "x"
+    await web.close_pools()
+    await worker.close_pools()
+
+
+async def test_a_message_sent_here_never_reaches_a_receiver_of_a_named_channel(
+    prefix: str,
+) -> None:
+    """A worker's pull of a shared queue (a named channel) reads Redis only: a message for a
+    socket of the same process is that socket's."""
+    web = ResilientRedisChannelLayer(**_config(prefix))
+    worker = ResilientRedisChannelLayer(**_config(prefix))
+    named = asyncio.create_task(web.receive("test.requests"))
+    socket_channel = await web.new_channel()
+    socket_receive = asyncio.create_task(web.receive(socket_channel))
+    await asyncio.sleep(0.2)
+    await web.send(socket_channel, {"type": "answer.entry", "seq": 1})
+    assert (await asyncio.wait_for(socket_receive, 1))["seq"] == 1
+    assert not named.done()
+    await worker.send("test.requests", {"type": "inference.generate", "n": 1})
+    assert (await asyncio.wait_for(named, 5))["n"] == 1
     await web.close_pools()
     await worker.close_pools()
