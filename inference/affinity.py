@@ -12,6 +12,7 @@ its requester (`chatapp/answers/relay.py`), so affinity never makes anyone wait 
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from typing import Protocol
@@ -21,6 +22,8 @@ import redis.asyncio as redis
 from inference.redis_client import redis_client
 from inference.registry import WorkerRegistry
 from inference.request_queue import worker_queue
+
+logger = logging.getLogger(__name__)
 
 KEY_PREFIX = "inference:affinity:"
 
@@ -86,15 +89,25 @@ def affinity_map(*, redis_url: str, ttl_s: float) -> AffinityMap:
 
 
 async def route(
-    *, queue: str, session_id: str | None, affinity: AffinityMap, registry: WorkerRegistry
+    *,
+    queue: str,
+    session_id: str | None,
+    affinity: AffinityMap | None,
+    registry: WorkerRegistry,
 ) -> str:
     """The queue to put a request of `session_id` on: its last worker's own queue while that
-    worker is alive with a free slot, else `queue` (shared)."""
-    if session_id is None:
+    worker is alive with a free slot, else `queue` (shared). Affinity is an optimisation,
+    never a reason to fail: without it, or when it fails (logged), `queue`."""
+    if session_id is None or affinity is None:
         return queue
-    worker = await affinity.worker_of(session_id)
-    if worker is None:
+    try:
+        worker = await affinity.worker_of(session_id)
+        if worker is None:
+            return queue
+        free = await registry.free_slots()
+    except Exception as exc:
+        logger.warning("routing session %s by affinity failed: %s", session_id, exc)
         return queue
-    if (await registry.free_slots()).get(worker, 0) <= 0:
+    if free.get(worker, 0) <= 0:
         return queue  # gone, or full: any worker beats waiting for this one
     return worker_queue(queue, worker)

@@ -251,18 +251,12 @@ class AnswerRelay:
             )
 
     async def _route(self, run: _Run) -> str:
-        if self._affinity is None:
-            return run.shared_queue
-        try:
-            return await route(
-                queue=run.shared_queue,
-                session_id=run.session_id,
-                affinity=self._affinity,
-                registry=self._registry,
-            )
-        except Exception as exc:  # affinity is an optimisation: never a reason to fail
-            logger.warning("routing run %s by affinity failed: %s", run.run_id, exc)
-            return run.shared_queue
+        return await route(
+            queue=run.shared_queue,
+            session_id=run.session_id,
+            affinity=self._affinity,
+            registry=self._registry,
+        )
 
     def owns(self, run_id: uuid.UUID) -> bool:
         """This relay is running and runs `run_id`."""

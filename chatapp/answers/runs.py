@@ -354,13 +354,10 @@ async def draft_prefill(
         submitted_at=time.time(),
         session_id=session_id,
     )
-    queue = BACKGROUND_CHANNEL
-    if runtime.affinity is not None:
-        with contextlib.suppress(Exception):  # any worker's cache beats none
-            queue = await route(
-                queue=BACKGROUND_CHANNEL,
-                session_id=session_id,
-                affinity=runtime.affinity,
-                registry=runtime.registry,
-            )
+    queue = await route(
+        queue=BACKGROUND_CHANNEL,
+        session_id=session_id,
+        affinity=runtime.affinity,
+        registry=runtime.registry,
+    )
     await runtime.queue.put(queue, request.to_channel())
