@@ -13,9 +13,10 @@ for, e.g. a delta on its way to the relay. So the read runs in a task of its own
 does not reach; when its receiver is gone, the next reader of that inbox takes it over.
 
 A message for a process-local channel of this very process (the relay here streaming to a
-socket here) skips Redis: it goes straight into the channel's receive buffer, where
-channels_redis puts what it read for that channel, as the same serialized-and-back copy.
-Through Redis it cost about eight round trips (four to send, four to read), on every delta.
+socket here) skips Redis: the same serialized-and-back copy waits in the process, and the
+reader of the process inbox (woken if it waits on Redis) takes it before its next Redis pop,
+then hands it to the channel as channels_redis does with what it read. Through Redis it cost
+about eight round trips (four to send, four to read), on every delta.
 """
 
 from __future__ import annotations
@@ -56,12 +57,14 @@ class ResilientRedisChannelLayer(RedisChannelLayer):  # type: ignore[misc]  # un
     def _ours(self, channel: str) -> bool:
         """A process-local channel of this layer, sent to on the loop its receivers use (an
         event's waiters belong to their loop; from another loop or thread, Redis carries it)."""
-        if "!" not in channel or not self.non_local_name(channel).endswith(
-            self.client_prefix + "!"
-        ):
+        if "!" not in channel or not self._is_inbox(self.non_local_name(channel)):
             return False
         receiving_on = self.receive_event_loop
         return receiving_on is None or receiving_on is asyncio.get_running_loop()
+
+    def _is_inbox(self, name: str) -> bool:
+        """`name` is this process's inbox, the Redis key of all its process-local channels."""
+        return name.endswith(self.client_prefix + "!")
 
     def _local_message(self) -> _Popped | None:
         if not self._local:
@@ -100,7 +103,7 @@ class ResilientRedisChannelLayer(RedisChannelLayer):  # type: ignore[misc]  # un
         channels_redis calls this with its receive lock held (one reader per process inbox), so
         an orphaned read is taken over before a new one starts, and messages keep their order.
         """
-        inbox = channel.endswith(self.client_prefix + "!")  # not a shared, named channel
+        inbox = self._is_inbox(channel)  # not a shared, named channel
         local = self._local_message() if inbox else None
         if local is not None:
             return local

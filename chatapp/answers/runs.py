@@ -281,6 +281,27 @@ async def _not_stored(
         await runtime.relay.stop(run_id, code="not_stored")
 
 
+def _next_context(
+    *,
+    sender: User,
+    conversation_id: uuid.UUID | None,
+    text: str,
+    template_version: PromptTemplateVersion | None,
+) -> selectors.GenerationContext:
+    """What the worker needs for `text` as the conversation's next question; NotFoundError
+    for a conversation that is not the sender's."""
+    context = selectors.next_turn_context(
+        owner=sender,
+        conversation_id=conversation_id,
+        text=text,
+        template_version=template_version,
+        max_messages=settings.CHAT_HISTORY_MAX_MESSAGES,
+    )
+    if context is None:
+        raise NotFoundError("This conversation does not exist or is not yours.")
+    return context
+
+
 def _draft_context(
     *, sender: User, conversation_id: uuid.UUID | None, text: str, template: TemplateKey | None
 ) -> selectors.GenerationContext:
@@ -289,16 +310,9 @@ def _draft_context(
         if template is None
         else published_version_get(template_id=template.id, version=template.version)
     )
-    context = selectors.next_turn_context(
-        owner=sender,
-        conversation_id=conversation_id,
-        text=text,
-        template_version=version,
-        max_messages=settings.CHAT_HISTORY_MAX_MESSAGES,
+    return _next_context(
+        sender=sender, conversation_id=conversation_id, text=text, template_version=version
     )
-    if context is None:
-        raise NotFoundError("This conversation does not exist or is not yours.")
-    return context
 
 
 def _turn_or_context(question: NewQuestion) -> services.TurnStart | selectors.GenerationContext:
@@ -309,16 +323,12 @@ def _turn_or_context(question: NewQuestion) -> services.TurnStart | selectors.Ge
     )
     if existing is not None:
         return existing
-    context = selectors.next_turn_context(
-        owner=question.sender,
+    return _next_context(
+        sender=question.sender,
         conversation_id=question.conversation_id,
         text=question.text,
         template_version=question.template_version,
-        max_messages=settings.CHAT_HISTORY_MAX_MESSAGES,
     )
-    if context is None:
-        raise NotFoundError("This conversation does not exist or is not yours.")
-    return context
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from chatapp.conversations.message_text import text_refusal
+from chatapp.conversations.message_text import TextRefusal, text_refusal
 from chatapp.openai_api import sampling as api_sampling
 from chatapp.openai_api.errors import ApiError, invalid
 from chatapp.openai_api.schemas import ChatCompletionRequest
@@ -55,11 +55,7 @@ def prompt_build(request: ChatCompletionRequest) -> ApiPrompt:
     if version is not None:
         body = _template_body(request, version)
         if (refusal := text_refusal(body, max_chars=settings.CHAT_MAX_MESSAGE_CHARS)) is not None:
-            raise invalid(
-                f"The rendered template cannot be sent: {refusal.message}",
-                param="template.variables",
-                code="too_large" if refusal.code == "too_large" else None,
-            )
+            raise _refused(refusal, param="template.variables", what="The rendered template: ")
         if body.strip():
             turns.append(ChatTurn(role="user", content=body))
     for index, message in enumerate(request.messages):
@@ -67,11 +63,7 @@ def prompt_build(request: ChatCompletionRequest) -> ApiPrompt:
         system_text = message.role in ("system", "developer")  # their own limit, all together
         limit = MAX_SYSTEM_CHARS if system_text else settings.CHAT_MAX_MESSAGE_CHARS
         if (refusal := text_refusal(text, max_chars=limit)) is not None:
-            raise invalid(
-                refusal.message,
-                param=f"messages[{index}].content",
-                code="too_large" if refusal.code == "too_large" else None,
-            )
+            raise _refused(refusal, param=f"messages[{index}].content")
         if system_text:
             if version is not None:
                 raise invalid(
@@ -197,3 +189,9 @@ def _sampling(
     values["logprobs"] = api_sampling.logprobs_of(request)
     values["logit_bias"] = api_sampling.logit_bias_of(request)
     return SamplingOptions.model_validate(values)
+
+
+def _refused(refusal: TextRefusal, *, param: str, what: str = "") -> ApiError:
+    """A message the stored conversation could not hold, as the API's 400."""
+    code = "too_large" if refusal.code == "too_large" else None
+    return invalid(f"{what}{refusal.message}", param=param, code=code)
