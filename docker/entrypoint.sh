@@ -16,10 +16,16 @@ case "$role" in
     exec python manage.py migrate --noinput "$@"
     ;;
   worker)
+    # the FAQ cache's verifier is trained once into the data volume (a no-op when it is)
+    case "$(echo "${INFERENCE_FAQ:-1}/${INFERENCE_FAQ_DECISION:-verifier}" | tr A-Z a-z)" in
+      0/* | false/* | no/* | off/* | */guard) ;;
+      *) python -m inference.models prepare --model faq-verifier ;;
+    esac
     exec python -m inference "$@"
     ;;
   prepare-model)
-    exec python -m inference.models prepare --model "${PREPARE_MODEL:-smollm2}" "$@"
+    python -m inference.models prepare --model "${PREPARE_MODEL:-smollm2}" "$@"
+    exec python -m inference.models prepare --model faq-verifier
     ;;
   celery-worker)
     exec celery -A chatapp worker --loglevel=INFO "$@"

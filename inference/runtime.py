@@ -9,6 +9,8 @@ from collections.abc import Callable
 
 from inference.engines.base import Engine, EngineError
 from inference.faq.cache import FaqCache
+from inference.faq.deciders import FaqDecider, GuardDecision, VerifierDecision
+from inference.faq.verifier import FaqVerifier
 from inference.prefix_check import prefix_report
 from inference.registry import WorkerRegistry
 from inference.settings import EngineSettings, OpenAIEngineSettings, WorkerSettings
@@ -73,16 +75,38 @@ def build_engine(
 def build_faq_cache(
     *, settings: WorkerSettings, progress: Callable[[str], None] = print
 ) -> FaqCache | None:
-    """The FAQ cache with its embedding model loaded now, not on the first question."""
+    """The FAQ cache with its embedding model (and verifier) loaded now, not on the first
+    question. A verifier that is not prepared, or was trained on other labelled pairs than
+    the repository's, stops the start with the command that prepares it."""
     if not settings.faq:
         return None
     from inference.faq.embedder import shared_embedder
 
+    decider = build_faq_decider(settings=settings, progress=progress)
     started = time.monotonic()
     embedder = shared_embedder()
     embedder.encode(["warm up"])
     progress(f"FAQ embedding model loaded in {time.monotonic() - started:.1f} s.")
-    return FaqCache(embedder=embedder)
+    return FaqCache(embedder=embedder, decider=decider)
+
+
+def build_faq_decider(
+    *, settings: WorkerSettings, progress: Callable[[str], None] = print
+) -> FaqDecider:
+    if settings.faq_decision == "guard":
+        progress("FAQ decision: the word-list guard (INFERENCE_FAQ_DECISION=guard).")
+        return GuardDecision()
+    from inference.models.faq_verifier import ensure_verifier_ready
+
+    ensure_verifier_ready(model_dir=settings.faq_verifier_dir)
+    started = time.monotonic()
+    verifier = FaqVerifier(model_dir=settings.faq_verifier_dir)
+    verifier.probabilities([("warm up", "warm up")])
+    progress(
+        f"FAQ verifier loaded in {time.monotonic() - started:.1f} s (threshold "
+        f"{verifier.info.threshold:.3f}, cosine floor {verifier.info.cosine_floor:.2f})."
+    )
+    return VerifierDecision(verifier=verifier)
 
 
 def start_worker(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
@@ -15,6 +15,7 @@ from inference.protocol import BACKGROUND_CHANNEL, REQUEST_CHANNEL
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 EngineKind = Literal["vllm", "scripted", "openai"]
+FaqDecisionKind = Literal["verifier", "guard"]
 
 
 def _env_int(name: str, default: int) -> int:
@@ -57,6 +58,22 @@ def _env_bool(name: str, default: bool) -> bool:
 
 # The folder `python -m inference.models prepare` gives the default model (SmolLM2 Instruct).
 DEFAULT_MODEL_DIR_NAME = "smollm2-135m-instruct"
+
+
+def _faq_decision_from_env() -> FaqDecisionKind:
+    raw = os.environ.get("INFERENCE_FAQ_DECISION", "verifier").strip().lower()
+    kinds: dict[str, FaqDecisionKind] = {"verifier": "verifier", "guard": "guard"}
+    if raw not in kinds:
+        raise ValueError(f"INFERENCE_FAQ_DECISION must be 'verifier' or 'guard', got {raw!r}")
+    return kinds[raw]
+
+
+def _faq_verifier_dir_from_env() -> Path:
+    """INFERENCE_FAQ_VERIFIER_DIR, else <data_dir>/models/faq-verifier (where prepare puts it)."""
+    raw = os.environ.get("INFERENCE_FAQ_VERIFIER_DIR", "").strip()
+    if raw:
+        return Path(raw).expanduser().resolve()
+    return data_dir_from_env() / "models" / "faq-verifier"
 
 
 def data_dir_from_env() -> Path:
@@ -228,6 +245,10 @@ class WorkerSettings:
     coalesce_tokens: int
     redis_url: str
     faq: bool = False
+    # what decides whether a cached FAQ answer is right for a question: the learned verifier
+    # (prepared at <data_dir>/models/faq-verifier) or the old word-list guard
+    faq_decision: FaqDecisionKind = "verifier"
+    faq_verifier_dir: Path = field(default_factory=_faq_verifier_dir_from_env)
     heartbeat_s: float = 2.0
     background_channel: str = BACKGROUND_CHANNEL
     # at most this many background requests run at once (out of max_active)
@@ -273,6 +294,7 @@ class WorkerSettings:
             coalesce_tokens=_env_int("INFERENCE_COALESCE_TOKENS", 8),
             redis_url=os.environ.get("REDIS_URL", ""),
             faq=_env_bool("INFERENCE_FAQ", True),
+            faq_decision=_faq_decision_from_env(),
             heartbeat_s=_env_float("INFERENCE_HEARTBEAT_S", 2.0),
             background_channel=os.environ.get("INFERENCE_BACKGROUND_CHANNEL", BACKGROUND_CHANNEL),
             max_background=_env_int("INFERENCE_MAX_BACKGROUND", 2),

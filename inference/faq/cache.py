@@ -4,9 +4,11 @@ Entries arrive with vectors computed by Celery (the same embedding model), as up
 whenever an admin changes an entry, so a worker picks up changes without a restart, and as a
 snapshot of the whole set whenever the worker's periodic sync finds its set differs from the
 web side's (`sync.py`: how a lost broadcast or request is repaired, and the freshness bound).
-A lookup embeds the question (off the event loop), searches the allowed scopes and applies the
-calibrated threshold and lexical guard (`matcher.decide`); a question refused but close to
-an entry comes back as a `FaqNear`, so the admin can be shown it as a suggested phrasing.
+A lookup embeds the question (off the event loop), searches the allowed scopes and lets its
+decider (`deciders.py`: the learned verifier, or the old lexical guard) say whether the best
+candidates really ask the same thing (off the loop too: the verifier costs milliseconds); a
+question refused but close to an entry comes back as a `FaqNear`, so the admin can be shown
+it as a suggested phrasing.
 """
 
 from __future__ import annotations
@@ -20,9 +22,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from inference.faq.deciders import FaqDecider
 from inference.faq.embedder import Embedder
 from inference.faq.index import FaqIndex, IndexedEntry
-from inference.faq.matcher import SUGGEST_FLOOR, decide
+from inference.faq.matcher import SUGGEST_FLOOR
 from inference.faq.sync import STALE_AFTER_RESYNCS, data_version, resync_s_from_env, set_version
 from inference.protocol import FaqEntryData, FaqInSync, FaqRemove, FaqSnapshotChunk, FaqUpsert
 
@@ -75,11 +78,13 @@ class FaqCache:
         self,
         *,
         embedder: Embedder,
+        decider: FaqDecider,
         index: FaqIndex | None = None,
         resync_s: float | None = None,
         max_stale_s: float | None = None,
     ) -> None:
         self._embedder = embedder
+        self.decider = decider
         self.index = index or FaqIndex()
         self.resync_s = resync_s if resync_s is not None else resync_s_from_env()
         self.max_stale_s = (
@@ -157,7 +162,14 @@ class FaqCache:
             return None
         vector = (await asyncio.to_thread(self._embedder.encode, [question]))[0]
         candidates = self.index.search_phrasings(query_vector=vector, scopes=scopes)
-        decision = decide(query=question, candidates=candidates)
+        if not candidates:
+            return None
+        if not self.decider.off_loop:
+            decision = self.decider.decide(query=question, candidates=candidates)
+        else:
+            decision = await asyncio.to_thread(
+                self.decider.decide, query=question, candidates=candidates
+            )
         if decision is None:
             return None
         if not decision.accepted:

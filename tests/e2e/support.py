@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from inference.models.faq_verifier import prepare_faq_verifier
+from inference.models.paths import default_data_dir, faq_verifier_dir
 from tests.integration.processes import app_served
 
 if TYPE_CHECKING:
@@ -63,6 +65,8 @@ class App:
 
 def app_start(data_dir: Path, options: AppOptions) -> Iterator[App]:
     """`manage.py serve` in the embedded default: SQLite in `data_dir`, worker inside."""
+    if options.faq:  # a no-op once `make test` (or an earlier test) has prepared it
+        prepare_faq_verifier(data_dir=default_data_dir(), progress=lambda _: None)
     env = {
         **{k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL")},
         "DJANGO_SETTINGS_MODULE": "chatapp.settings.local",
@@ -70,6 +74,8 @@ def app_start(data_dir: Path, options: AppOptions) -> Iterator[App]:
         "INFERENCE_ENGINE": "scripted",
         "INFERENCE_FAQ": "1" if options.faq else "0",
         "CHAT_FAQ_ENABLED": "1" if options.faq else "0",
+        # the verifier `make test` prepared (the app's own data dir is a fresh one)
+        "INFERENCE_FAQ_VERIFIER_DIR": str(faq_verifier_dir(data_dir=default_data_dir())),
         "DEMO_PASSWORD": PASSWORD,
         "DEBUG": "0",
         "PYTHONUNBUFFERED": "1",

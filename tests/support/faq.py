@@ -1,8 +1,10 @@
 """A worker with the real FAQ embedding model (`embedder`, `faq_worker`) and FAQ entries.
 
 The worker runs the scripted engine (so a model answer is recognisable: "You said: ...") and
-a real FaqCache; entries reach it the way they do in production: Celery (eager here) embeds
-them and broadcasts to the workers' group, and a snapshot is served at worker start-up.
+a real FaqCache deciding with the shipped, prepared verifier (`faq_decider`: prepared once
+per session if `make test` has not already); entries reach it the way they do in production:
+Celery (eager here) embeds them and broadcasts to the workers' group, and a snapshot is
+served at worker start-up.
 """
 
 from __future__ import annotations
@@ -20,7 +22,11 @@ from chatapp.faq.models import FaqEntry
 from chatapp.faq.snapshots import serve_snapshots
 from inference.engines.scripted import ScriptedEngine
 from inference.faq.cache import FaqCache
+from inference.faq.deciders import FaqDecider, VerifierDecision
 from inference.faq.embedder import shared_embedder
+from inference.faq.verifier import FaqVerifier
+from inference.models.faq_verifier import prepare_faq_verifier
+from inference.models.paths import default_data_dir
 from inference.transport import Transport
 from inference.worker import InferenceWorker
 from tests.support.sockets import receive_until
@@ -49,8 +55,23 @@ def embedder() -> Any:
     return embedder
 
 
-async def start_faq_worker(embedder: Any) -> tuple[FaqWorker, list[asyncio.Task[None]]]:
-    cache = FaqCache(embedder=embedder)
+@pytest.fixture(scope="session")
+def prepared_verifier() -> FaqVerifier:
+    """The shipped verifier, as `make test` prepared it (trained here if it has not)."""
+    verifier = FaqVerifier(model_dir=prepare_faq_verifier(data_dir=default_data_dir()))
+    verifier.load()
+    return verifier
+
+
+@pytest.fixture(scope="session")
+def faq_decider(prepared_verifier: FaqVerifier) -> FaqDecider:
+    return VerifierDecision(verifier=prepared_verifier)
+
+
+async def start_faq_worker(
+    embedder: Any, decider: FaqDecider
+) -> tuple[FaqWorker, list[asyncio.Task[None]]]:
+    cache = FaqCache(embedder=embedder, decider=decider)
     worker = InferenceWorker(
         engine=ScriptedEngine(),
         transport=Transport(layer=get_channel_layer()),
@@ -63,8 +84,8 @@ async def start_faq_worker(embedder: Any) -> tuple[FaqWorker, list[asyncio.Task[
 
 
 @pytest.fixture
-async def faq_worker(embedder: Any) -> AsyncIterator[FaqWorker]:
-    running, tasks = await start_faq_worker(embedder)
+async def faq_worker(embedder: Any, faq_decider: FaqDecider) -> AsyncIterator[FaqWorker]:
+    running, tasks = await start_faq_worker(embedder, faq_decider)
     yield running
     for task in tasks:
         task.cancel()

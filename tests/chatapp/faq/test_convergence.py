@@ -23,6 +23,7 @@ from channels.layers import InMemoryChannelLayer
 from chatapp.faq import events, services, snapshots
 from inference.engines.scripted import ScriptedEngine
 from inference.faq.cache import FaqCache
+from inference.faq.deciders import GuardDecision
 from inference.faq.embedder import Embedder
 from inference.protocol import (
     FAQ_SNAPSHOT_CHANNEL,
@@ -113,7 +114,7 @@ async def start(layer: LossyLayer) -> AsyncIterator[Callable[[], Any]]:
     running: list[Running] = []
 
     async def _start() -> Running:
-        cache = FaqCache(embedder=cast(Embedder, StandInEmbedder()))
+        cache = FaqCache(embedder=cast(Embedder, StandInEmbedder()), decider=GuardDecision())
         worker = InferenceWorker(
             engine=ScriptedEngine(),
             transport=Transport(layer=layer),

@@ -2,8 +2,16 @@
 one cannot reach the other's, a published template, a worker with the real FAQ embedding
 model."""
 
-from tests.support.faq import embedder, faq_worker
+from tests.support.faq import embedder, faq_decider, faq_worker, prepared_verifier
 from tests.support.templates import published
 from tests.support.users import alice, bob
 
-__all__ = ["alice", "bob", "embedder", "faq_worker", "published"]
+__all__ = [
+    "alice",
+    "bob",
+    "embedder",
+    "faq_decider",
+    "faq_worker",
+    "prepared_verifier",
+    "published",
+]

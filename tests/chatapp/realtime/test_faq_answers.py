@@ -21,6 +21,7 @@ from chatapp.conversations.models import Message
 from chatapp.faq import services as faq_services
 from chatapp.faq.models import FaqSuggestion
 from chatapp.prompts import services as prompt_services
+from inference.faq.deciders import FaqDecider
 from tests.chatapp.prompts.factories import template_create
 from tests.conftest import Connect
 from tests.support.admin import superuser_client
@@ -145,10 +146,10 @@ async def test_ask_the_assistant_instead_and_thumbs_down(
 
 
 async def test_a_worker_started_later_loads_existing_entries_from_a_snapshot(
-    connect: Connect, alice: User, embedder: Any
+    connect: Connect, alice: User, embedder: Any, faq_decider: FaqDecider
 ) -> None:
     await sync_to_async(entry_create)()  # embedded now; no worker is listening yet
-    running, tasks = await start_faq_worker(embedder)
+    running, tasks = await start_faq_worker(embedder, faq_decider)
     try:
         await running.wait_for_entries(1)
         ws = await open_socket(connect, alice)

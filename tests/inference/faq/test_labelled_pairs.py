@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -14,12 +15,14 @@ from inference.faq.labelled_pairs import (
     of_split,
     split_for_entry,
 )
+from inference.faq.proportions import wilson_interval
 from inference.faq.verifier import FaqVerifier
 from inference.faq.verifier_training import (
     COSINE_FLOORS,
+    FALSE_HIT_BOUND,
     NEVER,
-    THRESHOLDS,
     TrainingOptions,
+    allowed_false_hits,
     choose_threshold,
     choose_thresholds,
     contrasts,
@@ -71,18 +74,24 @@ def test_a_new_entry_gets_a_stable_split() -> None:
     )
 
 
-def test_the_threshold_is_the_lowest_that_accepts_no_tune_near_miss() -> None:
-    def pair(same: bool) -> LabelledPair:
-        kind = "paraphrase" if same else "negation"
-        return LabelledPair(a="a", b="b", kind=kind, same=same, split="tune", batch=2)
-
-    pairs = [pair(True), pair(False), pair(True), pair(False)]
-    assert choose_threshold(pairs, [0.95, 0.62, 0.70, 0.41]) == 0.63
-    assert choose_threshold(pairs, [0.95, 0.9985, 0.70, 0.41]) == 0.999
-    assert choose_threshold(pairs, [0.95, 0.9999, 0.70, 0.41]) == 1.0  # accepts nothing
+def test_the_threshold_is_the_lowest_that_accepts_at_most_the_allowed_near_misses() -> None:
+    near_misses = [0.62, 0.41, 0.9985]
+    assert choose_threshold(near_misses, 0) == math.nextafter(0.9985, math.inf)
+    assert choose_threshold(near_misses, 1) == math.nextafter(0.62, math.inf)
+    assert choose_threshold(near_misses, 3) == 0.0  # none is left to keep out
+    assert choose_threshold([1.0], 0) == NEVER  # nothing can be accepted
+    assert all(score >= choose_threshold(near_misses, 1) for score in (0.95, 0.63))
 
 
-def test_the_floor_and_threshold_keep_every_tune_near_miss_out_at_the_best_recall() -> None:
+def test_false_hits_are_allowed_only_while_the_interval_stays_within_the_bound() -> None:
+    assert allowed_false_hits(100, 0.01) == 0  # too few to show 1% even with none
+    assert allowed_false_hits(700, 0.01) == 1
+    assert allowed_false_hits(2000, 0.01) == 11
+    assert wilson_interval(allowed_false_hits(2000, 0.01), 2000)[1] <= 0.01
+    assert wilson_interval(allowed_false_hits(2000, 0.01) + 1, 2000)[1] > 0.01
+
+
+def test_the_floor_and_threshold_keep_the_tune_near_misses_out_at_the_best_recall() -> None:
     def pair(same: bool) -> LabelledPair:
         kind = "paraphrase" if same else "direction"
         return LabelledPair(a="a", b="b", kind=kind, same=same, split="tune", batch=2)
@@ -90,9 +99,11 @@ def test_the_floor_and_threshold_keep_every_tune_near_miss_out_at_the_best_recal
     pairs = [pair(True), pair(True), pair(False), pair(False)]
     cosines = [0.90, 0.55, 0.50, 0.85]
     scores = [0.97, 0.90, 0.95, 0.80]
-    # a floor of 0.55 drops the confident near miss at cosine 0.50; 0.81 then keeps out the
-    # other one and accepts both paraphrases
-    assert choose_thresholds(pairs, cosines, scores) == (0.55, 0.81)
+    # a floor of 0.55 drops the confident near miss at cosine 0.50; just above 0.80 then
+    # keeps out the other one and accepts both paraphrases
+    choice = choose_thresholds(pairs, cosines, scores)
+    assert (choice.floor, choice.threshold) == (0.55, math.nextafter(0.80, math.inf))
+    assert (choice.recall, choice.false_hits) == (1.0, 0)
 
 
 def test_made_up_near_misses_differ_by_one_swap_or_number() -> None:
@@ -119,8 +130,9 @@ def test_training_is_seeded_and_the_threshold_comes_from_the_tune_split(tmp_path
     again = train_verifier(out_dir=tmp_path / "two", pairs_path=pairs, options=options)
     assert (again.threshold, again.cosine_floor) == (first.threshold, first.cosine_floor)
     assert first.train_pairs == 4  # the tune pairs were not trained on
-    assert first.threshold in (*THRESHOLDS, NEVER)
+    assert 0.0 <= first.threshold <= NEVER
     assert first.cosine_floor in COSINE_FLOORS
+    assert (first.tune_near_misses, first.false_hit_bound) == (1, FALSE_HIT_BOUND)
     questions = [("Where is my order?", "where's my package"), ("a", "b")]
     scores = FaqVerifier(model_dir=tmp_path / "one").probabilities(questions)
     assert all(0.0 <= score <= 1.0 for score in scores)

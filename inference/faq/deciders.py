@@ -1,0 +1,97 @@
+"""Which FAQ entry, if any, answers a question: the learned verifier, or the old lexical guard.
+
+Retrieval (the embedding index) proposes candidates, best cosine first; a decider says
+whether one of them really asks what the question asks. `VerifierDecision` is the shipped
+rule: a question that repeats one of an entry's phrasings (ignoring case, spacing and end
+punctuation) is that entry's; otherwise the fine-tuned cross-encoder (`verifier.py`) scores
+the best few candidates above its cosine floor and the most probable one answers if it
+clears the threshold chosen on the tune split. `GuardDecision` is the earlier cosine
+threshold + word-list guard (`matcher.decide`), kept for an operator who chooses it
+(`INFERENCE_FAQ_DECISION=guard`).
+Both are synchronous; the verifier costs milliseconds of CPU, so the cache calls it in a
+thread (`off_loop`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal, Protocol
+
+from inference.faq import matcher
+from inference.faq.matcher import Candidate, MatchDecision
+from inference.faq.verifier import FaqVerifier
+
+DecisionName = Literal["verifier", "guard"]
+# Phrasings the verifier scores per question (one batch): the right entry is almost always
+# among the best few by cosine, and each one more costs ~1-2 ms.
+MAX_SCORED = 4
+
+
+class FaqDecider(Protocol):
+    name: DecisionName
+    off_loop: bool  # slow enough (CPU) to be called in a thread, not on the event loop
+
+    def decide(self, *, query: str, candidates: Sequence[Candidate]) -> MatchDecision | None:
+        """The accepted candidate, else a refusal naming the best one; None without any."""
+        ...
+
+
+class GuardDecision:
+    name: DecisionName = "guard"
+    off_loop = False  # microseconds per question
+
+    def decide(self, *, query: str, candidates: Sequence[Candidate]) -> MatchDecision | None:
+        return matcher.decide(query=query, candidates=candidates)
+
+
+class VerifierDecision:
+    name: DecisionName = "verifier"
+    off_loop = True  # a forward pass of MiniLM: milliseconds
+
+    def __init__(self, *, verifier: FaqVerifier) -> None:
+        self.verifier = verifier
+
+    def decide(self, *, query: str, candidates: Sequence[Candidate]) -> MatchDecision | None:
+        if not candidates:
+            return None
+        info = self.verifier.info
+        ranked = sorted(candidates, key=lambda c: c.score, reverse=True)
+        asked = _plain(query)
+        for candidate in ranked:
+            if _plain(candidate.phrasing) == asked:
+                return _decision(candidate, True, "the question repeats this phrasing")
+        scored = [c for c in ranked if c.score >= info.cosine_floor][:MAX_SCORED]
+        if not scored:
+            best = ranked[0]
+            return _decision(
+                best, False, f"cosine {best.score:.3f} < floor {info.cosine_floor:.2f}"
+            )
+        probabilities = self.verifier.probabilities([(c.phrasing, query) for c in scored])
+        probability, candidate = max(
+            zip(probabilities, scored, strict=True), key=lambda pair: (pair[0], pair[1].score)
+        )
+        if probability >= info.threshold:
+            return _decision(
+                candidate,
+                True,
+                f"verifier {probability:.3f} >= {info.threshold:.3f} "
+                f"(cosine {candidate.score:.3f})",
+            )
+        best = ranked[0]
+        return _decision(
+            best, False, f"verifier {probability:.3f} < {info.threshold:.3f} for the best candidate"
+        )
+
+
+def _plain(text: str) -> str:
+    return " ".join(text.casefold().split()).rstrip("?!. ")
+
+
+def _decision(candidate: Candidate, accepted: bool, reason: str) -> MatchDecision:
+    return MatchDecision(
+        entry_id=candidate.entry_id,
+        phrasing=candidate.phrasing,
+        score=candidate.score,
+        accepted=accepted,
+        reason=reason,
+    )

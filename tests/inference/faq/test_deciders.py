@@ -1,0 +1,130 @@
+"""The verifier decision: which candidates it scores, which one answers, what a refusal names."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from inference.faq.deciders import MAX_SCORED, GuardDecision, VerifierDecision
+from inference.faq.matcher import Candidate
+from inference.faq.verifier import FaqVerifier, VerifierInfo
+
+
+def info(*, threshold: float = 0.9, floor: float = 0.5) -> VerifierInfo:
+    return VerifierInfo(
+        threshold=threshold,
+        cosine_floor=floor,
+        false_hit_bound=0.01,
+        tune_recall=0.5,
+        tune_false_hits=0,
+        tune_near_misses=10,
+        seed=0,
+        train_pairs=1,
+        train_examples=2,
+        epochs_run=1,
+        train_s=1.0,
+        pairs_sha256="0" * 64,
+    )
+
+
+class ScriptedVerifier(FaqVerifier):
+    """A verifier whose probabilities are given per user question and entry phrasing."""
+
+    def __init__(self, folder: Path, probabilities: dict[str, float], **kwargs: float) -> None:
+        folder.mkdir(exist_ok=True)
+        info(**kwargs).write(folder)
+        super().__init__(model_dir=folder)
+        self.scripted = probabilities
+        self.asked: list[list[tuple[str, str]]] = []
+
+    def probabilities(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
+        self.asked.append(list(pairs))
+        return [self.scripted[phrasing] for phrasing, _ in pairs]
+
+
+def candidate(entry_id: int, phrasing: str, score: float) -> Candidate:
+    return Candidate(entry_id=entry_id, phrasing=phrasing, score=score)
+
+
+def test_the_most_probable_candidate_answers_even_if_another_has_a_higher_cosine(
+    tmp_path: Path,
+) -> None:
+    verifier = ScriptedVerifier(tmp_path, {"cancel subscription": 0.30, "cancel order": 0.97})
+    decision = VerifierDecision(verifier=verifier).decide(
+        query="how do i cancel my order",
+        candidates=[candidate(1, "cancel subscription", 0.81), candidate(2, "cancel order", 0.78)],
+    )
+    assert decision is not None
+    assert decision.accepted
+    assert (decision.entry_id, decision.phrasing) == (2, "cancel order")
+    assert verifier.asked == [
+        [
+            ("cancel subscription", "how do i cancel my order"),
+            ("cancel order", "how do i cancel my order"),
+        ]
+    ]
+
+
+def test_a_refusal_names_the_closest_entry_so_the_admin_can_be_shown_it(tmp_path: Path) -> None:
+    verifier = ScriptedVerifier(tmp_path, {"ship to canada": 0.89, "ship to mexico": 0.2})
+    decision = VerifierDecision(verifier=verifier).decide(
+        query="do you ship from canada",
+        candidates=[candidate(5, "ship to mexico", 0.70), candidate(4, "ship to canada", 0.93)],
+    )
+    assert decision is not None
+    assert not decision.accepted
+    assert (decision.entry_id, decision.score) == (4, 0.93)
+    assert "0.890 < 0.900" in decision.reason
+
+
+def test_candidates_below_the_cosine_floor_are_never_scored(tmp_path: Path) -> None:
+    verifier = ScriptedVerifier(tmp_path, {"opening hours": 0.99}, floor=0.5)
+    decision = VerifierDecision(verifier=verifier).decide(
+        query="my parcel is damaged", candidates=[candidate(1, "opening hours", 0.49)]
+    )
+    assert decision is not None
+    assert not decision.accepted
+    assert "floor" in decision.reason
+    assert verifier.asked == []
+
+
+def test_only_the_best_few_by_cosine_are_scored_in_one_batch(tmp_path: Path) -> None:
+    phrasings = {f"phrasing {i}": 0.1 for i in range(10)}
+    verifier = ScriptedVerifier(tmp_path, phrasings)
+    VerifierDecision(verifier=verifier).decide(
+        query="q", candidates=[candidate(i, f"phrasing {i}", 0.60 + i / 100) for i in range(10)]
+    )
+    assert len(verifier.asked) == 1
+    assert [p for p, _ in verifier.asked[0]] == [
+        f"phrasing {i}" for i in range(9, 9 - MAX_SCORED, -1)
+    ]
+
+
+def test_no_candidates_is_no_decision(tmp_path: Path) -> None:
+    verifier = ScriptedVerifier(tmp_path, {})
+    assert VerifierDecision(verifier=verifier).decide(query="q", candidates=[]) is None
+    assert GuardDecision().decide(query="q", candidates=[]) is None
+
+
+def test_a_probability_at_the_threshold_is_accepted(tmp_path: Path) -> None:
+    verifier = ScriptedVerifier(tmp_path, {"reset password": 0.9}, threshold=0.9)
+    decision = VerifierDecision(verifier=verifier).decide(
+        query="forgot my password", candidates=[candidate(1, "reset password", 0.8)]
+    )
+    assert decision is not None
+    assert decision.accepted
+
+
+def test_a_repeat_of_a_phrasing_is_that_entry_without_asking_the_model(tmp_path: Path) -> None:
+    verifier = ScriptedVerifier(tmp_path, {"Where is my parcel?": 0.0, "Track my order": 0.0})
+    decision = VerifierDecision(verifier=verifier).decide(
+        query="  where is my   PARCEL ",
+        candidates=[
+            candidate(1, "Track my order", 0.90),
+            candidate(2, "Where is my parcel?", 0.88),
+        ],
+    )
+    assert decision is not None
+    assert decision.accepted
+    assert decision.entry_id == 2
+    assert verifier.asked == []

@@ -1,0 +1,119 @@
+"""The verifier folder is used only when trained on the repository's current inputs; a trained
+one is reused from CHAT_MODEL_CACHE instead of training again; the worker says what to run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from inference.faq.verifier import METADATA
+from inference.models.errors import ModelNotReadyError
+from inference.models.faq_verifier import (
+    ensure_verifier_ready,
+    prepare_faq_verifier,
+    training_source,
+)
+from inference.models.paths import faq_verifier_dir
+from inference.models.readiness import write_marker
+from inference.runtime import build_faq_decider
+from tests.inference.faq.test_deciders import info
+from tests.support.workers import worker_settings
+
+
+def trained_folder(folder: Path, *, source: dict[str, str]) -> Path:
+    """A folder laid out like a trained one (no weights: nothing here loads them)."""
+    folder.mkdir(parents=True)
+    info().write(folder)
+    (folder / "model.safetensors").write_bytes(b"weights")
+    write_marker(model_dir=folder, model="faq-verifier", source=source)
+    return folder
+
+
+def test_a_folder_trained_on_the_current_inputs_is_ready(tmp_path: Path) -> None:
+    ensure_verifier_ready(model_dir=trained_folder(tmp_path / "v", source=training_source()))
+
+
+def test_a_folder_trained_on_other_labelled_pairs_is_refused_with_the_command(
+    tmp_path: Path,
+) -> None:
+    source = {**training_source(), "labelled_pairs_sha256": "0" * 64}
+    folder = trained_folder(tmp_path / "models" / "faq-verifier", source=source)
+    with pytest.raises(ModelNotReadyError, match="labelled_pairs_sha256 changed") as caught:
+        ensure_verifier_ready(model_dir=folder)
+    assert "prepare --model faq-verifier" in str(caught.value)
+
+
+def test_a_changed_file_is_refused(tmp_path: Path) -> None:
+    folder = trained_folder(tmp_path / "v", source=training_source())
+    (folder / METADATA).write_text("{}", encoding="utf-8")
+    with pytest.raises(ModelNotReadyError, match=f"{METADATA} is missing or changed"):
+        ensure_verifier_ready(model_dir=folder)
+
+
+def test_a_verifier_trained_on_the_same_inputs_is_copied_from_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CHAT_MODEL_CACHE", str(tmp_path / "cache"))
+    from inference.models import faq_verifier
+
+    cached = faq_verifier._cached_folder(training_source())
+    assert cached is not None
+    trained_folder(cached, source=training_source())
+
+    def no_training(**_: object) -> None:
+        raise AssertionError("trained although the cache holds a verifier for these inputs")
+
+    monkeypatch.setattr(faq_verifier, "train_verifier", no_training)
+    said: list[str] = []
+    target = prepare_faq_verifier(data_dir=tmp_path / "data", progress=said.append)
+    assert target == faq_verifier_dir(data_dir=tmp_path / "data")
+    ensure_verifier_ready(model_dir=target)
+    assert any("copied the verifier" in line for line in said)
+
+
+def test_a_damaged_cached_verifier_is_not_copied(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CHAT_MODEL_CACHE", str(tmp_path / "cache"))
+    from inference.models import faq_verifier
+
+    cached = faq_verifier._cached_folder(training_source())
+    assert cached is not None
+    trained_folder(cached, source=training_source())
+    (cached / "model.safetensors").write_bytes(b"WEIGHTS")  # same size, other bytes
+    trained: list[Path] = []
+
+    def fake_training(*, out_dir: Path, **_: object) -> None:
+        trained.append(out_dir)
+        info().write(out_dir)
+        (out_dir / "model.safetensors").write_bytes(b"weights")
+
+    monkeypatch.setattr(faq_verifier, "train_verifier", fake_training)
+    prepare_faq_verifier(data_dir=tmp_path / "data", progress=lambda _: None)
+    assert len(trained) == 1
+
+
+def test_a_worker_without_a_prepared_verifier_does_not_start(tmp_path: Path) -> None:
+    settings = worker_settings(faq=True, faq_verifier_dir=tmp_path / "models" / "faq-verifier")
+    with pytest.raises(ModelNotReadyError, match="prepare --model faq-verifier"):
+        build_faq_decider(settings=settings, progress=lambda _: None)
+
+
+def test_the_guard_needs_no_verifier(tmp_path: Path) -> None:
+    settings = worker_settings(
+        faq=True, faq_decision="guard", faq_verifier_dir=tmp_path / "missing"
+    )
+    assert build_faq_decider(settings=settings, progress=lambda _: None).name == "guard"
+
+
+def test_an_unknown_decision_in_the_environment_is_a_clear_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from inference.settings import WorkerSettings
+
+    monkeypatch.setenv("INFERENCE_FAQ_DECISION", "cosine")
+    with pytest.raises(ValueError, match="INFERENCE_FAQ_DECISION must be 'verifier' or 'guard'"):
+        WorkerSettings.from_env()
+    monkeypatch.setenv("INFERENCE_FAQ_DECISION", "Guard")
+    assert WorkerSettings.from_env().faq_decision == "guard"
