@@ -59,7 +59,7 @@ import numpy as np
 import numpy.typing as npt
 
 if TYPE_CHECKING:
-    from inference.faq.cache import FaqCache, FaqHit, FaqLookupResult
+    from inference.faq.cache import FaqCache, FaqLookupResult
     from inference.faq.deciders import FaqDecider
     from inference.faq.embedder import Embedder
 
@@ -287,7 +287,7 @@ class Lookup:
 
 def make_timed_cache(embedder: Embedder, decider: FaqDecider) -> tuple[FaqCache, list[Lookup]]:
     """The shipped `FaqCache`, with each `lookup` and its embedding call timed."""
-    from inference.faq.cache import FaqCache
+    from inference.faq.cache import FaqCache, FaqHit
     from inference.faq.embedder import Embedder
 
     embed_ms: list[float] = []

@@ -50,6 +50,9 @@ RESULTS_DIR = REPO_ROOT / "bench" / "results"
 # The app's default model (SmolLM2 135M Instruct, `python -m inference.models prepare`);
 # `--model-dir data/models/gemma-3-270m` measures the base Gemma instead.
 DEFAULT_MODEL_DIR = REPO_ROOT / "data" / "models" / "smollm2-135m-instruct"
+# The FAQ verifier `make run` prepared: benches run on throwaway data dirs, so they point
+# workers here (INFERENCE_FAQ_VERIFIER_DIR, unless already set).
+PREPARED_VERIFIER_DIR = REPO_ROOT / "data" / "models" / "faq-verifier"
 
 
 # Customer-support questions the latency benchmarks ask (ws_vs_engine, priority_ttft).
@@ -120,6 +123,9 @@ def configure_environment(
         "TORCHINDUCTOR_CACHE_DIR": str(cache_dir / "torchinductor"),
         "TRITON_CACHE_DIR": str(cache_dir / "triton"),
         "HF_HOME": str(cache_dir / "huggingface"),
+        "INFERENCE_FAQ_VERIFIER_DIR": os.environ.get(
+            "INFERENCE_FAQ_VERIFIER_DIR", str(PREPARED_VERIFIER_DIR)
+        ),
         **(extra or {}),
     }
 

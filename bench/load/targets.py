@@ -136,6 +136,9 @@ def app_env(*, name: str, data_dir: Path, options: RunOptions) -> dict[str, str]
         "TORCHINDUCTOR_CACHE_DIR": str(cache / "torchinductor"),
         "TRITON_CACHE_DIR": str(cache / "triton"),
         "HF_HOME": str(cache / "huggingface"),
+        "INFERENCE_FAQ_VERIFIER_DIR": os.environ.get(
+            "INFERENCE_FAQ_VERIFIER_DIR", str(harness.PREPARED_VERIFIER_DIR)
+        ),
         "DEBUG": "0",
         "PYTHONUNBUFFERED": "1",
         "CHAT_MAX_TOKENS": str(options.sampling.max_tokens),

@@ -1,5 +1,10 @@
 """When may a cached FAQ answer be served for a question? Cosine threshold + lexical guard.
 
+The earlier rule, kept as `INFERENCE_FAQ_DECISION=guard` (`deciders.GuardDecision`); the
+shipped decision is the learned verifier (`deciders.VerifierDecision`), which on held-out
+entries answers four times as many paraphrases with a ninth of the false hits
+(bench/README.md, "Batch 4 and the shipped verifier").
+
 Cosine similarity alone cannot separate paraphrases from near misses with all-MiniLM-L6-v2
 (measured on batch 1 of inference/faq/data/labelled_pairs.jsonl): paraphrases score 0.37-0.98,
 negations ("turn on" vs "turn off") 0.64-0.97, amounts ("$10" vs "$100") 0.84-1.00. So a hit
