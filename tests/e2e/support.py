@@ -21,9 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from inference.models.faq_verifier import prepare_faq_verifier
-from inference.models.paths import default_data_dir, faq_verifier_dir
-from tests.integration.processes import app_served
+from tests.integration.processes import app_served, prepared_verifier_env
 
 if TYPE_CHECKING:
     from playwright.sync_api import Locator, Page, ViewportSize
@@ -65,8 +63,6 @@ class App:
 
 def app_start(data_dir: Path, options: AppOptions) -> Iterator[App]:
     """`manage.py serve` in the embedded default: SQLite in `data_dir`, worker inside."""
-    if options.faq:  # a no-op once `make test` (or an earlier test) has prepared it
-        prepare_faq_verifier(data_dir=default_data_dir(), progress=lambda _: None)
     env = {
         **{k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL")},
         "DJANGO_SETTINGS_MODULE": "chatapp.settings.local",
@@ -74,8 +70,7 @@ def app_start(data_dir: Path, options: AppOptions) -> Iterator[App]:
         "INFERENCE_ENGINE": "scripted",
         "INFERENCE_FAQ": "1" if options.faq else "0",
         "CHAT_FAQ_ENABLED": "1" if options.faq else "0",
-        # the verifier `make test` prepared (the app's own data dir is a fresh one)
-        "INFERENCE_FAQ_VERIFIER_DIR": str(faq_verifier_dir(data_dir=default_data_dir())),
+        **(prepared_verifier_env() if options.faq else {}),  # its data dir is a fresh one
         "DEMO_PASSWORD": PASSWORD,
         "DEBUG": "0",
         "PYTHONUNBUFFERED": "1",

@@ -17,9 +17,18 @@ from typing import Any
 
 import httpx
 
+from inference.models.faq_verifier import prepare_faq_verifier
+from inference.models.paths import default_data_dir
 from tests.support.net import free_port
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def prepared_verifier_env() -> dict[str, str]:
+    """For a worker on a throwaway data dir with the FAQ cache on: the FAQ verifier `make
+    test` prepared (prepared here if it was not; a no-op otherwise)."""
+    folder = prepare_faq_verifier(data_dir=default_data_dir(), progress=lambda _: None)
+    return {"INFERENCE_FAQ_VERIFIER_DIR": str(folder)}
 
 
 def wait_for_line(proc: subprocess.Popen[str], pattern: str, timeout: float) -> str:

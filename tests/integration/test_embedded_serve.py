@@ -23,6 +23,7 @@ from tests.integration.processes import (
     app_served,
     frames_until,
     login,
+    prepared_verifier_env,
 )
 from tests.support.net import free_port
 
@@ -41,6 +42,7 @@ def embedded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         "DEMO_PASSWORD": PASSWORD,
         "DEBUG": "0",
         "PYTHONUNBUFFERED": "1",
+        **prepared_verifier_env(),  # the embedded default has the FAQ cache on
     }
     manage = [sys.executable, str(REPO / "manage.py")]
     subprocess.run(

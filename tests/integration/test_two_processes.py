@@ -25,6 +25,7 @@ from tests.integration.processes import (
     frames_until,
     keep_draining,
     login,
+    prepared_verifier_env,
     wait_for_line,
 )
 from tests.support.net import free_port
@@ -63,6 +64,7 @@ def topology(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Iter
         "DEMO_PASSWORD": PASSWORD,
         "DEBUG": "0",
         "PYTHONUNBUFFERED": "1",
+        **prepared_verifier_env(),  # the worker has the FAQ cache on by default
     }
     # vLLM's compile caches live under the data dir: share the session's so startup stays fast
     env["VLLM_CACHE_ROOT"] = str(tiny_model.parent.parent / "cache" / "vllm")
