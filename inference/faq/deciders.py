@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Literal, Protocol
 
 from inference.faq import matcher
-from inference.faq.matcher import Candidate, MatchDecision
+from inference.faq.matcher import Candidate, MatchDecision, decision_for
 from inference.faq.verifier import FaqVerifier
 
 DecisionName = Literal["verifier", "guard"]
@@ -59,11 +59,11 @@ class VerifierDecision:
         asked = _plain(query)
         for candidate in ranked:
             if _plain(candidate.phrasing) == asked:
-                return _decision(candidate, True, "the question repeats this phrasing")
+                return decision_for(candidate, True, "the question repeats this phrasing")
         scored = [c for c in ranked if c.score >= info.cosine_floor][:MAX_SCORED]
         if not scored:
             best = ranked[0]
-            return _decision(
+            return decision_for(
                 best, False, f"cosine {best.score:.3f} < floor {info.cosine_floor:.2f}"
             )
         probabilities = self.verifier.probabilities([(c.phrasing, query) for c in scored])
@@ -71,27 +71,17 @@ class VerifierDecision:
             zip(probabilities, scored, strict=True), key=lambda pair: (pair[0], pair[1].score)
         )
         if probability >= info.threshold:
-            return _decision(
+            return decision_for(
                 candidate,
                 True,
                 f"verifier {probability:.3f} >= {info.threshold:.3f} "
                 f"(cosine {candidate.score:.3f})",
             )
         best = ranked[0]
-        return _decision(
+        return decision_for(
             best, False, f"verifier {probability:.3f} < {info.threshold:.3f} for the best candidate"
         )
 
 
 def _plain(text: str) -> str:
     return " ".join(text.casefold().split()).rstrip("?!. ")
-
-
-def _decision(candidate: Candidate, accepted: bool, reason: str) -> MatchDecision:
-    return MatchDecision(
-        entry_id=candidate.entry_id,
-        phrasing=candidate.phrasing,
-        score=candidate.score,
-        accepted=accepted,
-        reason=reason,
-    )

@@ -562,21 +562,21 @@ def decide(
     for candidate in sorted(candidates, key=lambda c: c.score, reverse=True):
         if candidate.score < threshold:
             if rejection is None:
-                rejection = _decision(
+                rejection = decision_for(
                     candidate, False, f"score {candidate.score:.3f} < threshold {threshold:.2f}"
                 )
             break
         guard = lexical_guard(query=query, phrasing=candidate.phrasing)
         if guard.passed:
-            return _decision(
+            return decision_for(
                 candidate, True, f"score {candidate.score:.3f} >= {threshold:.2f}; {guard.reason}"
             )
         if rejection is None:
-            rejection = _decision(candidate, False, f"vetoed: {guard.reason}")
+            rejection = decision_for(candidate, False, f"vetoed: {guard.reason}")
     return rejection
 
 
-def _decision(candidate: Candidate, accepted: bool, reason: str) -> MatchDecision:
+def decision_for(candidate: Candidate, accepted: bool, reason: str) -> MatchDecision:
     return MatchDecision(
         entry_id=candidate.entry_id,
         phrasing=candidate.phrasing,
