@@ -48,7 +48,10 @@ async def test_the_done_of_a_sent_question_carries_its_first_token_hops_in_order
     assert worker[1] >= 45  # the scripted engine's 50 ms to its first token
     # the worker's span sits inside the web process's wait for the first delta
     assert hops["relay_first_delta_ms"] - hops["queued_ms"] >= worker[2]
-    assert frames[-1]["timings"]["ttft_ms"] == pytest.approx(worker[2], abs=1.0)
+    # ttft_ms is taken when the first text is ready, the last hop once the channel layer took
+    # it: the send sits between them (its cost varies, so no equality is asserted)
+    ttft_ms = frames[-1]["timings"]["ttft_ms"]
+    assert worker[1] <= ttft_ms <= worker[2], (ttft_ms, hops)
     await ws.disconnect()
 
 
