@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -56,6 +57,26 @@ EVENTS_DROPPED = Counter(
     "channel stayed full (channel_full) or the channel layer failed (send_failed).",
     ["reason"],
 )
+
+
+# Blank lines before an answer's first text: some chat templates (and models) put a newline
+# after the assistant header, which the template does not count as part of the turn.
+_LEADING_BLANK_LINES = re.compile(r"\A(?:[ \t\r]*\n)+")
+# One space before a first word: SentencePiece tokenizers (Llama 2, Gemma) decode an answer's
+# first token as " Word" after the prompt. Only a lone space: two or more are indentation.
+_LONE_LEADING_SPACE = re.compile(r"\A (?=\S)")
+
+
+def answer_start(text: str) -> str | None:
+    """What to send of an answer's beginning, `text` being all of it the engine has made so
+    far (nothing sent yet); None while it is only whitespace (hold it, more may follow).
+
+    Blank lines and a lone space before the first word are dropped; indentation is kept, so
+    an answer that begins with an indented code line or a nested list item keeps its shape.
+    """
+    if not text.strip():
+        return None
+    return _LONE_LEADING_SPACE.sub("", _LEADING_BLANK_LINES.sub("", text), count=1)
 
 
 class _FaqAnsweredError(Exception):
@@ -268,6 +289,7 @@ class RequestAnswerer:
         the engine request."""
         unsent_tokens = 0
         unsent_logprobs: tuple[TokenLogprob, ...] = ()  # of deltas that had no text to send
+        held = ""  # the answer's leading whitespace, until its first text shows what it is
         try:
             engine_request = await asyncio.to_thread(
                 engine_request_of,
@@ -317,9 +339,11 @@ class RequestAnswerer:
                 # NUL: PostgreSQL's text cannot hold it, and a byte-fallback token decodes to
                 # it (token 193 of the tiny model); dropped here, so what is shown is stored.
                 text = delta.text.replace("\x00", "")
-                # A few-shot layout ends with the assistant prefix ("Agent:"), so its
-                # answers start with a space that is not part of the answer.
-                text = text if progress.seq else text.lstrip()
+                if not progress.seq:  # the answer's beginning: see answer_start
+                    held += text
+                    text = answer_start(held) or ""
+                    if text:
+                        held = ""
                 if not text:
                     unsent_tokens += delta.tokens
                     unsent_logprobs += delta.logprobs or ()
