@@ -303,6 +303,9 @@ class FaqSyncRequest(WireMessage):
     version: str
     # the worker's own clock (time.monotonic()) when it sent this; echoed in FaqInSync
     sent_at: float
+    # what decides this worker's FAQ answers, in words (`FaqDecider.describe`): the admin's
+    # FAQ list shows it, e.g. while the verifier is still being trained
+    decision: str = ""
 
 
 class FaqInSync(WireMessage):

@@ -9,7 +9,12 @@ from collections.abc import Callable
 
 from inference.engines.base import Engine, EngineError
 from inference.faq.cache import FaqCache
-from inference.faq.deciders import FaqDecider, GuardDecision, VerifierDecision
+from inference.faq.deciders import (
+    ExactRepeatDecision,
+    FaqDecider,
+    GuardDecision,
+    VerifierDecision,
+)
 from inference.faq.verifier import FaqVerifier
 from inference.prefix_check import prefix_report
 from inference.registry import WorkerRegistry
@@ -75,9 +80,10 @@ def build_engine(
 def build_faq_cache(
     *, settings: WorkerSettings, progress: Callable[[str], None] = print
 ) -> FaqCache | None:
-    """The FAQ cache with its embedding model (and verifier) loaded now, not on the first
-    question. A verifier that is not prepared, or was trained on other labelled pairs than
-    the repository's, stops the start with the command that prepares it."""
+    """The FAQ cache with its embedding model (and verifier, if ready) loaded now, not on the
+    first question. A verifier that is not prepared, or was trained on other labelled pairs
+    than the repository's, does not hold the start up: the cache answers exact repeats only
+    and `cache.until_ready` (run by the worker) trains it in the background and swaps it in."""
     if not settings.faq:
         return None
     from inference.faq.embedder import shared_embedder
@@ -87,18 +93,38 @@ def build_faq_cache(
     embedder = shared_embedder()
     embedder.encode(["warm up"])
     progress(f"FAQ embedding model loaded in {time.monotonic() - started:.1f} s.")
-    return FaqCache(embedder=embedder, decider=decider)
+    cache = FaqCache(embedder=embedder, decider=decider)
+    if isinstance(decider, ExactRepeatDecision):
+        from inference.faq.verifier_pickup import VerifierPickup
+
+        cache.until_ready = VerifierPickup(
+            cache=cache,
+            waiting=decider,
+            model_dir=settings.faq_verifier_dir,
+            train=settings.faq_verifier_train,
+            say=progress,
+        ).run
+    return cache
 
 
 def build_faq_decider(
     *, settings: WorkerSettings, progress: Callable[[str], None] = print
 ) -> FaqDecider:
+    """The guard if chosen; the verifier if it is ready; else exact repeats only, for now."""
     if settings.faq_decision == "guard":
         progress("FAQ decision: the word-list guard (INFERENCE_FAQ_DECISION=guard).")
         return GuardDecision()
+    from inference.models.errors import ModelNotReadyError
     from inference.models.faq_verifier import ensure_verifier_ready
 
-    ensure_verifier_ready(model_dir=settings.faq_verifier_dir)
+    try:
+        ensure_verifier_ready(model_dir=settings.faq_verifier_dir)
+    except ModelNotReadyError as exc:
+        progress(
+            f"FAQ cache: exact repeats only until the verifier is ready ({exc.reason}); "
+            "it is trained in the background and picked up without a restart."
+        )
+        return ExactRepeatDecision(status=exc.reason)
     started = time.monotonic()
     verifier = FaqVerifier(model_dir=settings.faq_verifier_dir)
     verifier.probabilities([("warm up", "warm up")])

@@ -249,6 +249,9 @@ class WorkerSettings:
     # (prepared at <data_dir>/models/faq-verifier) or the old word-list guard
     faq_decision: FaqDecisionKind = "verifier"
     faq_verifier_dir: Path = field(default_factory=_faq_verifier_dir_from_env)
+    # a verifier that is missing or stale is trained in the background (niced) while the FAQ
+    # cache answers exact repeats only; off: wait for one prepared elsewhere (polled)
+    faq_verifier_train: bool = True
     heartbeat_s: float = 2.0
     background_channel: str = BACKGROUND_CHANNEL
     # at most this many background requests run at once (out of max_active)
@@ -295,6 +298,7 @@ class WorkerSettings:
             redis_url=os.environ.get("REDIS_URL", ""),
             faq=_env_bool("INFERENCE_FAQ", True),
             faq_decision=_faq_decision_from_env(),
+            faq_verifier_train=_env_bool("INFERENCE_FAQ_VERIFIER_TRAIN", True),
             heartbeat_s=_env_float("INFERENCE_HEARTBEAT_S", 2.0),
             background_channel=os.environ.get("INFERENCE_BACKGROUND_CHANNEL", BACKGROUND_CHANNEL),
             max_background=_env_int("INFERENCE_MAX_BACKGROUND", 2),

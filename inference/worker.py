@@ -181,6 +181,8 @@ class InferenceWorker:
                             cache=self._faq, transport=self._transport, reply_channel=self.channel
                         )
                     )
+                    if self._faq.until_ready is not None:
+                        group.create_task(self._faq.until_ready())
                 group.create_task(self._watch_health())
         except BaseExceptionGroup as errors:
             unhealthy, _rest = errors.split(EngineError)

@@ -16,7 +16,7 @@ from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 from django.utils.http import url_has_allowed_host_and_scheme
 
-from chatapp.faq import services
+from chatapp.faq import services, worker_status
 from chatapp.faq.models import FaqEntry, FaqSuggestion
 
 MAX_CSV_BYTES = 5 * 1024 * 1024
@@ -58,6 +58,13 @@ class FaqEntryAdmin(admin.ModelAdmin[FaqEntry]):
         "embedded",
     )
     change_list_template = "admin/faq/faqentry/change_list.html"
+
+    def changelist_view(
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        # what decides the workers' FAQ answers now (e.g. the verifier still training)
+        context = {**(extra_context or {}), "faq_workers": worker_status.current()}
+        return super().changelist_view(request, extra_context=context)
 
     @admin.display(description="scope")
     def scope_name(self, obj: FaqEntry) -> str:

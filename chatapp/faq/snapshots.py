@@ -7,12 +7,13 @@ this side's, then a `FaqInSync` confirming the version the worker now should hav
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 
-from chatapp.faq import selectors
+from chatapp.faq import selectors, worker_status
 from inference.faq.sync import data_version, set_version
 from inference.protocol import (
     FAQ_SNAPSHOT_CHANNEL,
@@ -60,6 +61,12 @@ async def _send_snapshot(
 
 
 async def _sync(layer: ChannelLayer, request: FaqSyncRequest) -> None:
+    try:  # what decides the worker's answers, for the admin; never in the sync's way
+        await asyncio.to_thread(
+            worker_status.record, worker=request.reply_channel, decision=request.decision
+        )
+    except Exception:
+        logger.exception("could not record the worker's FAQ decision")
     version = await database_sync_to_async(selectors.served_set_version)()
     if version != request.version:
         chunks = await _snapshot()

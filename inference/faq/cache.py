@@ -17,8 +17,9 @@ import asyncio
 import base64
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -95,6 +96,9 @@ class FaqCache:
         self._sync_driven = False
         self._fresh_as_of: float | None = None  # monotonic; None: never confirmed
         self._said_stale = False
+        # run by the worker while the decider is not at full strength (the verifier is being
+        # trained: `verifier_pickup.py`); it swaps `decider` when it is done
+        self.until_ready: Callable[[], Coroutine[Any, Any, None]] | None = None
 
     @property
     def version(self) -> str:

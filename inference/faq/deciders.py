@@ -7,7 +7,9 @@ punctuation) is that entry's; otherwise the fine-tuned cross-encoder (`verifier.
 the best few candidates above its cosine floor and the most probable one answers if it
 clears the threshold chosen on the tune split. `GuardDecision` is the earlier cosine
 threshold + word-list guard (`matcher.decide`), kept for an operator who chooses it
-(`INFERENCE_FAQ_DECISION=guard`).
+(`INFERENCE_FAQ_DECISION=guard`). `ExactRepeatDecision` is what a worker decides with until
+its verifier is trained (`verifier_pickup.py` trains it in the background and swaps it in):
+exact repeats only, never a guess.
 Both are synchronous; the verifier costs milliseconds of CPU, so the cache calls it in a
 thread (`off_loop`).
 """
@@ -21,7 +23,7 @@ from inference.faq import matcher
 from inference.faq.matcher import Candidate, MatchDecision, decision_for
 from inference.faq.verifier import FaqVerifier
 
-DecisionName = Literal["verifier", "guard"]
+DecisionName = Literal["verifier", "guard", "exact"]
 # Phrasings the verifier scores per question (one batch): the right entry is almost always
 # among the best few by cosine, and each one more costs ~1-2 ms.
 MAX_SCORED = 4
@@ -35,6 +37,10 @@ class FaqDecider(Protocol):
         """The accepted candidate, else a refusal naming the best one; None without any."""
         ...
 
+    def describe(self) -> str:
+        """What decides, in words an admin reads (the worker reports it with each FAQ sync)."""
+        ...
+
 
 class GuardDecision:
     name: DecisionName = "guard"
@@ -42,6 +48,33 @@ class GuardDecision:
 
     def decide(self, *, query: str, candidates: Sequence[Candidate]) -> MatchDecision | None:
         return matcher.decide(query=query, candidates=candidates)
+
+    def describe(self) -> str:
+        return "the word-list guard (INFERENCE_FAQ_DECISION=guard)"
+
+
+class ExactRepeatDecision:
+    """Before the verifier is ready: a question that repeats one of an entry's phrasings is
+    that entry's; anything else goes to the model. `status` says why, and what is under way
+    (set by `verifier_pickup.VerifierPickup` as training goes on)."""
+
+    name: DecisionName = "exact"
+    off_loop = False  # string comparisons
+
+    def __init__(self, *, status: str = "the verifier is not ready") -> None:
+        self.status = status
+
+    def decide(self, *, query: str, candidates: Sequence[Candidate]) -> MatchDecision | None:
+        if not candidates:
+            return None
+        ranked = sorted(candidates, key=lambda c: c.score, reverse=True)
+        repeat = exact_repeat(query, ranked)
+        if repeat is not None:
+            return repeat
+        return decision_for(ranked[0], False, "exact repeats only until the verifier is ready")
+
+    def describe(self) -> str:
+        return f"exact repeats of an entry's phrasings only: {self.status}"
 
 
 class VerifierDecision:
@@ -56,10 +89,9 @@ class VerifierDecision:
             return None
         info = self.verifier.info
         ranked = sorted(candidates, key=lambda c: c.score, reverse=True)
-        asked = _plain(query)
-        for candidate in ranked:
-            if _plain(candidate.phrasing) == asked:
-                return decision_for(candidate, True, "the question repeats this phrasing")
+        repeat = exact_repeat(query, ranked)
+        if repeat is not None:
+            return repeat
         scored = [c for c in ranked if c.score >= info.cosine_floor][:MAX_SCORED]
         if not scored:
             best = ranked[0]
@@ -81,6 +113,23 @@ class VerifierDecision:
         return decision_for(
             best, False, f"verifier {probability:.3f} < {info.threshold:.3f} for the best candidate"
         )
+
+    def describe(self) -> str:
+        info = self.verifier.info
+        return (
+            f"the learned verifier (threshold {info.threshold:.3f}, "
+            f"cosine floor {info.cosine_floor:.2f})"
+        )
+
+
+def exact_repeat(query: str, ranked: Sequence[Candidate]) -> MatchDecision | None:
+    """The first candidate whose phrasing the question repeats (ignoring case, spacing and
+    end punctuation), accepted; None if none is."""
+    asked = _plain(query)
+    for candidate in ranked:
+        if _plain(candidate.phrasing) == asked:
+            return decision_for(candidate, True, "the question repeats this phrasing")
+    return None
 
 
 def _plain(text: str) -> str:

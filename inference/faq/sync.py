@@ -84,7 +84,10 @@ async def faq_resync(*, cache: FaqCache, transport: Transport, reply_channel: st
     while True:
         sent_at = time.monotonic()
         request = FaqSyncRequest(
-            reply_channel=reply_channel, version=cache.begin_sync(), sent_at=sent_at
+            reply_channel=reply_channel,
+            version=cache.begin_sync(),
+            sent_at=sent_at,
+            decision=cache.decider.describe(),
         )
         try:
             if not await transport.send(FAQ_SNAPSHOT_CHANNEL, request):

@@ -35,6 +35,7 @@ CONTRASTS_PATH = Path(__file__).resolve().parent / "data" / "contrasts.json"
 COSINE_FLOORS = tuple(round(0.30 + 0.05 * i, 2) for i in range(13))  # 0.30 .. 0.90
 NEVER = 2.0  # above any probability: the verifier accepts nothing
 FALSE_HIT_BOUND = 0.01  # the tune false-hit rate's 95% upper bound the threshold is held to
+PROGRESS_EVERY_S = 60.0  # a progress line within an epoch (the worker shows the latest)
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,7 +150,15 @@ def train_verifier(
     for epoch in range(options.epochs):
         random.shuffle(examples)
         total = 0.0
-        for batch in batches(examples, size=options.batch_size):
+        epoch_batches = batches(examples, size=options.batch_size)
+        said_at = time.monotonic()
+        for done, batch in enumerate(epoch_batches):
+            if time.monotonic() - said_at >= PROGRESS_EVERY_S:  # a line a minute, not silence
+                said_at = time.monotonic()
+                say(
+                    f"epoch {epoch + 1}/{options.epochs}: {done / len(epoch_batches):.0%} "
+                    f"({said_at - started:.0f} s)"
+                )
             logits = model.logits([(a, b) for a, b, _ in batch])
             loss = loss_of(logits, torch.tensor([label for _, _, label in batch]))
             loss.backward()

@@ -5,7 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from inference.faq.deciders import MAX_SCORED, GuardDecision, VerifierDecision
+from inference.faq.deciders import (
+    MAX_SCORED,
+    ExactRepeatDecision,
+    GuardDecision,
+    VerifierDecision,
+)
 from inference.faq.matcher import Candidate
 from inference.faq.verifier import FaqVerifier, VerifierInfo
 
@@ -128,3 +133,18 @@ def test_a_repeat_of_a_phrasing_is_that_entry_without_asking_the_model(tmp_path:
     assert decision.accepted
     assert decision.entry_id == 2
     assert verifier.asked == []
+
+
+def test_before_the_verifier_is_ready_only_an_exact_repeat_is_answered() -> None:
+    decider = ExactRepeatDecision(status="training: epoch 1/4")
+    candidates = [candidate(1, "How do I reset my password?", 0.93)]
+    repeat = decider.decide(query="how do I reset my password", candidates=candidates)
+    assert repeat is not None
+    assert repeat.accepted
+    assert repeat.entry_id == 1
+    paraphrase = decider.decide(query="I forgot my password, what now?", candidates=candidates)
+    assert paraphrase is not None
+    assert not paraphrase.accepted  # a near-certain paraphrase still goes to the model
+    assert paraphrase.entry_id == 1  # ... named, so it can be suggested as a phrasing
+    assert decider.describe() == ("exact repeats of an entry's phrasings only: training: epoch 1/4")
+    assert decider.decide(query="anything", candidates=[]) is None

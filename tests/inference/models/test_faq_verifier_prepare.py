@@ -94,10 +94,15 @@ def test_a_damaged_cached_verifier_is_not_copied(
     assert len(trained) == 1
 
 
-def test_a_worker_without_a_prepared_verifier_does_not_start(tmp_path: Path) -> None:
+def test_a_worker_without_a_prepared_verifier_starts_on_exact_repeats_and_says_so(
+    tmp_path: Path,
+) -> None:
     settings = worker_settings(faq=True, faq_verifier_dir=tmp_path / "models" / "faq-verifier")
-    with pytest.raises(ModelNotReadyError, match="prepare --model faq-verifier"):
-        build_faq_decider(settings=settings, progress=lambda _: None)
+    said: list[str] = []
+    decider = build_faq_decider(settings=settings, progress=said.append)
+    assert decider.name == "exact"
+    assert "exact repeats of an entry's phrasings only" in decider.describe()
+    assert any("exact repeats only until the verifier is ready" in line for line in said)
 
 
 def test_the_guard_needs_no_verifier(tmp_path: Path) -> None:
