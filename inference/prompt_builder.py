@@ -2,12 +2,19 @@
 fits the context and stays a cached prefix.
 
 The budget for the prompt is the context length minus the answer's `max_tokens` and a small
-margin. A conversation that outgrows it loses its oldest turns *in large steps*: the kept
-history starts at the first user turn past a multiple of half the budget (counted in tokens
-from the conversation's start), so for many turns in a row the kept history starts at the same
-turn, every prompt starts with the same tokens, and vLLM's prefix cache keeps serving them. A
-message is never split, the system prompt is never dropped, and the kept history always starts
-with a user turn. Only a last message that does not fit on its own is refused.
+margin. A conversation that outgrows it loses its oldest turns *in large steps*, at *cut
+points* that depend only on the messages before them (the first user turn past each multiple
+of half the budget, counted in tokens from the conversation's start), so a growing
+conversation keeps them. Where a trimmed history starts is decided on the history alone,
+without the new question: the first cut point after which the history leaves room for a
+question of up to `question_reserve` tokens (`stable_cut`). So the cut is known as soon as
+an answer ends, the worker prefills the next turn's trimmed prompt in the background right
+then (`next_cut`, `inference/prefill.py`), and the next turn finds it in the prefix cache: no
+turn re-reads its whole history. For many turns in a row the kept history starts at the same
+turn. A question longer than the reserve moves the cut further (the next cut points, then the
+question alone). A message is never split, the system prompt is never dropped, and the kept
+history always starts with a user turn. Only a last message that does not fit on its own is
+refused.
 """
 
 from __future__ import annotations
@@ -21,9 +28,86 @@ from inference.chat_prompt import ChatTemplate, RenderedChat, special_token_ids,
 from inference.engines.base import PromptTooLongError, prompt_too_long_message
 from inference.protocol import ChatTurn
 
-# Chat markup per turn (role markers, separators) for the step arithmetic; the real count of
+# Chat markup per turn (role markers, separators) for the cut arithmetic; the real count of
 # the final prompt is always measured.
 _TURN_OVERHEAD_TOKENS = 8
+# A trimmed history leaves room for a next question of a quarter of the budget, at most this:
+# a question up to it lands on the cut prefilled when the last answer ended.
+QUESTION_RESERVE_MAX_TOKENS = 1024
+
+
+def question_reserve(budget: int) -> int:
+    """Tokens a trimmed history leaves of `budget` for the next question (with its markup)."""
+    return max(1, min(budget // 4, QUESTION_RESERVE_MAX_TOKENS))
+
+
+def cut_points(roles: Sequence[str], tokens: Sequence[int], *, step: int) -> list[int]:
+    """Where a kept history may start, oldest first: 0 (all of it), then the first user message
+    at or past each multiple of `step` tokens from the conversation's start. A point depends
+    only on the messages before it: a growing conversation keeps its points."""
+    points = [0]
+    position = 0  # tokens before message i
+    threshold = step
+    for index, (role, size) in enumerate(zip(roles, tokens, strict=True)):
+        if role == "user" and index > 0 and position >= threshold:
+            points.append(index)
+            while threshold <= position:
+                threshold += step
+        position += size
+    return points
+
+
+def stable_cut(
+    roles: Sequence[str], tokens: Sequence[int], *, fixed: int, budget: int, step: int
+) -> int | None:
+    """Where the kept history starts, decided on the history alone (the messages before the
+    next question): the first cut point after which it fits the budget with
+    `question_reserve(budget)` tokens to spare; None when none does. `fixed`: the tokens of
+    the system block and the generation prompt; `tokens`: each message's."""
+    room = budget - question_reserve(budget) - fixed
+    after = sum(tokens)  # tokens from the point on
+    before = 0
+    points = cut_points(roles, tokens, step=step)
+    index = 0
+    for point in points:
+        while index < point:
+            before += tokens[index]
+            index += 1
+        if after - before <= room:
+            return point
+    return None
+
+
+def cut_order(
+    roles: Sequence[str], tokens: Sequence[int], *, fixed: int, budget: int, step: int
+) -> list[int]:
+    """The starts to try, best first, for a prompt whose whole history does not fit: the
+    stable cut of the history before the last question (the one a prefill may have warmed),
+    then the later cut points, then the last user message alone (always last)."""
+    last_user = max((i for i, role in enumerate(roles) if role == "user"), default=0)
+    history = len(roles) - 1 if roles and roles[-1] == "user" else len(roles)
+    stable = stable_cut(roles[:history], tokens[:history], fixed=fixed, budget=budget, step=step)
+    first = 0 if stable is None else stable
+    order = [] if stable is None or stable == 0 else [stable]
+    order += [p for p in cut_points(roles, tokens, step=step) if first < p < last_user]
+    return [*order, last_user]
+
+
+def next_cut(
+    roles: Sequence[str],
+    tokens: Sequence[int],
+    *,
+    fixed: int,
+    budget: int,
+    step: int,
+    current: int,
+) -> int | None:
+    """After an answer (the messages end with it): where the next turn's kept history starts,
+    when that is a cut other than `current` (where this turn's started), i.e. a prompt no
+    earlier turn has put in the prefix cache. None: the next prompt is this one and its answer
+    (cached), or no cut can be known before the question."""
+    cut = stable_cut(roles, tokens, fixed=fixed, budget=budget, step=step)
+    return None if cut is None or cut in (0, current) else cut
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +135,7 @@ class PromptBuilder:
         self._count = count
         self.context_tokens = context_tokens
         self._margin = margin_tokens
+        self._fixed: tuple[str | None, int] | None = None  # the last system's fixed tokens
 
     def render(
         self,
@@ -73,20 +158,46 @@ class PromptBuilder:
         trim: bool,
     ) -> BuiltPrompt:
         """The prompt; with `trim`, the oldest turns go in steps when it would not fit."""
-        budget = self.context_tokens - max_tokens - self._margin
+        budget = self._budget(max_tokens)
         if not messages:  # a warm-up: the system block alone, the prefix every prompt shares
             rendered, ids = self.render(system=system, messages=(), add_generation_prompt=False)
             return self._fitted(rendered, ids, max_tokens=max_tokens, kept_from=0)
         rendered, ids = self.render(system=system, messages=messages)
         if len(ids) <= budget or not trim:
             return self._fitted(rendered, ids, max_tokens=max_tokens, kept_from=0)
-        for start in self._step_starts(messages, step=max(budget // 2, 1)):
+        roles, tokens, fixed = self._shape(system, messages)
+        *starts, last_user = cut_order(
+            roles, tokens, fixed=fixed, budget=budget, step=_step(budget)
+        )
+        for start in starts:
             rendered, ids = self.render(system=system, messages=messages[start:])
             if len(ids) <= budget:
                 return self._fitted(rendered, ids, max_tokens=max_tokens, kept_from=start)
-        last_user = max(i for i, m in enumerate(messages) if m.role == "user")
         rendered, ids = self.render(system=system, messages=messages[last_user:])
         return self._fitted(rendered, ids, max_tokens=max_tokens, kept_from=last_user)
+
+    def next_history(
+        self,
+        *,
+        system: str | None,
+        messages: Sequence[ChatTurn],
+        answer: str,
+        max_tokens: int,
+    ) -> list[ChatTurn] | None:
+        """After `answer` to `messages` (one turn of a conversation): the history the next
+        turn's prompt will keep when it starts at another cut than this turn's (`next_cut`),
+        the prompt to prefill now, before the question; None when there is none to prefill.
+        `max_tokens`: the next answer's (the budget the next turn is cut for)."""
+        current = self.build(
+            system=system, messages=messages, max_tokens=max_tokens, trim=True
+        ).kept_from
+        history = [*messages, ChatTurn(role="assistant", content=answer)]
+        budget = self._budget(max_tokens)
+        roles, tokens, fixed = self._shape(system, history)
+        cut = next_cut(
+            roles, tokens, fixed=fixed, budget=budget, step=_step(budget), current=current
+        )
+        return None if cut is None else history[cut:]
 
     def build_continuation(
         self,
@@ -115,18 +226,20 @@ class PromptBuilder:
         )
         return self._fitted(cut, self.encode(cut), max_tokens=max_tokens, kept_from=kept_from)
 
-    def _step_starts(self, messages: Sequence[ChatTurn], *, step: int) -> list[int]:
-        """Candidate first messages, oldest first: one per multiple of `step` tokens."""
-        starts: list[int] = []
-        position = 0  # tokens before message i
-        threshold = step
-        for index, message in enumerate(messages):
-            if message.role == "user" and index > 0 and position >= threshold:
-                starts.append(index)
-                while threshold <= position:
-                    threshold += step
-            position += self._count(message.content) + _TURN_OVERHEAD_TOKENS
-        return starts
+    def _budget(self, max_tokens: int) -> int:
+        return self.context_tokens - max_tokens - self._margin
+
+    def _shape(
+        self, system: str | None, messages: Sequence[ChatTurn]
+    ) -> tuple[list[str], list[int], int]:
+        """The numbers the cuts are decided on: each message's role and tokens (content and
+        markup), and the tokens of the system block and the generation prompt."""
+        if self._fixed is None or self._fixed[0] != system:
+            _rendered, ids = self.render(system=system, messages=(), add_generation_prompt=False)
+            self._fixed = (system, len(ids) + _TURN_OVERHEAD_TOKENS)
+        roles: list[str] = [m.role for m in messages]
+        tokens = [self._count(m.content) + _TURN_OVERHEAD_TOKENS for m in messages]
+        return roles, tokens, self._fixed[1]
 
     def _fitted(
         self, rendered: RenderedChat, ids: list[int], *, max_tokens: int, kept_from: int
@@ -142,6 +255,11 @@ class PromptBuilder:
             max_tokens=min(max_tokens, room),
             kept_from=kept_from,
         )
+
+
+def _step(budget: int) -> int:
+    """Cut points every half budget: a trim drops a good part of the history at once."""
+    return max(budget // 2, 1)
 
 
 def folder_prompt_builder(

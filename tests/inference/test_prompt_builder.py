@@ -13,7 +13,15 @@ import pytest
 
 from inference.engines.base import PromptTooLongError
 from inference.engines.scripted import ScriptedEngine
-from inference.prompt_builder import BuiltPrompt, PromptBuilder, folder_prompt_builder
+from inference.prompt_builder import (
+    BuiltPrompt,
+    PromptBuilder,
+    cut_points,
+    folder_prompt_builder,
+    next_cut,
+    question_reserve,
+    stable_cut,
+)
 from inference.protocol import ChatTurn
 
 SYSTEM = "You are the support agent."
@@ -104,3 +112,108 @@ def test_a_migrated_answer_goes_on_inside_the_open_assistant_turn(tiny_dir: Path
     assert going_on.text.startswith(fresh.text)  # the fresh prompt ends with the assistant tag
     assert going_on.token_ids[: len(fresh.token_ids)] == fresh.token_ids
     assert len(going_on.token_ids) > len(fresh.token_ids)
+
+
+# ---- where a trim cuts, and the prefill of the next turn's trimmed prompt -------------------
+
+
+def test_cut_points_depend_only_on_the_messages_before_them() -> None:
+    roles = ["user", "assistant"] * 10
+    tokens = [30, 50] * 10
+    points = cut_points(roles, tokens, step=100)
+    assert points[0] == 0
+    assert all(roles[p] == "user" for p in points[1:])
+    # a longer conversation keeps every point of a shorter one
+    for length in range(1, len(roles)):
+        assert cut_points(roles[:length], tokens[:length], step=100) == [
+            p for p in points if p < length
+        ]
+
+
+def test_the_stable_cut_leaves_room_for_a_question_and_moves_only_forward() -> None:
+    budget, fixed, step = 400, 20, 200
+    reserve = question_reserve(budget)
+    assert reserve == 100
+    roles: list[str] = []
+    tokens: list[int] = []
+    cuts = []
+    for _ in range(30):
+        roles += ["user", "assistant"]
+        tokens += [25, 40]
+        cut = stable_cut(roles, tokens, fixed=fixed, budget=budget, step=step)
+        assert cut is not None
+        assert fixed + sum(tokens[cut:]) + reserve <= budget
+        cuts.append(cut)
+    assert cuts[0] == 0  # short: the whole history
+    assert cuts == sorted(cuts)
+    assert 2 <= len(set(cuts)) <= 30 // 3  # in large steps
+    # no cut point leaves the reserve: none
+    assert (
+        stable_cut(["user", "assistant"], [10, 350], fixed=fixed, budget=budget, step=step) is None
+    )
+
+
+def test_next_cut_is_only_a_cut_no_earlier_prompt_started_at() -> None:
+    roles = ["user", "assistant"] * 8
+    tokens = [25, 40] * 8
+    cut = stable_cut(roles, tokens, fixed=20, budget=400, step=200)
+    assert cut not in (None, 0)
+    assert next_cut(roles, tokens, fixed=20, budget=400, step=200, current=0) == cut
+    assert next_cut(roles, tokens, fixed=20, budget=400, step=200, current=cut) is None
+    short = roles[:4], tokens[:4]
+    assert next_cut(*short, fixed=20, budget=400, step=200, current=0) is None
+
+
+def _words(count: int, tag: str) -> str:
+    return " ".join(f"{tag}{i}" for i in range(count))
+
+
+def test_the_turn_after_an_answer_starts_at_the_cut_prefilled_when_the_answer_ended() -> None:
+    """The no-cliff rule: whenever a turn's history starts at a new cut, that history was
+    known when the previous answer ended (`next_history`), and the prompt prefilled then is
+    this turn's prompt up to its question: vLLM finds it all in the prefix cache."""
+    builder = _builder(800)
+    max_tokens = 100
+    history: list[ChatTurn] = []
+    prefilled: BuiltPrompt | None = None  # what the worker prefilled after the last answer
+    starts = []
+    for i in range(60):
+        # questions of 5-60 words (the reserve is a quarter of the 692-token budget)
+        question = ChatTurn(role="user", content=_words(5 + (i * 37) % 56, f"q{i}w"))
+        messages = [*history, question]
+        built = builder.build(system=SYSTEM, messages=messages, max_tokens=max_tokens, trim=True)
+        starts.append(built.kept_from)
+        if len(starts) > 1 and built.kept_from != starts[-2]:  # a trim turn
+            assert prefilled is not None, f"turn {i} trimmed at a cut nobody prefilled"
+            kept_history = builder.render(
+                system=SYSTEM, messages=messages[built.kept_from : -1], add_generation_prompt=False
+            )[1]
+            assert prefilled.token_ids[: len(kept_history)] == kept_history
+            assert built.token_ids[: len(kept_history)] == kept_history
+        answer = _words(10 + (i * 29) % 120, f"a{i}w")  # answers of 10-129 words
+        after = builder.next_history(
+            system=SYSTEM, messages=messages, answer=answer, max_tokens=max_tokens
+        )
+        prefilled = (
+            None
+            if after is None
+            else builder.build(system=SYSTEM, messages=after, max_tokens=1, trim=True)
+        )
+        if prefilled is not None:
+            assert prefilled.kept_from == 0  # the prefill prompt is that history, as it is
+        history = [*messages, ChatTurn(role="assistant", content=answer)]
+    assert len(set(starts)) >= 4, starts  # it did trim, several times
+    assert starts == sorted(starts)
+
+
+def test_a_question_longer_than_the_reserve_cuts_further_and_still_fits() -> None:
+    builder = _builder(600)
+    history = _conversation(6)  # 12 messages, 28 tokens each: fits with room to spare
+    short = builder.build(system=SYSTEM, messages=_next_turn(history, 0), max_tokens=100, trim=True)
+    assert short.kept_from == 0
+    long_question = ChatTurn(role="user", content=_words(300, "paste"))
+    built = builder.build(
+        system=SYSTEM, messages=[*history, long_question], max_tokens=100, trim=True
+    )
+    assert 0 < built.kept_from < len(history)
+    assert len(built.token_ids) <= 600 - 100 - 8
