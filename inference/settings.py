@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
 
+from inference.engines.dtype import DtypeSetting, parse_dtype_setting
 from inference.protocol import BACKGROUND_CHANNEL, REQUEST_CHANNEL
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -140,6 +141,9 @@ class EngineSettings:
     # a Jinja chat template that replaces the model's own (CHAT_TEMPLATE; docs/operations.md)
     chat_template_path: Path | None = None
     scale: ScaleOptions = ScaleOptions()
+    # VLLM_DTYPE: auto (bfloat16 where the CPU or GPU has native bf16, float32 on other CPUs,
+    # float16 on other GPUs; inference/engines/dtype.py), bfloat16, float16 or float32
+    dtype: DtypeSetting = "auto"
 
     def chat_template(self) -> str | None:
         """The override's text (OSError when unreadable); None: the model's own template."""
@@ -170,6 +174,7 @@ class EngineSettings:
             block_size=_env_int("VLLM_BLOCK_SIZE", 0) or None,
             chat_template_path=Path(template).expanduser().resolve() if template else None,
             scale=ScaleOptions.from_env(),
+            dtype=parse_dtype_setting(os.environ.get("VLLM_DTYPE", "")),
         )
 
 

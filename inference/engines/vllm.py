@@ -238,6 +238,10 @@ class VllmEngine:
         from vllm.engine.arg_utils import AsyncEngineArgs
         from vllm.v1.engine.async_llm import AsyncLLM
 
+        from inference.engines.dtype import engine_dtype
+
+        dtype = engine_dtype(settings.dtype)
+        logger.info("%s", dtype.describe())
         block_size = engine_block_size(settings)
         args = AsyncEngineArgs(
             model=str(settings.model_dir),
@@ -249,7 +253,9 @@ class VllmEngine:
             max_model_len=settings.max_model_len,
             enforce_eager=settings.enforce_eager,
             disable_log_stats=False,
-            dtype="bfloat16",
+            # from the hardware (bf16 only where it is native) unless VLLM_DTYPE says;
+            # the prepared folders hold bf16 weights, which vLLM casts on load
+            dtype=dtype.dtype,
             # JSON answers (response_format) are compact: with free whitespace between tokens
             # small models pad the JSON with spaces and newlines until max_tokens (measured on
             # the tiny model with xgrammar, vLLM's "auto" choice: a two-key object never closed
