@@ -16,16 +16,12 @@ case "$role" in
     exec python manage.py migrate --noinput "$@"
     ;;
   worker)
-    # the FAQ cache's verifier is trained once into the data volume (a no-op when it is)
-    case "$(echo "${INFERENCE_FAQ:-1}/${INFERENCE_FAQ_DECISION:-verifier}" | tr A-Z a-z)" in
-      0/* | false/* | no/* | off/* | */guard) ;;
-      *) python -m inference.models prepare --model faq-verifier ;;
-    esac
+    # a worker without the FAQ cache's verifier trains it into the data volume in the
+    # background (answering exact FAQ repeats until then): nothing here waits for it
     exec python -m inference "$@"
     ;;
   prepare-model)
-    python -m inference.models prepare --model "${PREPARE_MODEL:-smollm2}" "$@"
-    exec python -m inference.models prepare --model faq-verifier
+    exec python -m inference.models prepare --model "${PREPARE_MODEL:-smollm2}" "$@"
     ;;
   celery-worker)
     exec celery -A chatapp worker --loglevel=INFO "$@"

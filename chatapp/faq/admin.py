@@ -42,7 +42,7 @@ class FaqEntryAdmin(admin.ModelAdmin[FaqEntry]):
         "embedded",
         "suggestions",
     )
-    list_filter = ("enabled", "template")
+    list_filter = ("enabled", "template", "is_example")
     search_fields = ("question", "alternates", "answer")
     readonly_fields = ("hit_count", "last_hit_at", "thumbs_down", "paused_reason", "embedded")
     fields = (
@@ -51,6 +51,7 @@ class FaqEntryAdmin(admin.ModelAdmin[FaqEntry]):
         "answer",
         "template",
         "enabled",
+        "is_example",
         "hit_count",
         "last_hit_at",
         "thumbs_down",

@@ -25,6 +25,9 @@ class FaqEntry(models.Model):
         help_text="Empty: global. Otherwise only conversations started from this template.",
     )
     enabled = models.BooleanField(default=True)
+    is_example = models.BooleanField(
+        default=False, help_text="Seeded by `make run` for a first try; delete it when done."
+    )
     hit_count = models.PositiveIntegerField(default=0)
     last_hit_at = models.DateTimeField(null=True, blank=True)
     thumbs_down = models.PositiveIntegerField(default=0)

@@ -45,12 +45,12 @@ def warm_status_text(version: PromptTemplateVersion) -> str:
 @admin.register(PromptTemplate)
 class PromptTemplateAdmin(admin.ModelAdmin[PromptTemplate]):
     list_display = ("name", "enabled", "latest_version", "draft_state", "updated_at")
-    list_filter = ("enabled",)
+    list_filter = ("enabled", "is_example")
     search_fields = ("name", "description")
     actions = ("publish",)
     readonly_fields = ("lint", "preview", "draft_state")
     fieldsets = (
-        (None, {"fields": ("name", "description", "enabled")}),
+        (None, {"fields": ("name", "description", "enabled", "is_example")}),
         ("Draft", {"fields": ("system_prompt", "body", "variables", "sampling")}),
         ("Check before publishing", {"fields": ("draft_state", "lint", "preview")}),
     )

@@ -36,6 +36,9 @@ class PromptTemplate(models.Model):
         ),
     )
     enabled = models.BooleanField(default=True, help_text="Disabled templates are not offered.")
+    is_example = models.BooleanField(
+        default=False, help_text="Seeded by `make run` for a first try; disable it when done."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -27,8 +27,13 @@ class NothingToPublish(ApplicationError):
 
 
 @transaction.atomic
-def template_publish(*, template: PromptTemplate, user: User | None) -> PromptTemplateVersion:
-    """Snapshot the draft as the next immutable version; warm it and notify open pages."""
+def template_publish(
+    *, template: PromptTemplate, user: User | None, warm: bool = True
+) -> PromptTemplateVersion:
+    """Snapshot the draft as the next immutable version; warm it and notify open pages.
+
+    `warm=False` (a version published before any worker runs, as the seeded example is):
+    no warm-up now; workers warm every published prefix when they start."""
     template = PromptTemplate.objects.select_for_update().get(pk=template.pk)
     variables = parse_variables(template.variables)
     sampling = parse_sampling(template.sampling)
@@ -59,7 +64,8 @@ def template_publish(*, template: PromptTemplate, user: User | None) -> PromptTe
         sampling=sampling.model_dump(exclude_none=True),
         published_by=user,
     )
-    transaction.on_commit(lambda: _after_publish(version_id=version.pk))
+    if warm:
+        transaction.on_commit(lambda: _after_publish(version_id=version.pk))
     return version
 
 

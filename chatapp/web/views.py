@@ -11,6 +11,7 @@ from django.views.decorators.http import require_GET
 
 from chatapp.conversations import selectors
 from chatapp.web import health
+from chatapp.web.examples import first_questions
 
 
 @login_required
@@ -42,6 +43,8 @@ def chat_page(request: HttpRequest, conversation_id: uuid.UUID | None = None) ->
             "conversation_id": str(conversation_id) if conversation_id else "",
             "history": history,
             "conversations": selectors.conversation_list(owner=request.user),
+            # a new conversation offers the examples' first questions (while they exist)
+            "first_questions": [] if conversation_id else first_questions(),
         },
     )
 

@@ -4,6 +4,7 @@
 
 import { ChatController } from "./controller.ts";
 import { ConversationList } from "./conversations.ts";
+import { attachFirstQuestions } from "./firstquestions.ts";
 import { conversationNav, pageElements } from "./page.ts";
 import { chatSocketUrl, ReconnectingSocket } from "./socket.ts";
 import { browserStorage, TemplateStore } from "./templates.ts";
@@ -38,6 +39,7 @@ export function start(doc: Document = document): ChatController {
     onState: (state) => controller.onConnectionState(state),
   });
   controller.attach(socket);
+  attachFirstQuestions(doc, el.form, el.input);
   socket.start();
   return controller;
 }
