@@ -13,7 +13,7 @@
   client as `vllm`.
 * `vllm`: vLLM's own OpenAI server (`python -m vllm.entrypoints.openai.api_server`) on the
   same model folder with the same engine sizes (`EngineSettings.from_env`: max_num_seqs,
-  max_num_batched_tokens, max_model_len, KV cache GiB, block size, eager, bf16, priority
+  max_num_batched_tokens, max_model_len, KV cache GiB, block size, eager, dtype, priority
   scheduling, CHAT_TEMPLATE), prefix caching on, driven over `/v1/chat/completions` with the
   same messages: vLLM renders them with the model's chat template, which for ordinary text
   gives exactly the worker's prompt tokens (the report counts the matches).
@@ -283,6 +283,7 @@ def vllm_server_env(settings: EngineSettings) -> dict[str, str]:
 
 
 def vllm_server_args(settings: EngineSettings, *, port: int) -> list[str]:
+    from inference.engines.dtype import engine_dtype
     from inference.engines.vllm import engine_block_size
 
     args = [
@@ -298,7 +299,7 @@ def vllm_server_args(settings: EngineSettings, *, port: int) -> list[str]:
         "--port",
         str(port),
         "--dtype",
-        "bfloat16",
+        engine_dtype(settings.dtype).dtype,  # the app's engine chooses the same (VLLM_DTYPE)
         "--max-num-seqs",
         str(settings.max_num_seqs),
         "--max-num-batched-tokens",

@@ -28,6 +28,7 @@ from channels.layers import InMemoryChannelLayer
 
 from inference.engine_request import engine_request_of
 from inference.engines.base import EngineDelta
+from inference.engines.dtype import engine_dtype
 from inference.engines.openai_compatible import OpenAICompatibleEngine
 from inference.engines.vllm import vllm_environment
 from inference.protocol import (
@@ -120,7 +121,7 @@ def vllm_server(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> I
         "--port",
         str(port),
         "--dtype",
-        "bfloat16",
+        engine_dtype("auto").dtype,  # what the app's own engine runs on this machine
         "--max-model-len",
         str(CONTEXT),
         "--max-num-seqs",
