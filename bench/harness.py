@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 REPO_ROOT = Path(__file__).resolve().parent.parent
 RESULTS_DIR = REPO_ROOT / "bench" / "results"
 # The app's default model (SmolLM2 135M Instruct, `python -m inference.models prepare`);
-# `--model-dir data/models/gemma-3-270m` measures the base Gemma instead.
+# `--model-dir DIR` measures any other Hugging Face folder with a chat template instead.
 DEFAULT_MODEL_DIR = REPO_ROOT / "data" / "models" / "smollm2-135m-instruct"
 # The FAQ verifier `make run` prepared: benches run on throwaway data dirs, so they point
 # workers here (INFERENCE_FAQ_VERIFIER_DIR, unless already set).

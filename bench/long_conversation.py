@@ -40,8 +40,9 @@ Goals:
 `--compare-models` instead runs, one model after the other (each in its own child process
 with its own engine: never two engines at once on the 2 cores), the same 5 customer-service
 questions, one story request and one code request on each model (`--models`, default
-SmolLM2 and Gemma), each as a new conversation from the same greedy template with the same
-`--compare-max-tokens` (256) and the same idle gap, after one unmeasured warm-up request; it
+SmolLM2 alone: add any other Hugging Face folder with a chat template), each as a new
+conversation from the same greedy template with the same `--compare-max-tokens` (256) and the
+same idle gap, after one unmeasured warm-up request; it
 reports TTFT (client and worker), decode tokens/s, answer length, and the first 200
 characters of every answer verbatim.
 
@@ -933,7 +934,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--models",
         default=None,
         help="comma-separated model folders for --compare-models "
-        "(default data/models/smollm2-135m-instruct,data/models/gemma-3-270m)",
+        "(default data/models/smollm2-135m-instruct)",
     )
     parser.add_argument("--compare-max-tokens", type=int, default=256)
     parser.add_argument("--compare-child", default=None, help=argparse.SUPPRESS)
@@ -947,7 +948,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args.model_dir = args.model_dir.resolve()
     if args.models is None:
         models_dir = harness.REPO_ROOT / "data" / "models"
-        args.models = [models_dir / "smollm2-135m-instruct", models_dir / "gemma-3-270m"]
+        args.models = [models_dir / "smollm2-135m-instruct"]
     else:
         args.models = [Path(m.strip()).resolve() for m in args.models.split(",") if m.strip()]
     return args

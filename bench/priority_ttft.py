@@ -1,6 +1,6 @@
 """Interactive TTFT with and without a concurrent background load, in one run.
 
-Run from the repository root (the Gemma model must be prepared: `make prepare-model`):
+Run from the repository root (the default model must be prepared: `make prepare-model`):
 
     .venv/bin/python -m bench.priority_ttft [--rounds 3] [--per-block 8] [--phases ABC]
         [--outstanding 8] [--bg-max-tokens 96] [--ticket-sentences 6-12] [--gap 1.5]

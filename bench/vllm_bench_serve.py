@@ -6,8 +6,9 @@ point the subcommand calls. Every option is vLLM's; see bench/README.md for the 
 this app's OpenAI-compatible API:
 
     OPENAI_API_KEY=ick_... .venv/bin/python -m bench.vllm_bench_serve --backend openai-chat \\
-        --base-url http://127.0.0.1:8000 --endpoint /v1/chat/completions --model gemma-3-270m \\
-        --tokenizer data/models/gemma-3-270m --dataset-name random ...
+        --base-url http://127.0.0.1:8000 --endpoint /v1/chat/completions \\
+        --model smollm2-135m-instruct --tokenizer data/models/smollm2-135m-instruct \\
+        --dataset-name random ...
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """TTFT of the first message after publishing a template, with vs without the cache warm-up.
 
-Run from the repository root (the Gemma model must be prepared: `make prepare-model`):
+Run from the repository root (the default model must be prepared: `make prepare-model`):
 
     .venv/bin/python -m bench.warmup_ttft [--trials 12] [--gap 1.5] [--model-dir DIR]
 
@@ -9,16 +9,17 @@ first uses it):
 
 1. The app is configured like the embedded default (`chatapp.settings.local`, no `REDIS_URL`:
    in-memory channel layer, eager Celery) on a throwaway data dir (`CHAT_DATA_DIR` = a temp
-   dir, fresh SQLite, `migrate`), with `MODEL` = the Gemma folder and the vLLM/torch compile
-   caches of the real data dir (`VLLM_CACHE_ROOT` etc.), so nothing is recompiled.
+   dir, fresh SQLite, `migrate`), with `MODEL` = the model folder (`--model-dir`) and the
+   vLLM/torch compile caches of the real data dir (`VLLM_CACHE_ROOT` etc.), so nothing is
+   recompiled.
 2. It loads the engine (`inference.runtime.build_engine`), starts an `InferenceWorker` on the
    channel layer, logs a user in (`django.test.Client.force_login`) and opens `/ws/chat/`
    through the full ASGI app (`channels.testing.WebsocketCommunicator`: origin check,
    session auth, routing, the real consumer).
 3. Trials alternate warm, cold, warm, cold, ... Each trial creates a NEW template whose system
-   prompt is a ~1040-token support policy (~1200 prompt tokens with the few-shot
-   examples and the message) that is unique from its first sentence on (a random
-   policy id), so no earlier trial's KV blocks can help, and publishes it with
+   prompt is a ~1040-token support policy (counted in Gemma's tokenizer, where this was first
+   measured) that is unique from its first sentence on (a random policy id), so no earlier
+   trial's KV blocks can help, and publishes it with
    `chatapp.prompts.services.template_publish` (via `sync_to_async`):
    * warm: as shipped; eager Celery runs `warm_template_version` inside the publish, i.e. a
      one-token, low-priority request with the system prefix through the worker, and the

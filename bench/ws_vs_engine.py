@@ -1,6 +1,6 @@
 """TTFT and decode tokens/s: the WebSocket path of the app vs the vLLM engine called directly.
 
-Run from the repository root (the Gemma model must be prepared: `make prepare-model`):
+Run from the repository root (the default model must be prepared: `make prepare-model`):
 
     .venv/bin/python -m bench.ws_vs_engine [--requests 20] [--port 8766] [--model-dir DIR]
 

@@ -1,7 +1,7 @@
 """A model's own sampling defaults, read from its folder's `generation_config.json`.
 
 Instruct models ship the temperature, top_p and repetition penalty they were tuned for there;
-our prepared folders add `max_new_tokens` and, for the base Gemma, `stop_strings`. A request's
+our prepared folders add `max_new_tokens`; a folder may also carry `stop_strings`. A request's
 own values (a template's sampling, an API client's) win field by field (`inference/worker.py`).
 Read as plain JSON: the worker needs no transformers import for it.
 """

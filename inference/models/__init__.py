@@ -7,10 +7,8 @@ inside the build functions, so importing this package stays cheap.
 """
 
 from inference.models.errors import ModelNotReadyError
-from inference.models.gemma import GEMMA_LAYOUT, prepare_gemma
 from inference.models.paths import (
     default_data_dir,
-    gemma_model_dir,
     smollm2_model_dir,
     tiny_model_dir,
 )
@@ -19,14 +17,11 @@ from inference.models.smollm2 import prepare_smollm2
 from inference.models.tiny import build_tiny_model
 
 __all__ = [
-    "GEMMA_LAYOUT",
     "MARKER_FILENAME",
     "ModelNotReadyError",
     "build_tiny_model",
     "default_data_dir",
     "ensure_model_ready",
-    "gemma_model_dir",
-    "prepare_gemma",
     "prepare_smollm2",
     "smollm2_model_dir",
     "tiny_model_dir",

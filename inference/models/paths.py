@@ -8,14 +8,12 @@ from pathlib import Path
 
 from inference.settings import DEFAULT_MODEL_DIR_NAME, data_dir_from_env
 
-GEMMA_DIR_NAME = "gemma-3-270m"
 TINY_DIR_NAME = "tiny-llama"
 SMOLLM2_DIR_NAME = DEFAULT_MODEL_DIR_NAME
 FAQ_VERIFIER_DIR_NAME = "faq-verifier"
 
 # folder name -> `--model` choice of the prepare command
 _PREPARE_CHOICES = {
-    GEMMA_DIR_NAME: "gemma",
     TINY_DIR_NAME: "tiny",
     SMOLLM2_DIR_NAME: "smollm2",
     FAQ_VERIFIER_DIR_NAME: "faq-verifier",
@@ -29,10 +27,6 @@ def default_data_dir() -> Path:
 
 def models_root(*, data_dir: Path) -> Path:
     return data_dir / "models"
-
-
-def gemma_model_dir(*, data_dir: Path) -> Path:
-    return models_root(data_dir=data_dir) / GEMMA_DIR_NAME
 
 
 def tiny_model_dir(*, data_dir: Path) -> Path:

@@ -37,7 +37,7 @@ NUM_LAYERS = 2
 MAX_POSITIONS = 8192
 
 # ids 0-4, in this order. "</s>" (the eos before the chat template) keeps id 2 and stays a
-# special token, so ids and the few-shot path's injection tests mean what they did; a chat
+# special token, so ids and the injection tests mean what they did; a chat
 # turn now ends with <|im_end|>, as in SmolLM2.
 _SPECIAL_TOKENS = {"pad_token": "<pad>", "bos_token": "<s>", "eos_token": CHATML_END}
 _VOCAB_SPECIALS = ["<pad>", "<s>", "</s>", CHATML_START, CHATML_END]

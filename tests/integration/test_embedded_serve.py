@@ -88,7 +88,7 @@ def test_a_missing_model_is_a_clear_error_and_the_server_exits(tmp_path: Path) -
         "DJANGO_SETTINGS_MODULE": "chatapp.settings.local",
         "CHAT_DATA_DIR": str(data_dir),
         "INFERENCE_ENGINE": "vllm",
-        "MODEL": str(data_dir / "models" / "gemma-3-270m"),
+        "MODEL": str(data_dir / "models" / "smollm2-135m-instruct"),
     }
     result = subprocess.run(
         [sys.executable, str(REPO / "manage.py"), "serve", "--port", str(free_port())],

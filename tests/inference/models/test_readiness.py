@@ -11,7 +11,7 @@ from inference.models import (
     MARKER_FILENAME,
     ModelNotReadyError,
     ensure_model_ready,
-    gemma_model_dir,
+    smollm2_model_dir,
     verify_model,
 )
 
@@ -82,10 +82,10 @@ def test_unreadable_config(tiny_copy: Path) -> None:
 
 
 def test_error_names_the_command_to_run(tmp_path: Path) -> None:
-    model_dir = gemma_model_dir(data_dir=tmp_path / "elsewhere")
+    model_dir = smollm2_model_dir(data_dir=tmp_path / "elsewhere")
     with pytest.raises(ModelNotReadyError) as caught:
         ensure_model_ready(model_dir=model_dir)
     message = str(caught.value)
-    assert "python -m inference.models prepare --model gemma" in message
+    assert "python -m inference.models prepare --model smollm2" in message
     assert f"--data-dir {tmp_path / 'elsewhere'}" in message
     assert caught.value.model_dir == model_dir

@@ -165,3 +165,12 @@ def test_cli_verifies_a_prepared_folder(
     out = capsys.readouterr().out
     assert "[smollm2] verifying sha256 of the existing folder: done" in out
     assert f"[smollm2] already prepared at {smollm2_dir}" in out
+
+
+def test_prepare_without_a_model_prepares_smollm2_what_make_and_docker_run(
+    smollm2_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from inference.models.__main__ import main
+
+    assert main(["prepare", "--data-dir", str(smollm2_dir.parent.parent)]) == 0
+    assert capsys.readouterr().out.splitlines() == [f"[smollm2] already prepared at {smollm2_dir}"]
