@@ -117,6 +117,10 @@ class Progress:
     prompt_ms: float | None = None
     engine_first_token_ms: float | None = None
     first_delta_sent_ms: float | None = None
+    # the model's answer as sent, delta by delta (what the requester stores), and whether
+    # its done went out: the worker prefills the next turn's trimmed prompt from them
+    answer: list[str] = field(default_factory=list)
+    done_sent: bool = False
 
     def elapsed_ms(self) -> float:
         return (time.monotonic() - self.started) * 1000.0
@@ -274,6 +278,8 @@ class RequestAnswerer:
             await self._send(request, done, seq=done.seq)
         except _UndeliverableError as exc:
             await self._undeliverable(request, exc)
+            return
+        progress.done_sent = True
 
     async def _stream_answer(
         self,
@@ -370,6 +376,7 @@ class RequestAnswerer:
                     logprobs=logprobs,
                 )
                 await self._send(request, event, seq=progress.seq)
+                progress.answer.append(text)
                 if progress.first_delta_sent_ms is None:
                     progress.first_delta_sent_ms = progress.elapsed_ms()
             if unsent_logprobs:  # asked-for logprobs of final tokens without text (EOS)

@@ -1,18 +1,25 @@
 """Running a prompt through the engine for its prefix cache only: one request, nothing sent.
 
-Used by a starting worker's warm-up (`inference/start_warmup.py`) and by typing prefill
-(`PrefillRequest`, run by the worker in a background slot).
+Used by a starting worker's warm-up (`inference/start_warmup.py`), by typing prefill
+(`PrefillRequest`, run by the worker in a background slot), and after an answer whose
+conversation's next turn will start its history at a new cut (`trim_prefill`): the worker
+queues that trimmed prompt as a `PrefillRequest` on its own background queue, so the next
+turn, routed back to it, finds it in the prefix cache instead of re-reading its whole history.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
+import uuid
 
 from prometheus_client import Counter
 
 from inference.engine_request import engine_request_of
 from inference.engines.base import Engine
-from inference.protocol import GenerateRequest
+from inference.generation_config import GenerationDefaults
+from inference.prompt_builder import PromptBuilder
+from inference.protocol import GenerateRequest, PrefillRequest
 
 TYPING_PREFILLS = Counter(
     "inference_typing_prefills",
@@ -20,6 +27,13 @@ TYPING_PREFILLS = Counter(
     "PREFILL_MAX_AGE_S), dropped_busy (the worker was answering chat), failed.",
     ["outcome"],
 )
+TRIM_PREFILLS = Counter(
+    "inference_trim_prefills",
+    "Prefills of a conversation's next trimmed prompt a worker queued when an answer ended "
+    "(then run or dropped like a typing prefill).",
+)
+# The request ids of those prefills start with this (logs, the typing prefill's counter)
+TRIM_PREFILL_PREFIX = "trim-"
 
 
 async def engine_prefill(*, engine: Engine, request: GenerateRequest) -> None:
@@ -29,3 +43,42 @@ async def engine_prefill(*, engine: Engine, request: GenerateRequest) -> None:
     )
     async for _delta in engine.stream(engine_request):
         pass
+
+
+def trim_prefill(
+    request: GenerateRequest,
+    *,
+    answer: str,
+    builder: PromptBuilder,
+    defaults: GenerationDefaults,
+) -> PrefillRequest | None:
+    """What to prefill once `answer` to `request` has been sent: the next turn's prompt up to
+    its question (the system prompt and the history it will keep) when that turn will start
+    its history at a cut no earlier prompt started at (`PromptBuilder.next_history`); None
+    when its prompt is this one and the answer (already cached), or for a request that has no
+    next turn here (no conversation, no trimming, a migrated answer, no answer text).
+    Renders and tokenizes the whole history: run it off the event loop."""
+    if (
+        request.session_id is None
+        or not request.trim_history
+        or request.continue_from is not None
+        or not request.messages
+        or request.messages[-1].role != "user"
+        or not answer.strip()
+    ):
+        return None
+    history = builder.next_history(
+        system=request.system,
+        messages=request.messages,
+        answer=answer,
+        max_tokens=request.sampling.max_tokens or defaults.max_tokens,
+    )
+    if history is None:
+        return None
+    return PrefillRequest(
+        request_id=f"{TRIM_PREFILL_PREFIX}{uuid.uuid4()}",
+        system=request.system,
+        messages=history,
+        submitted_at=time.time(),
+        session_id=request.session_id,
+    )

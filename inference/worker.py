@@ -44,7 +44,7 @@ from inference.engines.base import (
 from inference.faq.cache import FaqCache
 from inference.faq.sync import faq_resync
 from inference.healthcheck import mark_alive
-from inference.prefill import TYPING_PREFILLS, engine_prefill
+from inference.prefill import TRIM_PREFILLS, TYPING_PREFILLS, engine_prefill, trim_prefill
 from inference.protocol import (
     FAQ_WORKERS_GROUP,
     PREFILL_MAX_AGE_S,
@@ -113,6 +113,7 @@ class InferenceWorker:
         self.channel: str | None = None
         self.ready = asyncio.Event()
         self._failure: str | None = None  # why the engine's health check failed
+        self._side_tasks: set[asyncio.Task[None]] = set()  # queueing trim prefills
 
     @property
     def active_requests(self) -> int:
@@ -480,6 +481,47 @@ class InferenceWorker:
         self._slots.release()
         if active is not None and active.background:
             self._background_slots.release()
+        if active is not None:
+            self._prefill_next_trim(active)
+
+    def _prefill_next_trim(self, active: _Active) -> None:
+        """An answer ended: if its conversation's next turn will start its history at a new
+        cut, queue that trimmed prompt's prefill on this worker's own background queue (the
+        next turn is routed back here), run like a typing prefill: the next turn finds its
+        history in the prefix cache instead of re-reading all of it (`trim_prefill`)."""
+        progress = active.progress
+        if not progress.done_sent or progress.finish_reason == "abort" or self._draining:
+            return
+        task = asyncio.create_task(
+            self._queue_trim_prefill(active.request, answer="".join(progress.answer)),
+            name=f"trim-prefill-{active.request.request_id}",
+        )
+        self._side_tasks.add(task)
+        task.add_done_callback(self._side_tasks.discard)
+
+    async def _queue_trim_prefill(self, request: GenerateRequest, *, answer: str) -> None:
+        try:
+            prefill = await asyncio.to_thread(
+                trim_prefill,
+                request,
+                answer=answer,
+                builder=self._engine.prompt_builder,
+                defaults=self._engine.defaults,
+            )
+            if prefill is None or self.channel is None:
+                return
+            queue = worker_queue(self._settings.background_channel, self.channel)
+            await self._queue.put(queue, prefill.to_channel())
+        except Exception as exc:  # an optimisation: the next turn is answered all the same
+            logger.warning("no trim prefill after %s: %s", request.request_id, exc)
+            return
+        TRIM_PREFILLS.inc()
+        logger.info(
+            "queued %s: the next turn of %s keeps its last %d messages",
+            prefill.request_id,
+            request.session_id,
+            len(prefill.messages),
+        )
 
     def _reject_poison(self, request: GenerateRequest, *, deliveries: int) -> None:
         logger.error(
