@@ -102,6 +102,7 @@ def build_faq_cache(
             waiting=decider,
             model_dir=settings.faq_verifier_dir,
             train=settings.faq_verifier_train,
+            poll_s=settings.faq_verifier_poll_s,
             say=progress,
         ).run
     return cache
@@ -120,9 +121,14 @@ def build_faq_decider(
     try:
         ensure_verifier_ready(model_dir=settings.faq_verifier_dir)
     except ModelNotReadyError as exc:
+        how = (
+            "it is trained in the background"
+            if settings.faq_verifier_train
+            else "waiting for one prepared elsewhere (INFERENCE_FAQ_VERIFIER_TRAIN=0)"
+        )
         progress(
             f"FAQ cache: exact repeats only until the verifier is ready ({exc.reason}); "
-            "it is trained in the background and picked up without a restart."
+            f"{how}, picked up without a restart."
         )
         return ExactRepeatDecision(status=exc.reason)
     started = time.monotonic()

@@ -257,6 +257,8 @@ class WorkerSettings:
     # a verifier that is missing or stale is trained in the background (niced) while the FAQ
     # cache answers exact repeats only; off: wait for one prepared elsewhere (polled)
     faq_verifier_train: bool = True
+    # how often a worker waiting for its verifier looks for the prepared folder
+    faq_verifier_poll_s: float = 15.0
     heartbeat_s: float = 2.0
     background_channel: str = BACKGROUND_CHANNEL
     # at most this many background requests run at once (out of max_active)
@@ -304,6 +306,7 @@ class WorkerSettings:
             faq=_env_bool("INFERENCE_FAQ", True),
             faq_decision=_faq_decision_from_env(),
             faq_verifier_train=_env_bool("INFERENCE_FAQ_VERIFIER_TRAIN", True),
+            faq_verifier_poll_s=_env_float("INFERENCE_FAQ_VERIFIER_POLL_S", 15.0),
             heartbeat_s=_env_float("INFERENCE_HEARTBEAT_S", 2.0),
             background_channel=os.environ.get("INFERENCE_BACKGROUND_CHANNEL", BACKGROUND_CHANNEL),
             max_background=_env_int("INFERENCE_MAX_BACKGROUND", 2),

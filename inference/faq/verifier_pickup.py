@@ -33,7 +33,6 @@ from inference.models.faq_verifier import ensure_verifier_ready
 
 logger = logging.getLogger(__name__)
 
-POLL_S = 15.0  # how often a worker that does not train looks for a prepared verifier
 LOWEST_PRIORITY = 19  # nice value of the training process: answers always go first
 
 
@@ -63,7 +62,7 @@ class VerifierPickup:
         waiting: ExactRepeatDecision,
         model_dir: Path,
         train: bool,
-        poll_s: float = POLL_S,
+        poll_s: float = 15.0,
         say: Callable[[str], None] = print,
     ) -> None:
         self._cache = cache

@@ -31,9 +31,12 @@ def prepared_verifier_env() -> dict[str, str]:
     return {"INFERENCE_FAQ_VERIFIER_DIR": str(folder)}
 
 
-def wait_for_line(proc: subprocess.Popen[str], pattern: str, timeout: float) -> str:
-    """Read the process's output until a line matches; fail with the output if it dies."""
-    seen: list[str] = []
+def wait_for_line(
+    proc: subprocess.Popen[str], pattern: str, timeout: float, seen: list[str] | None = None
+) -> str:
+    """Read the process's output until a line matches; fail with the output if it dies.
+    `seen` collects every line read (the matching one included)."""
+    seen = [] if seen is None else seen
     deadline = time.monotonic() + timeout
     assert proc.stdout is not None
     while time.monotonic() < deadline:
@@ -120,8 +123,11 @@ def app_served(
         text=True,
     )
     try:
-        wait_for_line(proc, rf"Ready: open http://127\.0\.0\.1:{port}/", ready_timeout)
-        yield Served(proc=proc, port=port, output=keep_draining(proc))
+        before: list[str] = []
+        wait_for_line(proc, rf"Ready: open http://127\.0\.0\.1:{port}/", ready_timeout, before)
+        output = keep_draining(proc)
+        output[:0] = before  # what it said on the way to Ready, then what it says after
+        yield Served(proc=proc, port=port, output=output)
     finally:
         if kill:
             proc.kill()

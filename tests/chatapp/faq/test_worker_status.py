@@ -1,0 +1,53 @@
+"""The admin's FAQ list says what decides the workers' FAQ answers, as their syncs report it:
+e.g. exact repeats only while the verifier is still training."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+
+from chatapp.faq import worker_status
+
+pytestmark = pytest.mark.django_db
+
+TRAINING = "exact repeats of an entry's phrasings only: training: epoch 2/4: 40% (310 s)"
+
+
+@pytest.fixture
+def admin_client() -> Client:
+    client = Client()
+    client.force_login(User.objects.create_superuser("root", password="pw-root-123"))
+    return client
+
+
+@pytest.fixture(params=["local", pytest.param("redis", marks=pytest.mark.redis)])
+def store(request: pytest.FixtureRequest, settings: object) -> str:
+    worker_status._local.clear()
+    if request.param == "redis":
+        settings.REDIS_URL = "redis://127.0.0.1:6379/0"  # type: ignore[attr-defined]
+    else:
+        settings.REDIS_URL = ""  # type: ignore[attr-defined]
+    return str(request.param)
+
+
+def test_the_faq_list_shows_each_workers_decision(admin_client: Client, store: str) -> None:
+    worker = f"inference.worker!{uuid.uuid4().hex}"
+    worker_status.record(worker=worker, decision=TRAINING)
+    page = admin_client.get("/admin/faq/faqentry/").content.decode()
+    assert "FAQ answers are decided by" in page
+    assert "epoch 2/4: 40%" in page
+    mine = [s for s in worker_status.current() if s.worker == worker]
+    assert [s.decision for s in mine] == [TRAINING]
+
+
+def test_a_worker_not_heard_from_drops_out(admin_client: Client, settings: object) -> None:
+    settings.REDIS_URL = ""  # type: ignore[attr-defined]
+    worker_status._local.clear()
+    worker_status._local["gone"] = ("the learned verifier", time.time() - worker_status.TTL_S - 1)
+    assert worker_status.current() == []
+    page = admin_client.get("/admin/faq/faqentry/").content.decode()
+    assert "No inference worker has reported its FAQ cache yet" in page
