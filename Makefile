@@ -7,7 +7,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 export CHAT_DATA_DIR ?= $(CURDIR)/data
 
-.PHONY: e2e screenshots run test install install-dev prepare-model prepare-verifier lint typecheck importlint pytest frontend-check protocol worker web celery clean-venv
+.PHONY: e2e screenshots run test install install-dev prepare-model prepare-verifier lint typecheck importlint pytest frontend-check protocol docs worker web celery clean-venv
 
 # --- setup ---------------------------------------------------------------------------------
 $(VENV)/.installed-cpu: pyproject.toml
@@ -89,6 +89,11 @@ test: lint typecheck importlint frontend-check pytest
 # `pytest` fails while they are stale. Then rebuild static/ (cd frontend && npm run build).
 protocol:
 	$(PY) -m chatapp.realtime.golden
+
+# After adding or changing an environment variable: regenerate docs/configuration.md from the
+# settings and the code that reads it (chatapp/settings/docs.py); `pytest` fails while it is stale.
+docs:
+	$(PY) -m chatapp.settings.docs
 
 # The browser tests alone (part of `pytest`); screenshots for docs/screenshots/.
 e2e: install-dev
