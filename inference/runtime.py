@@ -80,57 +80,36 @@ def build_engine(
 def build_faq_cache(
     *, settings: WorkerSettings, progress: Callable[[str], None] = print
 ) -> FaqCache | None:
-    """The FAQ cache with its embedding model (and verifier, if ready) loaded now, not on the
-    first question. A verifier that is not prepared, or was trained on other labelled pairs
-    than the repository's, does not hold the start up: the cache answers exact repeats only
-    and `cache.until_ready` (run by the worker) trains it in the background and swaps it in."""
+    """The FAQ cache, empty-handed: nothing only the FAQ needs is loaded on the way to the
+    worker's first answer. `cache.until_ready` (the worker runs it) loads the embedding model
+    and the decider in the background; until the verifier is in, the cache answers exact
+    repeats only, and a verifier that is missing or stale is trained first
+    (`verifier_pickup.py`)."""
     if not settings.faq:
         return None
     from inference.faq.embedder import shared_embedder
+    from inference.faq.verifier_pickup import VerifierPickup
 
-    decider = build_faq_decider(settings=settings, progress=progress)
-    started = time.monotonic()
-    embedder = shared_embedder()
-    embedder.encode(["warm up"])
-    progress(f"FAQ embedding model loaded in {time.monotonic() - started:.1f} s.")
-    cache = FaqCache(embedder=embedder, decider=decider)
-    if isinstance(decider, ExactRepeatDecision):
-        from inference.faq.verifier_pickup import VerifierPickup
-
-        cache.until_ready = VerifierPickup(
-            cache=cache,
-            waiting=decider,
-            model_dir=settings.faq_verifier_dir,
-            train=settings.faq_verifier_train,
-            poll_s=settings.faq_verifier_poll_s,
-            say=progress,
-        ).run
+    waiting = None if settings.faq_decision == "guard" else ExactRepeatDecision()
+    cache = FaqCache(embedder=shared_embedder(), decider=waiting or GuardDecision())
+    cache.until_ready = VerifierPickup(
+        cache=cache, settings=settings, waiting=waiting, say=progress
+    ).run
     return cache
 
 
 def build_faq_decider(
     *, settings: WorkerSettings, progress: Callable[[str], None] = print
 ) -> FaqDecider:
-    """The guard if chosen; the verifier if it is ready; else exact repeats only, for now."""
+    """The guard if chosen, else the verifier, loaded now (seconds); `ModelNotReadyError`
+    names the command to run when the verifier is not prepared (or was trained on other
+    labelled pairs than the repository's)."""
     if settings.faq_decision == "guard":
         progress("FAQ decision: the word-list guard (INFERENCE_FAQ_DECISION=guard).")
         return GuardDecision()
-    from inference.models.errors import ModelNotReadyError
     from inference.models.faq_verifier import ensure_verifier_ready
 
-    try:
-        ensure_verifier_ready(model_dir=settings.faq_verifier_dir)
-    except ModelNotReadyError as exc:
-        how = (
-            "it is trained in the background"
-            if settings.faq_verifier_train
-            else "waiting for one prepared elsewhere (INFERENCE_FAQ_VERIFIER_TRAIN=0)"
-        )
-        progress(
-            f"FAQ cache: exact repeats only until the verifier is ready ({exc.reason}); "
-            f"{how}, picked up without a restart."
-        )
-        return ExactRepeatDecision(status=exc.reason)
+    ensure_verifier_ready(model_dir=settings.faq_verifier_dir)
     started = time.monotonic()
     verifier = FaqVerifier(model_dir=settings.faq_verifier_dir)
     verifier.probabilities([("warm up", "warm up")])

@@ -101,6 +101,10 @@ class FaqCache:
         self.until_ready: Callable[[], Coroutine[Any, Any, None]] | None = None
 
     @property
+    def embedder(self) -> Embedder:
+        return self._embedder
+
+    @property
     def version(self) -> str:
         """The digest of the set this index holds (`sync.set_version`)."""
         return set_version(self._versions.items())

@@ -1,17 +1,23 @@
-"""A worker whose FAQ verifier is not ready serves at once, and picks the verifier up later.
+"""The FAQ cache loads in the background: a worker answers before any of it is loaded.
 
-Training the verifier takes minutes of CPU (`verifier_training.py`), so it is not on the way to
-a worker's first answer. Until it is ready the FAQ cache decides with `ExactRepeatDecision`
-(a question that repeats an entry's phrasing is answered, nothing else is guessed), and this
-task trains it in a child process at the lowest CPU priority, so answers go first:
-`python -m inference.models prepare --model faq-verifier` (a no-op when another worker sharing
-the data dir has just trained it; its build lock makes the second one wait). Each progress line
-is logged and becomes the decider's status, which the worker reports to the web side with its
-FAQ syncs (shown in the admin's FAQ list). When the folder is ready it is loaded off the event
-loop and swapped in: the next lookup uses it, with no restart.
+What only the FAQ cache needs (the embedding model, the verifier, and the verifier's training
+when it is missing) stays off the way to a worker's first answer. The worker runs `run` next to
+its other tasks:
 
-With training off (`INFERENCE_FAQ_VERIFIER_TRAIN=0`: prepared by another process, e.g. a
-one-off job on a shared volume) the folder is polled instead.
+1. the embedding model is loaded in a thread (a lookup meanwhile waits for it there);
+2. the decider is loaded (`runtime.build_faq_decider`, in a thread) and swapped in; until then
+   the cache decides with `ExactRepeatDecision`: a question that repeats an entry's phrasing is
+   answered, nothing else is guessed;
+3. a verifier that is missing or stale (trained on other labelled pairs) is first trained in a
+   child process at the lowest CPU priority, so answers go first:
+   `python -m inference.models prepare --model faq-verifier` (a no-op when another worker
+   sharing the data dir has just trained it: its build lock makes the second one wait). Each
+   progress line is logged and becomes the waiting decider's status, which the worker reports
+   with its FAQ syncs (the admin's FAQ list shows it). With training off
+   (`INFERENCE_FAQ_VERIFIER_TRAIN=0`: prepared by another process on a shared volume) the folder
+   is polled every `faq_verifier_poll_s` instead.
+
+Nothing here stops the worker: a failure is logged and leaves exact repeats answering.
 """
 
 from __future__ import annotations
@@ -26,10 +32,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from inference.faq.cache import FaqCache
-from inference.faq.deciders import ExactRepeatDecision, VerifierDecision
-from inference.faq.verifier import FaqVerifier
+from inference.faq.deciders import ExactRepeatDecision, FaqDecider
 from inference.models.errors import ModelNotReadyError
-from inference.models.faq_verifier import ensure_verifier_ready
+from inference.settings import WorkerSettings
 
 logger = logging.getLogger(__name__)
 
@@ -53,70 +58,77 @@ def _lowest_priority() -> None:  # in the child, before exec
 
 
 class VerifierPickup:
-    """Trains (or waits for) the verifier at `model_dir`, then puts it into `cache`."""
+    """Loads `cache`'s embedder and decider; trains (or waits for) the verifier first when it
+    is not prepared. `waiting` is the cache's decider meanwhile (None: the guard is chosen,
+    and only the embedder is loaded)."""
 
     def __init__(
         self,
         *,
         cache: FaqCache,
-        waiting: ExactRepeatDecision,
-        model_dir: Path,
-        train: bool,
-        poll_s: float = 15.0,
+        settings: WorkerSettings,
+        waiting: ExactRepeatDecision | None,
         say: Callable[[str], None] = print,
     ) -> None:
         self._cache = cache
+        self._settings = settings
         self._waiting = waiting
-        self._model_dir = model_dir
-        self._train = train
-        self._poll_s = poll_s
         self._say = say
 
     async def run(self) -> None:
-        """Until the verifier is in the cache; cancelling it stops a training child. A failure
-        is logged and leaves exact repeats answering: it never stops the worker."""
         try:
-            await self._pick_up()
+            await self._load()
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            logger.exception("FAQ verifier pickup failed")
-            self._status(f"the verifier could not be loaded ({exc!r}); see the log")
+            logger.exception("FAQ cache could not be loaded")
+            self._status(f"the FAQ cache could not be loaded ({exc!r}); see the log")
 
-    async def _pick_up(self) -> None:
-        command = prepare_command(model_dir=self._model_dir) if self._train else None
-        if command is not None:
-            await self._run_training(command)
-        elif self._train:
-            self._status(
-                f"INFERENCE_FAQ_VERIFIER_DIR={self._model_dir} is not where prepare trains; "
-                "prepare one there, it is picked up when ready"
-            )
-        else:
-            self._status("waiting for one prepared elsewhere (INFERENCE_FAQ_VERIFIER_TRAIN=0)")
-        while True:  # a folder another process writes: nothing to wait on but the disk
-            if self._ready():
-                break
-            await asyncio.sleep(self._poll_s)
+    async def _load(self) -> None:
         started = time.monotonic()
-        verifier = FaqVerifier(model_dir=self._model_dir)
-        await asyncio.to_thread(verifier.probabilities, [("warm up", "warm up")])
-        self._cache.decider = VerifierDecision(verifier=verifier)
-        self._say(
-            f"FAQ verifier ready, loaded in {time.monotonic() - started:.1f} s: the FAQ cache "
-            f"now answers paraphrases too ({self._cache.decider.describe()})."
-        )
+        await asyncio.to_thread(self._cache.embedder.encode, ["warm up"])
+        self._say(f"FAQ embedding model loaded in {time.monotonic() - started:.1f} s.")
+        if self._waiting is None:
+            return
+        trained = False
+        while True:
+            try:
+                decider = await asyncio.to_thread(self._decider)
+            except ModelNotReadyError as exc:
+                if trained:  # trained or failed: now wait for a folder to appear
+                    await asyncio.sleep(self._settings.faq_verifier_poll_s)
+                    continue
+                trained = True
+                self._status(exc.reason)
+                await self._train_or_wait()
+                continue
+            self._cache.decider = decider
+            self._say(f"FAQ verifier ready: the FAQ cache now uses {decider.describe()}.")
+            return
 
-    def _ready(self) -> bool:
-        try:
-            ensure_verifier_ready(model_dir=self._model_dir)
-        except ModelNotReadyError:
-            return False
-        return True
+    def _decider(self) -> FaqDecider:
+        from inference.runtime import build_faq_decider
+
+        return build_faq_decider(settings=self._settings, progress=self._say)
 
     def _status(self, text: str) -> None:
-        self._waiting.status = text
+        if self._waiting is not None:
+            self._waiting.status = text
         self._say(f"FAQ cache: exact repeats only until the verifier is ready: {text}")
+
+    async def _train_or_wait(self) -> None:
+        model_dir = self._settings.faq_verifier_dir
+        if not self._settings.faq_verifier_train:
+            self._status("waiting for one prepared elsewhere (INFERENCE_FAQ_VERIFIER_TRAIN=0)")
+            return
+        command = prepare_command(model_dir=model_dir)
+        if command is None:
+            self._status(
+                f"INFERENCE_FAQ_VERIFIER_DIR={model_dir} is not where prepare trains; "
+                "prepare one there, it is picked up when ready"
+            )
+            return
+        await self._run_training(command)
 
     async def _run_training(self, command: list[str]) -> None:
         self._status("training it in the background (lowest CPU priority)")
@@ -131,8 +143,9 @@ class VerifierPickup:
             assert child.stdout is not None
             async for raw in child.stdout:
                 line = raw.decode(errors="replace").strip()
-                if line:
-                    self._waiting.status = f"training: {line} ({time.monotonic() - started:.0f} s)"
+                if line and self._waiting is not None:
+                    elapsed = time.monotonic() - started
+                    self._waiting.status = f"training: {line} ({elapsed:.0f} s)"
                     logger.info("FAQ verifier %s", line)
                     self._say(f"FAQ verifier {line}")
             code = await child.wait()

@@ -76,8 +76,7 @@ def test_a_first_run_is_ready_before_the_verifier_and_picks_it_up(
     for command in (["migrate", "--noinput"], ["demo_user"], ["seed_examples"]):
         subprocess.run([*manage, *command], env=env, check=True, cwd=REPO, capture_output=True)
     with app_served(env=env, ready_timeout=120) as served:
-        said = "".join(served.output)
-        assert "exact repeats only until the verifier is ready" in said
+        wait_for_output(served, "exact repeats only until the verifier is ready", 60)
         session = login(f"127.0.0.1:{served.port}", PASSWORD)
 
         repeat = asyncio.run(ask(served, session, "where is my order"))

@@ -1,5 +1,6 @@
-"""A worker without its FAQ verifier answers exact repeats, trains the verifier in a niced child
-process (or waits for one prepared elsewhere), and swaps it in without a restart."""
+"""The FAQ cache loads in the background: the embedder, then the verifier; a worker without its
+verifier answers exact repeats, trains it in a niced child process (or waits for one prepared
+elsewhere), and swaps it in without a restart."""
 
 from __future__ import annotations
 
@@ -10,24 +11,50 @@ import sys
 from pathlib import Path
 from typing import Any, cast
 
+import numpy as np
 import pytest
 
 from inference.faq.cache import FaqCache
 from inference.faq.deciders import ExactRepeatDecision
-from inference.faq.embedder import Embedder
+from inference.faq.embedder import DIMENSIONS, Embedder
 from inference.faq.verifier import FaqVerifier
 from inference.faq.verifier_pickup import VerifierPickup, _lowest_priority, prepare_command
 from inference.models import faq_verifier
 from inference.models.faq_verifier import training_source
 from tests.support.faq import prepared_verifier
+from tests.support.workers import worker_settings
 
 __all__ = ["prepared_verifier"]  # the session fixture, used here
 
 
-def waiting_cache() -> tuple[FaqCache, ExactRepeatDecision]:
+class CountingEmbedder:
+    """Stands in for the embedding model: these tests are about what loads when."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        self.calls += 1
+        return np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
+
+
+def pickup_for(
+    model_dir: Path, *, train: bool, said: list[str] | None = None, guard: bool = False
+) -> tuple[VerifierPickup, FaqCache, ExactRepeatDecision]:
     waiting = ExactRepeatDecision()
-    # the pickup only swaps the decider: no embedding happens in these tests
-    return FaqCache(embedder=cast(Embedder, object()), decider=waiting, resync_s=1.0), waiting
+    cache = FaqCache(embedder=cast(Embedder, CountingEmbedder()), decider=waiting, resync_s=1.0)
+    settings = worker_settings(
+        faq=True,
+        faq_decision="guard" if guard else "verifier",
+        faq_verifier_dir=model_dir,
+        faq_verifier_train=train,
+        faq_verifier_poll_s=0.05,
+    )
+    sink = said if said is not None else []
+    pickup = VerifierPickup(
+        cache=cache, settings=settings, waiting=None if guard else waiting, say=sink.append
+    )
+    return pickup, cache, waiting
 
 
 async def until(condition: Any, timeout: float) -> None:
@@ -40,21 +67,37 @@ async def until(condition: Any, timeout: float) -> None:
 async def test_a_verifier_prepared_elsewhere_is_picked_up_without_a_restart(
     tmp_path: Path, prepared_verifier: FaqVerifier
 ) -> None:
-    cache, waiting = waiting_cache()
     model_dir = tmp_path / "data" / "models" / "faq-verifier"
     said: list[str] = []
-    pickup = VerifierPickup(
-        cache=cache, waiting=waiting, model_dir=model_dir, train=False, poll_s=0.05, say=said.append
-    )
+    pickup, cache, waiting = pickup_for(model_dir, train=False, said=said)
     task = asyncio.create_task(pickup.run())
+    await until(lambda: "prepared elsewhere" in waiting.status, timeout=30)
+    assert cast(CountingEmbedder, cache.embedder).calls == 1  # loaded first, in any case
     await asyncio.sleep(0.3)
     assert cache.decider is waiting  # nothing there yet: still exact repeats only
-    assert "prepared elsewhere" in waiting.describe()
+    assert "exact repeats of an entry's phrasings only" in cache.decider.describe()
     shutil.copytree(prepared_verifier.model_dir, model_dir)
     await asyncio.wait_for(task, timeout=60)
     assert cache.decider.name == "verifier"
     assert cache.decider.describe().startswith("the learned verifier (threshold ")
     assert any(line.startswith("FAQ verifier ready") for line in said)
+
+
+async def test_a_prepared_verifier_is_loaded_in_the_background_without_training(
+    prepared_verifier: FaqVerifier,
+) -> None:
+    said: list[str] = []
+    pickup, cache, _ = pickup_for(prepared_verifier.model_dir, train=True, said=said)
+    await asyncio.wait_for(pickup.run(), timeout=60)
+    assert cache.decider.name == "verifier"
+    assert not any("training" in line for line in said)
+
+
+async def test_with_the_guard_only_the_embedder_is_loaded(tmp_path: Path) -> None:
+    pickup, cache, _ = pickup_for(tmp_path / "none", train=True, guard=True)
+    await asyncio.wait_for(pickup.run(), timeout=10)
+    assert cast(CountingEmbedder, cache.embedder).calls == 1
+    assert not (tmp_path / "none").exists()  # nothing trained for a guard
 
 
 async def test_a_missing_verifier_is_trained_in_a_child_process_then_swapped_in(
@@ -66,14 +109,9 @@ async def test_a_missing_verifier_is_trained_in_a_child_process_then_swapped_in(
     cached = faq_verifier._cached_folder(training_source())
     assert cached is not None
     shutil.copytree(prepared_verifier.model_dir, cached)
-    cache, waiting = waiting_cache()
     said: list[str] = []
-    pickup = VerifierPickup(
-        cache=cache,
-        waiting=waiting,
-        model_dir=tmp_path / "data" / "models" / "faq-verifier",
-        train=True,
-        say=said.append,
+    pickup, cache, _ = pickup_for(
+        tmp_path / "data" / "models" / "faq-verifier", train=True, said=said
     )
     await asyncio.wait_for(pickup.run(), timeout=120)
     assert cache.decider.name == "verifier"
@@ -87,15 +125,7 @@ async def test_a_failed_training_keeps_exact_repeats_and_says_how_to_retry(
     data_dir = tmp_path / "data"
     data_dir.mkdir()
     (data_dir / "models").write_text("not a folder")  # prepare cannot write here
-    cache, waiting = waiting_cache()
-    pickup = VerifierPickup(
-        cache=cache,
-        waiting=waiting,
-        model_dir=data_dir / "models" / "faq-verifier",
-        train=True,
-        poll_s=0.05,
-        say=lambda _: None,
-    )
+    pickup, cache, waiting = pickup_for(data_dir / "models" / "faq-verifier", train=True)
     task = asyncio.create_task(pickup.run())
     try:
         await until(lambda: "training failed" in waiting.status, timeout=120)

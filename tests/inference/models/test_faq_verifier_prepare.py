@@ -16,7 +16,7 @@ from inference.models.faq_verifier import (
 )
 from inference.models.paths import faq_verifier_dir
 from inference.models.readiness import write_marker
-from inference.runtime import build_faq_decider
+from inference.runtime import build_faq_cache, build_faq_decider
 from tests.inference.faq.test_deciders import info
 from tests.support.workers import worker_settings
 
@@ -94,15 +94,20 @@ def test_a_damaged_cached_verifier_is_not_copied(
     assert len(trained) == 1
 
 
-def test_a_worker_without_a_prepared_verifier_starts_on_exact_repeats_and_says_so(
+def test_without_a_prepared_verifier_no_decider_loads_and_the_command_is_named(
     tmp_path: Path,
 ) -> None:
     settings = worker_settings(faq=True, faq_verifier_dir=tmp_path / "models" / "faq-verifier")
-    said: list[str] = []
-    decider = build_faq_decider(settings=settings, progress=said.append)
-    assert decider.name == "exact"
-    assert "exact repeats of an entry's phrasings only" in decider.describe()
-    assert any("exact repeats only until the verifier is ready" in line for line in said)
+    with pytest.raises(ModelNotReadyError, match="prepare --model faq-verifier"):
+        build_faq_decider(settings=settings, progress=lambda _: None)
+
+
+def test_a_worker_without_a_prepared_verifier_starts_on_exact_repeats(tmp_path: Path) -> None:
+    settings = worker_settings(faq=True, faq_verifier_dir=tmp_path / "models" / "faq-verifier")
+    cache = build_faq_cache(settings=settings, progress=lambda _: None)
+    assert cache is not None
+    assert cache.decider.name == "exact"  # the worker starts; the verifier comes later
+    assert cache.until_ready is not None
 
 
 def test_the_guard_needs_no_verifier(tmp_path: Path) -> None:
