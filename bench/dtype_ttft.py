@@ -20,8 +20,9 @@ never two engines at once on a small machine. `--rounds` repeats the whole seque
 reverse order every other round, so a drift of the machine hits every configuration alike.
 `VLLM_DTYPE` selects the dtype on both sides (the app's engine reads it; the bench.load vLLM
 server passes what `inference.engines.dtype` chooses for it). A `--variant` adds environment
-to both sides, e.g. `--variant tcmalloc:LD_PRELOAD=/usr/lib/x86_64-linux-gnu/
-libtcmalloc_minimal.so.4` (an engine knob to compare against the default).
+to both sides (or to one: `NAME@app`), e.g. `--variant tcmalloc:LD_PRELOAD=/usr/lib/
+x86_64-linux-gnu/libtcmalloc_minimal.so.4` (an engine knob against the default), or
+`--variant 'nofaq@app:CHAT_FAQ_ENABLED=0;INFERENCE_FAQ=0'` (what the FAQ lookup costs).
 
 Per request: TTFT (to the first non-blank text), ITL (first to last piece over the tokens
 between them: the app coalesces deltas, so its pieces hold several tokens), prompt and cached
@@ -173,12 +174,28 @@ class Config:
         return f"{TARGET_LABELS[self.target]}, {self.dtype}{extra}"
 
 
-def parse_variant(raw: str) -> tuple[str, dict[str, str]]:
-    """`NAME:KEY=VALUE;KEY=VALUE` -> (NAME, {KEY: VALUE}); `NAME:` alone: no extra env."""
-    name, sep, rest = raw.partition(":")
-    name = name.strip()
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Variant:
+    """Extra environment for some runs (`--variant`): all targets, or only `target`."""
+
+    name: str
+    env: Mapping[str, str]
+    target: TargetName | None = None
+
+
+def parse_variant(raw: str) -> Variant:
+    """`NAME[@TARGET]:KEY=VALUE;KEY=VALUE`; `NAME:` alone: no extra env."""
+    head, sep, rest = raw.partition(":")
+    name, at, target = head.strip().partition("@")
     if not sep or not name or name == "default":
-        raise ValueError(f"a variant is NAME:KEY=VALUE[;KEY=VALUE] (NAME not 'default'): {raw!r}")
+        raise ValueError(
+            f"a variant is NAME[@app|@vllm]:KEY=VALUE[;KEY=VALUE] (NAME not 'default'): {raw!r}"
+        )
+    only: TargetName | None = None
+    if at:
+        if target not in TARGET_LABELS:
+            raise ValueError(f"variant {name}: the target after @ is app or vllm, not {target!r}")
+        only = "app" if target == "app" else "vllm"
     env: dict[str, str] = {}
     for part in rest.split(";"):
         if not part.strip():
@@ -187,23 +204,24 @@ def parse_variant(raw: str) -> tuple[str, dict[str, str]]:
         if not eq or not key.strip():
             raise ValueError(f"variant {name}: {part!r} is not KEY=VALUE")
         env[key.strip()] = value
-    return name, env
+    return Variant(name=name, env=env, target=only)
 
 
 def plan(
     *,
     targets: Sequence[TargetName],
     dtypes: Sequence[str],
-    variants: Sequence[tuple[str, Mapping[str, str]]],
+    variants: Sequence[Variant],
     rounds: int,
 ) -> list[tuple[int, Config]]:
     """(round, config) in run order: every configuration once per round, every other round
     in reverse, so that a slow drift of the machine does not favour one of them."""
     configs = [
-        Config(target=target, dtype=dtype, variant=name, env=dict(env))
-        for name, env in [("default", {}), *variants]
+        Config(target=target, dtype=dtype, variant=v.name, env=dict(v.env))
+        for v in [Variant(name="default", env={}), *variants]
         for dtype in dtypes
         for target in targets
+        if v.target in (None, target)
     ]
     order: list[tuple[int, Config]] = []
     for r in range(rounds):
@@ -366,7 +384,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--variant",
         action="append",
         default=[],
-        help="NAME:KEY=VALUE[;KEY=VALUE]: also run every target and dtype with this env",
+        help="NAME[@app|@vllm]:KEY=VALUE[;KEY=VALUE]: also run every dtype (and every "
+        "target, or the one after @) with this environment",
     )
     parser.add_argument("--ready-timeout", type=float, default=600.0)
     harness.add_engine_args(parser)

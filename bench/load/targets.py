@@ -248,7 +248,7 @@ async def app_target(*, name: str, options: RunOptions) -> AsyncIterator[Target]
         else:
             await pool.open(min(8, options.max_sockets))
             client = WebSocketClient(pool=pool, template=template)
-        if name in ("full", "api"):
+        if name in ("full", "api") and env.get("CHAT_FAQ_ENABLED", "1") != "0":
             await wait_for_faq(client)
         yield Target(
             name=name, client=client, startup_s=time.monotonic() - started, log_path=log_path

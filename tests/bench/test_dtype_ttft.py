@@ -49,34 +49,41 @@ def test_every_config_runs_each_round_in_alternating_order() -> None:
     order = plan(
         targets=["app", "vllm"],
         dtypes=["bfloat16", "float32"],
-        variants=[("tcmalloc", {"LD_PRELOAD": "/x.so"})],
+        variants=[
+            parse_variant("tcmalloc:LD_PRELOAD=/x.so"),
+            parse_variant("nofaq@app:INFERENCE_FAQ=0"),
+        ],
         rounds=2,
     )
     first = [c.key for r, c in order if r == 0]
     second = [c.key for r, c in order if r == 1]
-    assert len(first) == 8
+    assert len(first) == 10  # 2 targets x 2 dtypes x (default, tcmalloc) + app x 2 dtypes
     assert second == first[::-1]
     assert first[0] == "app-bfloat16-default"
     assert {c.env.get("LD_PRELOAD") for _, c in order if c.variant == "tcmalloc"} == {"/x.so"}
+    assert {c.target for _, c in order if c.variant == "nofaq"} == {"app"}
 
 
 @pytest.mark.parametrize(
-    ("raw", "parsed"),
+    ("raw", "name", "env", "target"),
     [
-        ("tcmalloc:LD_PRELOAD=/a.so", ("tcmalloc", {"LD_PRELOAD": "/a.so"})),
-        ("bind:VLLM_CPU_OMP_THREADS_BIND=0-1;VLLM_CPU_NUM_OF_RESERVED_CPU=0", None),
-        ("plain:", ("plain", {})),
+        ("tcmalloc:LD_PRELOAD=/a.so", "tcmalloc", {"LD_PRELOAD": "/a.so"}, None),
+        (
+            "bind:VLLM_CPU_OMP_THREADS_BIND=0-1;VLLM_CPU_NUM_OF_RESERVED_CPU=0",
+            "bind",
+            {"VLLM_CPU_OMP_THREADS_BIND": "0-1", "VLLM_CPU_NUM_OF_RESERVED_CPU": "0"},
+            None,
+        ),
+        ("nofaq@app:INFERENCE_FAQ=0", "nofaq", {"INFERENCE_FAQ": "0"}, "app"),
+        ("plain:", "plain", {}, None),
     ],
 )
-def test_variants_parse(raw: str, parsed: tuple[str, dict[str, str]] | None) -> None:
-    name, env = parse_variant(raw)
-    if parsed is not None:
-        assert (name, env) == parsed
-    else:
-        assert env == {"VLLM_CPU_OMP_THREADS_BIND": "0-1", "VLLM_CPU_NUM_OF_RESERVED_CPU": "0"}
+def test_variants_parse(raw: str, name: str, env: dict[str, str], target: str | None) -> None:
+    variant = parse_variant(raw)
+    assert (variant.name, dict(variant.env), variant.target) == (name, env, target)
 
 
-@pytest.mark.parametrize("raw", ["noname", "default:A=1", "x:A"])
+@pytest.mark.parametrize("raw", ["noname", "default:A=1", "x:A", "x@web:A=1"])
 def test_bad_variants_are_refused(raw: str) -> None:
     with pytest.raises(ValueError, match="variant"):
         parse_variant(raw)
