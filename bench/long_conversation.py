@@ -5,6 +5,7 @@ Run from the repository root (the app's default model, SmolLM2, must be prepared
 
     .venv/bin/python -m bench.long_conversation [--turns 40] [--max-model-len 2048]
         [--block-size 128] [--max-tokens 64] [--repeats 3] [--model-dir DIR]
+        [--trim-prefill on|off|both]
     .venv/bin/python -m bench.long_conversation --compare-models [--models DIR,DIR]
 
 What happens (issue 15 item 9), all in this process and inside one asyncio loop, like the
@@ -36,6 +37,12 @@ Goals:
   A miss where even `prompt + answer - 1` (the last sampled token never enters the KV cache)
   rounds down to the cached count is marked `boundary`.
 * TTFT: the median over repeats of turn `--turns`'s TTFT <= 1.3x that of turn 2.
+* no trim cliff (issue 29): every trim turn's client TTFT <= 1.5x the median of the ordinary
+  turns up to 3 on each side (same repeat). The worker prefills a trim turn's kept history
+  when the answer before it ends (`inference/prefill.py` `trim_prefill`), during the `--gap`
+  the user spends reading; `--trim-prefill off` runs without it (the worker's hook is
+  switched off in this process), `both` alternates on and off by repeat, so the two arms
+  are measured interleaved in one run.
 
 `--compare-models` instead runs, one model after the other (each in its own child process
 with its own engine: never two engines at once on the 2 cores), the same 5 customer-service
@@ -70,9 +77,16 @@ from pathlib import Path
 from typing import Any
 
 from bench import harness
+from inference.prefill import TRIM_PREFILL_PREFIX
+
+# Engine requests that are prefills, not a turn's answer: typing prefill, trim prefill
+PREFILL_PREFIXES = ("prefill-", TRIM_PREFILL_PREFIX)
 
 MODULE = "bench.long_conversation"
 TTFT_GOAL_RATIO = 1.3
+# No trim cliff (issue 29): a trim turn's TTFT <= this x the median of the turns around it
+TRIM_TTFT_GOAL_RATIO = 1.5
+TRIM_NEIGHBOURS = 3  # turns on each side that make "the turns around it"
 DEFAULT_BLOCK_SIZE = 128  # vLLM's CPU default, if the engine's own cannot be read
 
 SYSTEM_PROMPT = (
@@ -231,6 +245,9 @@ class TurnRecord:
     total_s: float
     kept_from: int | None  # first history message the worker kept (0: all)
     answer: str
+    # whether the worker prefilled the next turn's trimmed prompt when an answer ended
+    # (`--trim-prefill`: off runs the same conversation without it)
+    trim_prefill: bool = True
     # tokens this prompt shares from the start with the previous prompt + the tokens the model
     # generated for it (what a prefix cache could possibly reuse); None where not observed
     reusable_tokens: int | None = None
@@ -341,6 +358,70 @@ def ttft_goal(
     return TtftGoal(first_turn=first_turn, last_turn=last_turn, first_ms=first, last_ms=last)
 
 
+@dataclass(frozen=True, kw_only=True)
+class TrimCliff:
+    """One trim turn of one repeat against the ordinary turns around it."""
+
+    repeat: int
+    turn: int
+    trim_prefill: bool
+    ttft_ms: float
+    around_ms: float  # median TTFT of the ordinary turns around it
+    prompt_tokens: int | None
+    cached_prompt_tokens: int | None
+
+    @property
+    def ratio(self) -> float:
+        return self.ttft_ms / self.around_ms if self.around_ms else math.nan
+
+    @property
+    def met(self) -> bool:
+        return self.ratio <= TRIM_TTFT_GOAL_RATIO
+
+
+def trim_cliffs(
+    records: Sequence[TurnRecord], *, neighbours: int = TRIM_NEIGHBOURS
+) -> list[TrimCliff]:
+    """Every trim turn (of `evaluate`d records) with its client TTFT against the median of the
+    ordinary turns (not the first, not a trim turn) up to `neighbours` turns on each side, in
+    the same repeat."""
+    out = []
+    for record in records:
+        if not record.trimmed or record.ttft_s is None:
+            continue
+        around = [
+            r.ttft_s * 1000
+            for r in records
+            if r.repeat == record.repeat
+            and r.turn != 1
+            and not r.trimmed
+            and r.ttft_s is not None
+            and 0 < abs(r.turn - record.turn) <= neighbours
+        ]
+        if not around:
+            continue
+        out.append(
+            TrimCliff(
+                repeat=record.repeat,
+                turn=record.turn,
+                trim_prefill=record.trim_prefill,
+                ttft_ms=record.ttft_s * 1000,
+                around_ms=harness.median(around),
+                prompt_tokens=record.prompt_tokens,
+                cached_prompt_tokens=record.cached_prompt_tokens,
+            )
+        )
+    return out
+
+
+def arms(mode: str, repeats: int) -> list[bool]:
+    """Per repeat, whether the worker prefills trimmed prompts: `--trim-prefill` on, off, or
+    both (alternating on, off, on, ...: the two arms interleaved in one run)."""
+    if mode == "both":
+        return [i % 2 == 0 for i in range(repeats)]
+    return [mode == "on"] * repeats
+
+
 # ---- the socket --------------------------------------------------------------------------
 
 
@@ -443,7 +524,10 @@ class PromptSpy:
 
         def build(**kwargs: Any) -> Any:
             built = build_original(**kwargs)
-            if kwargs.get("messages"):  # not a warm-up (system block alone)
+            messages = kwargs.get("messages")
+            # a question's prompt: not a warm-up (system block alone), not a trim prefill
+            # (a history that ends with an answer)
+            if messages and messages[-1].role == "user":
                 self.builds.append((int(built.kept_from), list(built.token_ids)))
             return built
 
@@ -455,7 +539,10 @@ class PromptSpy:
 
         def generate(*args: Any, **kwargs: Any) -> Any:
             ids: list[int] = []
-            self.generated.append(ids)
+            if not str(args[2] if len(args) > 2 else kwargs.get("request_id")).startswith(
+                PREFILL_PREFIXES
+            ):
+                self.generated.append(ids)
 
             async def outputs() -> Any:
                 async for output in generate_original(*args, **kwargs):
@@ -499,7 +586,7 @@ def engine_block_size(engine: Any, *, asked: int | None) -> int:
 
 
 async def run_conversation(
-    *, ws: Any, spy: PromptSpy, args: argparse.Namespace, repeat: int
+    *, ws: Any, spy: PromptSpy, args: argparse.Namespace, repeat: int, trim_prefill: bool
 ) -> list[TurnRecord]:
     case = f"HH-{secrets.token_hex(4).upper()}"
     template = await publish_template(
@@ -545,6 +632,7 @@ async def run_conversation(
             total_s=reply.total_s,
             kept_from=kept_from,
             answer=reply.answer,
+            trim_prefill=trim_prefill,
             reusable_tokens=reusable,
         )
         records.append(record)
@@ -552,7 +640,8 @@ async def run_conversation(
         ttft = "-" if record.ttft_s is None else f"{record.ttft_s * 1000:6.0f}"
         verdict = {True: "ok", False: f"MISS {record.miss_cause}", None: "-"}[record.goal_met]
         print(
-            f"[r{repeat} t{number:2d}] prompt {record.prompt_tokens} cached "
+            f"[r{repeat}{'' if trim_prefill else ' no-trim-prefill'} t{number:2d}] prompt "
+            f"{record.prompt_tokens} cached "
             f"{record.cached_prompt_tokens} (goal {record.expected_cached}, {verdict}) answer "
             f"{record.completion_tokens} reusable {record.reusable_tokens} kept_from "
             f"{record.kept_from}"
@@ -573,15 +662,22 @@ async def run_long(args: argparse.Namespace) -> dict[str, Any]:
         args.block_size_used = engine_block_size(loaded.engine, asked=args.block_size)
         context = loaded.engine.prompt_builder.context_tokens
         spy = PromptSpy(loaded.engine)
-        await loaded.start_worker(settings=worker_settings)
+        worker = await loaded.start_worker(settings=worker_settings)
         print(
             f"engine loaded in {loaded.load_s:.1f} s; block size {args.block_size_used}, "
             f"context {context} tokens",
             flush=True,
         )
         async with harness.chat_socket() as ws:
-            for repeat in range(1, args.repeats + 1):
-                records += await run_conversation(ws=ws, spy=spy, args=args, repeat=repeat)
+            for repeat, trim_prefill in enumerate(arms(args.trim_prefill, args.repeats), 1):
+                # off: this worker (in this process only) skips the trim prefill
+                if trim_prefill:
+                    vars(worker).pop("_prefill_next_trim", None)
+                else:
+                    setattr(worker, "_prefill_next_trim", lambda _active: None)  # noqa: B010
+                records += await run_conversation(
+                    ws=ws, spy=spy, args=args, repeat=repeat, trim_prefill=trim_prefill
+                )
     return {"load_s": loaded.load_s, "context_tokens": context, "records": records}
 
 
@@ -595,9 +691,6 @@ def long_markdown(
     args: argparse.Namespace, result: dict[str, Any], *, stamp: str, load: tuple[float, ...]
 ) -> str:
     records: list[TurnRecord] = result["records"]
-    by_turn: dict[int, list[TurnRecord]] = {}
-    for r in records:
-        by_turn.setdefault(r.turn, []).append(r)
     lines = [
         f"# long_conversation {stamp}",
         "",
@@ -608,17 +701,77 @@ def long_markdown(
         f"{args.block_size_used} ({'asked' if args.block_size else 'vLLM default'})",
         f"- {args.turns} user turns x {args.repeats} repeat(s), each repeat a new conversation "
         f"with a unique system prompt; greedy, max_tokens {args.max_tokens}; {args.gap:g} s "
-        "idle before every turn",
+        "idle before every turn (the user reading the answer); trim prefill "
+        f"{args.trim_prefill}",
         f"- command: `{harness.command_line(module=MODULE)}`",
         "",
-        "Per turn: tokens of repeat 1; TTFT medians over the repeats (client: send -> first "
-        "`chat.delta`; worker: `timings.ttft_ms`). Goal = (previous prompt + previous answer) "
-        "rounded down to the block size. Reusable = tokens this prompt shares from the start "
-        "with the previous prompt + the tokens the model generated for it (the most a prefix "
-        "cache can reuse). A miss is `boundary` (only the block of the last answer token, which "
-        "never enters the KV cache), `re-rendered` (the cache held every whole block of the "
-        "reusable tokens: the stored answer re-renders to other tokens than were generated) or "
-        "`cache` (vLLM had less).",
+        "Per turn: tokens of the arm's first repeat; TTFT medians over the arm's repeats "
+        "(client: send -> first `chat.delta`; worker: `timings.ttft_ms`). Goal = (previous "
+        "prompt + previous answer) rounded down to the block size. Reusable = tokens this prompt "
+        "shares from the start with the previous prompt + the tokens the model generated for it "
+        "(the most a prefix cache can reuse). A miss is `boundary` (only the block of the last "
+        "answer token, which never enters the KV cache), `re-rendered` (the cache held every "
+        "whole block of the reusable tokens: the stored answer re-renders to other tokens than "
+        "were generated) or `cache` (vLLM had less).",
+    ]
+    for arm in sorted({r.trim_prefill for r in records}, reverse=True):
+        lines += _turn_table(
+            [r for r in records if r.trim_prefill == arm],
+            title=f"Trim prefill {'on' if arm else 'off'}",
+        )
+    lines += ["", "## Goals", ""]
+    for repeat in range(1, args.repeats + 1):
+        mine = [r for r in records if r.repeat == repeat]
+        checked = [r for r in mine if r.goal_met is not None]
+        missed = [f"{r.turn} ({r.miss_cause})" for r in checked if not r.goal_met]
+        trims = [r.turn for r in mine if r.trimmed]
+        lines.append(
+            f"- repeat {repeat}: cache goal met at {len(checked) - len(missed)}/{len(checked)} "
+            f"checked turns; missed at {', '.join(missed) or 'none'}; trim turns "
+            f"{trims or 'none'}"
+        )
+    lines += [
+        "",
+        f"No trim cliff: every trim turn's client TTFT against the median of the ordinary turns "
+        f"up to {TRIM_NEIGHBOURS} on each side (goal <= {TRIM_TTFT_GOAL_RATIO}x):",
+        "",
+        "| repeat | trim prefill | turn | prompt | cached | TTFT (ms) | around (ms) | ratio "
+        "| met |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for cliff in trim_cliffs(records):
+        lines.append(
+            f"| {cliff.repeat} | {'on' if cliff.trim_prefill else 'off'} | {cliff.turn} | "
+            f"{cliff.prompt_tokens} | {cliff.cached_prompt_tokens} | {cliff.ttft_ms:.0f} | "
+            f"{cliff.around_ms:.0f} | {cliff.ratio:.2f} | {'yes' if cliff.met else '**no**'} |"
+        )
+    for server in (False, True):
+        goal = ttft_goal(
+            [r for r in records if r.trim_prefill] or records,
+            first_turn=2,
+            last_turn=args.turns,
+            server=server,
+        )
+        who = "worker" if server else "client"
+        if goal is None:
+            lines.append(f"- TTFT ({who}): not measurable")
+            continue
+        verdict = "met" if goal.met else "**missed**"
+        lines.append(
+            f"- TTFT ({who}) turn {goal.last_turn} / turn {goal.first_turn}: "
+            f"{goal.last_ms:.0f} / {goal.first_ms:.0f} ms = {goal.ratio:.2f}x "
+            f"(goal <= {TTFT_GOAL_RATIO}x): {verdict}"
+        )
+    return "\n".join(lines)
+
+
+def _turn_table(records: Sequence[TurnRecord], *, title: str) -> list[str]:
+    by_turn: dict[int, list[TurnRecord]] = {}
+    for r in records:
+        by_turn.setdefault(r.turn, []).append(r)
+    lines = [
+        "",
+        f"### {title}",
         "",
         "| turn | user chars | prompt | cached | goal | met | reusable | answer | kept from | "
         "trim | TTFT client (ms) | TTFT worker (ms) |",
@@ -637,30 +790,7 @@ def long_markdown(
             f"{_fmt(first.kept_from)} | {'yes' if first.trimmed else ''} | "
             f"{_fmt(harness.median(client))} | {_fmt(harness.median(worker))} |"
         )
-    lines += ["", "## Goals", ""]
-    for repeat in range(1, args.repeats + 1):
-        mine = [r for r in records if r.repeat == repeat]
-        checked = [r for r in mine if r.goal_met is not None]
-        missed = [f"{r.turn} ({r.miss_cause})" for r in checked if not r.goal_met]
-        trims = [r.turn for r in mine if r.trimmed]
-        lines.append(
-            f"- repeat {repeat}: cache goal met at {len(checked) - len(missed)}/{len(checked)} "
-            f"checked turns; missed at {', '.join(missed) or 'none'}; trim turns "
-            f"{trims or 'none'}"
-        )
-    for server in (False, True):
-        goal = ttft_goal(records, first_turn=2, last_turn=args.turns, server=server)
-        who = "worker" if server else "client"
-        if goal is None:
-            lines.append(f"- TTFT ({who}): not measurable")
-            continue
-        verdict = "met" if goal.met else "**missed**"
-        lines.append(
-            f"- TTFT ({who}) turn {goal.last_turn} / turn {goal.first_turn}: "
-            f"{goal.last_ms:.0f} / {goal.first_ms:.0f} ms = {goal.ratio:.2f}x "
-            f"(goal <= {TTFT_GOAL_RATIO}x): {verdict}"
-        )
-    return "\n".join(lines)
+    return lines
 
 
 def main_long(args: argparse.Namespace) -> int:
@@ -683,7 +813,14 @@ def main_long(args: argparse.Namespace) -> int:
     goals = {
         str(server): asdict(g) | {"ratio": g.ratio, "met": g.met}
         for server in (False, True)
-        if (g := ttft_goal(records, first_turn=2, last_turn=args.turns, server=server))
+        if (
+            g := ttft_goal(
+                [r for r in records if r.trim_prefill] or records,
+                first_turn=2,
+                last_turn=args.turns,
+                server=server,
+            )
+        )
     }
     report = harness.report_base(stamp=stamp, model_dir=args.model_dir, module=MODULE) | {
         "turns": args.turns,
@@ -696,6 +833,8 @@ def main_long(args: argparse.Namespace) -> int:
         "load_average_before_after": [before, after],
         "engine_load_s": result["load_s"],
         "ttft_goal": {"client" if k == "False" else "worker": v for k, v in goals.items()},
+        "trim_prefill": args.trim_prefill,
+        "trim_cliffs": [asdict(c) | {"ratio": c.ratio, "met": c.met} for c in trim_cliffs(records)],
         "records": [r.to_json() for r in records],
     }
     harness.write_results(name="long_conversation", stamp=stamp, markdown=text, report=report)
@@ -925,6 +1064,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--repeats", type=int, default=3, help="conversations (default 3)")
     parser.add_argument("--seed", type=int, default=1, help="seed of the pasted logs")
+    parser.add_argument(
+        "--trim-prefill",
+        choices=("on", "off", "both"),
+        default="on",
+        help="the worker prefills the next turn's trimmed prompt when an answer ends (on, the "
+        "product's way), not (off), or both, alternating by repeat (default on)",
+    )
     parser.add_argument(
         "--compare-models",
         action="store_true",

@@ -11,6 +11,7 @@ import pytest
 from bench.long_conversation import (
     FOLLOW_UPS,
     TurnRecord,
+    arms,
     cache_goal,
     common_prefix,
     compare_prompts,
@@ -19,6 +20,7 @@ from bench.long_conversation import (
     is_trim,
     miss_cause,
     parse_args,
+    trim_cliffs,
     ttft_goal,
 )
 
@@ -187,3 +189,34 @@ def test_compare_requests_and_options() -> None:
     )
     with pytest.raises(SystemExit):
         parse_args(["--block-size", "20"])
+
+
+def test_a_trim_turn_is_measured_against_the_ordinary_turns_around_it() -> None:
+    kept = [0, 0, 0, 0, 6, 6, 6, 10, 10]  # trims at turns 5 and 8
+    records = [
+        turn(n, prompt=100 * n, cached=0, kept_from=k, ttft_ms=100.0) for n, k in enumerate(kept, 1)
+    ]
+    records[0].ttft_s = 5.0  # turn 1 (no cache yet) is not one of "the turns around"
+    records[4].ttft_s = 0.14
+    records[7].ttft_s = 0.9
+    records[8].ttft_s = 0.3
+    evaluate(records, block_size=128)
+    assert [r.turn for r in records if r.trimmed] == [5, 8]
+    five, eight = trim_cliffs(records)
+    # turn 5: turns 2-4 and 6-7 (8 is a trim turn): all 100 ms
+    assert (five.turn, five.around_ms, five.met) == (5, 100.0, True)
+    assert five.ratio == pytest.approx(1.4)
+    # turn 8: turns 6, 7, 9: 100, 100, 300 ms -> median 100; 900 ms is the cliff
+    assert (eight.turn, eight.around_ms, eight.met) == (8, 100.0, False)
+    # another repeat's turns are not "around"
+    other = turn(7, prompt=1, cached=0, ttft_ms=1.0, repeat=2)
+    evaluate([other], block_size=128)
+    assert [c.around_ms for c in trim_cliffs([*records, other])] == [100.0, 100.0]
+
+
+def test_both_arms_alternate_by_repeat() -> None:
+    assert arms("both", 4) == [True, False, True, False]
+    assert arms("on", 2) == [True, True]
+    assert arms("off", 3) == [False, False, False]
+    assert parse_args(["--trim-prefill", "both"]).trim_prefill == "both"
+    assert parse_args([]).trim_prefill == "on"
