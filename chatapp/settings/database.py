@@ -1,5 +1,8 @@
 """The `DATABASES["default"]` entry, from `DATABASE_URL` and the `DB_*` variables.
 
+SQLite (the embedded default) uses immediate transactions and waits for the write lock: see
+`SQLITE_OPTIONS`.
+
 Under ASGI every request's database work runs on a thread of its own, so a connection kept per
 thread (`CONN_MAX_AGE` > 0) outlives its thread and is never reused: a hundred requests a
 minute exhaust PostgreSQL's `max_connections`. No connection is kept per thread here
@@ -17,6 +20,18 @@ from typing import Any
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
+
+# SQLite (the embedded default). Answers are stored on threads of their own while sockets read
+# and then write on others. In SQLite's default (DEFERRED) transactions a transaction that has
+# read cannot wait for the write lock another connection holds: SQLite fails it at once with
+# "database is locked" (waiting could deadlock), whatever the timeout. IMMEDIATE takes the
+# write lock at BEGIN, where waiting is safe, so concurrent writers queue instead; readers
+# outside a transaction are not blocked by it. The app's transactions (`atomic`) all write, so
+# taking the lock up front costs them nothing (Django admin's change form also holds it while
+# it renders: milliseconds). `timeout` is how long a writer queues (the busy handler) before
+# the user is told "unavailable": writes here take milliseconds, so 20 s is only reached by a
+# database that is really stuck.
+SQLITE_OPTIONS: dict[str, Any] = {"transaction_mode": "IMMEDIATE", "timeout": 20}
 
 
 def _number(name: str, default: float, *, minimum: float) -> float:
@@ -44,6 +59,8 @@ def database_settings(*, data_dir: Path) -> dict[str, Any]:
     config: dict[str, Any] = dj_database_url.config(
         default=f"sqlite:///{data_dir / 'db.sqlite3'}", conn_max_age=0
     )
+    if config.get("ENGINE") == "django.db.backends.sqlite3":
+        config.setdefault("OPTIONS", {}).update(SQLITE_OPTIONS)
     if config.get("ENGINE") != "django.db.backends.postgresql":
         return config
     options: dict[str, Any] = config.setdefault("OPTIONS", {})
