@@ -5,8 +5,9 @@
 Runs `make run`'s steps on a throwaway data dir (migrate, demo user, the seeded examples,
 serve with vLLM and the prepared SmolLM2, the FAQ cache on, its verifier not trained), logs in
 in Debian's Chromium, clicks two of the suggested first questions (an FAQ example, answered
-from the cache, then one for the model), waits for both answers to end and saves the page. Needs `make prepare-model` and
-/usr/bin/chromium. The browser tests' views (`make screenshots`) use the scripted engine.
+from the cache, then one for the model), waits for both answers to end and saves the page.
+Needs `make prepare-model` and /usr/bin/chromium. The browser tests' views (`make
+screenshots`) use the scripted engine.
 """
 
 from __future__ import annotations
