@@ -5,16 +5,18 @@ The budget for the prompt is the context length minus the answer's `max_tokens` 
 margin. A conversation that outgrows it loses its oldest turns *in large steps*, at *cut
 points* that depend only on the messages before them (the first user turn past each multiple
 of half the budget, counted in tokens from the conversation's start), so a growing
-conversation keeps them. Where a trimmed history starts is decided on the history alone,
-without the new question: the first cut point after which the history leaves room for a
-question of up to `question_reserve` tokens (`stable_cut`). So the cut is known as soon as
-an answer ends, the worker prefills the next turn's trimmed prompt in the background right
-then (`next_cut`, `inference/prefill.py`), and the next turn finds it in the prefix cache: no
-turn re-reads its whole history. For many turns in a row the kept history starts at the same
-turn. A question longer than the reserve moves the cut further (the next cut points, then the
-question alone). A message is never split, the system prompt is never dropped, and the kept
-history always starts with a user turn. Only a last message that does not fit on its own is
-refused.
+conversation keeps them. Where the kept history starts is decided on the history alone,
+without the new question (`stable_cut`): the first cut point after which the history leaves
+room for a question of `question_reserve` tokens (a quarter of the budget, at most 1,024).
+So the cut of the next turn is known as soon as an answer ends: when it is a new one, the
+worker prefills that trimmed prompt in the background right then (`next_cut`,
+`PromptBuilder.next_history`, `inference/prefill.py`), and the next turn finds its history
+in the prefix cache instead of re-reading all of it. For many turns in a row the kept history
+starts at the same turn. Only a question longer than the reserve moves the cut further (the
+next cut points, then the question alone), at a cut nobody prefilled (the typing prefill
+does, when the page sends drafts). A message is never split, the system prompt is never
+dropped, and the kept history always starts with a user turn. Only a last message that does
+not fit on its own is refused.
 """
 
 from __future__ import annotations
@@ -81,14 +83,14 @@ def stable_cut(
 def cut_order(
     roles: Sequence[str], tokens: Sequence[int], *, fixed: int, budget: int, step: int
 ) -> list[int]:
-    """The starts to try, best first, for a prompt whose whole history does not fit: the
-    stable cut of the history before the last question (the one a prefill may have warmed),
-    then the later cut points, then the last user message alone (always last)."""
+    """The starts to try, best first: the stable cut of the history before the last question
+    (0: all of it; the cut a prefill warmed when the last answer ended), then the later cut
+    points, then the last user message alone (always last)."""
     last_user = max((i for i, role in enumerate(roles) if role == "user"), default=0)
     history = len(roles) - 1 if roles and roles[-1] == "user" else len(roles)
     stable = stable_cut(roles[:history], tokens[:history], fixed=fixed, budget=budget, step=step)
     first = 0 if stable is None else stable
-    order = [] if stable is None or stable == 0 else [stable]
+    order = [] if stable is None else [stable]
     order += [p for p in cut_points(roles, tokens, step=step) if first < p < last_user]
     return [*order, last_user]
 
@@ -157,20 +159,26 @@ class PromptBuilder:
         max_tokens: int,
         trim: bool,
     ) -> BuiltPrompt:
-        """The prompt; with `trim`, the oldest turns go in steps when it would not fit."""
+        """The prompt; with `trim`, the oldest turns go in steps once the history before the
+        question leaves less than the question reserve (`cut_order`)."""
         budget = self._budget(max_tokens)
         if not messages:  # a warm-up: the system block alone, the prefix every prompt shares
             rendered, ids = self.render(system=system, messages=(), add_generation_prompt=False)
             return self._fitted(rendered, ids, max_tokens=max_tokens, kept_from=0)
-        rendered, ids = self.render(system=system, messages=messages)
-        if len(ids) <= budget or not trim:
-            return self._fitted(rendered, ids, max_tokens=max_tokens, kept_from=0)
+        whole = self.render(system=system, messages=messages)
+        # far from the limit (the estimate counts at most this much markup a message): the
+        # stable cut is the whole history, without counting every message's tokens
+        markup = _TURN_OVERHEAD_TOKENS * (len(messages) + 2)
+        if not trim or len(whole[1]) + markup + question_reserve(budget) <= budget:
+            return self._fitted(*whole, max_tokens=max_tokens, kept_from=0)
         roles, tokens, fixed = self._shape(system, messages)
         *starts, last_user = cut_order(
             roles, tokens, fixed=fixed, budget=budget, step=_step(budget)
         )
         for start in starts:
-            rendered, ids = self.render(system=system, messages=messages[start:])
+            rendered, ids = (
+                whole if start == 0 else self.render(system=system, messages=messages[start:])
+            )
             if len(ids) <= budget:
                 return self._fitted(rendered, ids, max_tokens=max_tokens, kept_from=start)
         rendered, ids = self.render(system=system, messages=messages[last_user:])

@@ -171,7 +171,8 @@ def _words(count: int, tag: str) -> str:
 def test_the_turn_after_an_answer_starts_at_the_cut_prefilled_when_the_answer_ended() -> None:
     """The no-cliff rule: whenever a turn's history starts at a new cut, that history was
     known when the previous answer ended (`next_history`), and the prompt prefilled then is
-    this turn's prompt up to its question: vLLM finds it all in the prefix cache."""
+    this turn's prompt up to its question: vLLM finds it all in the prefix cache. And a
+    history is prefilled only for the turn that then starts at it."""
     builder = _builder(800)
     max_tokens = 100
     history: list[ChatTurn] = []
@@ -190,6 +191,8 @@ def test_the_turn_after_an_answer_starts_at_the_cut_prefilled_when_the_answer_en
             )[1]
             assert prefilled.token_ids[: len(kept_history)] == kept_history
             assert built.token_ids[: len(kept_history)] == kept_history
+        else:  # a question within the reserve takes the cut prefilled for it: none is wasted
+            assert prefilled is None, f"turn {i} did not use the cut prefilled for it"
         answer = _words(10 + (i * 29) % 120, f"a{i}w")  # answers of 10-129 words
         after = builder.next_history(
             system=SYSTEM, messages=messages, answer=answer, max_tokens=max_tokens

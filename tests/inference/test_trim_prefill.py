@@ -130,13 +130,13 @@ def test_no_trim_prefill_without_a_conversation_or_when_the_next_prompt_is_cache
         is None
     )
     long: list[ChatTurn] = []
-    for turn in range(1, 8):  # the 8th question fits whole, the 9th will not
+    for turn in range(1, 6):  # the 6th question's history is whole, the 7th's will be cut
         long += [
             ChatTurn(role="user", content=question(turn)),
             ChatTurn(role="assistant", content=" ".join(["words"] * 20)),
         ]
-    long.append(ChatTurn(role="user", content=question(8)))
-    needs = request(long, reply="r", turn=8)
+    long.append(ChatTurn(role="user", content=question(6)))
+    needs = request(long, reply="r", turn=6)
     prefill = trim_prefill(needs, answer="An answer.", builder=builder, defaults=defaults)
     assert prefill is not None
     assert prefill.messages[0].role == "user"
