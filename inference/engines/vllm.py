@@ -37,7 +37,18 @@ _FINISH_REASONS: dict[str, FinishReason] = {"stop": "stop", "length": "length", 
 
 def vllm_environment(*, data_dir: Path, kv_cache_gib: float) -> dict[str, str]:
     """vLLM's environment here: offline, loopback-only, caches under the data dir (for this
-    process's engine, or a vLLM server a test starts beside it)."""
+    process's engine, or a vLLM server a test starts beside it).
+
+    The CPU build's other knobs stay at vLLM's defaults, measured (bench.dtype_ttft, vLLM's
+    server on SmolLM2 in bf16, 2-core AMD EPYC with AVX512-BF16, shared machine, 20 requests
+    each): LD_PRELOAD of Debian's libtcmalloc_minimal.so.4, which vLLM's start log asks for,
+    TTFT P50 104 ms / ITL 51.6 ms against 94 / 46.1 without; tcmalloc plus Intel OpenMP
+    (libiomp5 of the intel-openmp wheel) 101 / 52.8: no gain, and the libraries are not on
+    every machine. VLLM_CPU_OMP_THREADS_BIND stays "auto" (one core kept for the API and
+    scheduler: binding both cores to the model halved single-stream speed). oneDNN's
+    "fallback to torch linear" warning means bf16 on a CPU without it: the dtype choice
+    (inference/engines/dtype.py) avoids it.
+    """
     cache = data_dir / "cache"
     return {
         "HF_HUB_OFFLINE": "1",
