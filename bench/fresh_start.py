@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -151,6 +153,24 @@ async def first_answers(base: str, password: str) -> dict[str, Any]:
     return results
 
 
+def stop_group(proc: subprocess.Popen[str], timeout_s: float = 30.0) -> None:
+    """End `make run` and everything it started (its own process group): TERM, then KILL."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(proc.pid, 0)  # anyone left in the group?
+        except ProcessLookupError:
+            break
+        proc.poll()
+        time.sleep(0.2)
+    else:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=10)
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     work = Path(tempfile.mkdtemp(prefix="fresh-start-"))
     clone = work / "clone"
@@ -192,11 +212,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             password = (clone / "data" / "demo_password").read_text().strip()
             answers = asyncio.run(first_answers(f"http://127.0.0.1:{port}", password))
     finally:
-        subprocess.run(["kill", "-TERM", f"-{proc.pid}"], check=False)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            subprocess.run(["kill", "-KILL", f"-{proc.pid}"], check=False)
+        stop_group(proc)
         last = output.lines[-1][1] if output.lines else ""
         if args.keep:
             print(f"kept {work}")
