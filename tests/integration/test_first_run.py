@@ -82,7 +82,7 @@ def test_a_first_run_is_ready_before_the_verifier_and_picks_it_up(
         repeat = asyncio.run(ask(served, session, "where is my order"))
         assert repeat["source"] == "faq"  # the seeded example, before any verifier
 
-        paraphrase = "Where's my parcel? I ordered last week and it never came."
+        paraphrase = "Can you tell me where my order is?"
         before = asyncio.run(ask(served, session, paraphrase))
         assert before["source"] == "model"  # exact repeats only: no guessing meanwhile
 
