@@ -47,6 +47,7 @@ from typing import Any, Literal
 from bench import harness
 from bench.load.results import Outcome
 from bench.load.workload import WorkItem
+from bench.long_conversation import common_prefix
 
 TargetName = Literal["app", "vllm"]
 TARGET_LABELS: dict[str, str] = {"app": "this product", "vllm": "vLLM's server"}
@@ -92,16 +93,6 @@ class ProbeItem(WorkItem):
         return self.system_prompt
 
 
-def shared_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    """How many leading tokens two prompts share."""
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
-
-
 def size_system_prompt(
     *,
     words: Sequence[str],
@@ -120,7 +111,7 @@ def size_system_prompt(
 
     def shared(n: int) -> int:
         system = " ".join(words[:n])
-        return shared_prefix(tokens_of(system, questions[0]), tokens_of(system, questions[1]))
+        return common_prefix(tokens_of(system, questions[0]), tokens_of(system, questions[1]))
 
     def median_total(n: int) -> float:
         system = " ".join(words[:n])
