@@ -9,12 +9,7 @@ from collections.abc import Callable
 
 from inference.engines.base import Engine, EngineError
 from inference.faq.cache import FaqCache
-from inference.faq.deciders import (
-    ExactRepeatDecision,
-    FaqDecider,
-    GuardDecision,
-    VerifierDecision,
-)
+from inference.faq.deciders import ExactRepeatDecision, FaqDecider, VerifierDecision
 from inference.faq.verifier import FaqVerifier
 from inference.prefix_check import prefix_report
 from inference.registry import WorkerRegistry
@@ -90,8 +85,8 @@ def build_faq_cache(
     from inference.faq.embedder import shared_embedder
     from inference.faq.verifier_pickup import VerifierPickup
 
-    waiting = None if settings.faq_decision == "guard" else ExactRepeatDecision()
-    cache = FaqCache(embedder=shared_embedder(), decider=waiting or GuardDecision())
+    waiting = ExactRepeatDecision()
+    cache = FaqCache(embedder=shared_embedder(), decider=waiting)
     cache.until_ready = VerifierPickup(
         cache=cache, settings=settings, waiting=waiting, say=progress
     ).run
@@ -101,12 +96,8 @@ def build_faq_cache(
 def build_faq_decider(
     *, settings: WorkerSettings, progress: Callable[[str], None] = print
 ) -> FaqDecider:
-    """The guard if chosen, else the verifier, loaded now (seconds); `ModelNotReadyError`
-    names the command to run when the verifier is not prepared (or was trained on other
-    labelled pairs than the repository's)."""
-    if settings.faq_decision == "guard":
-        progress("FAQ decision: the word-list guard (INFERENCE_FAQ_DECISION=guard).")
-        return GuardDecision()
+    """The verifier, loaded now (seconds); `ModelNotReadyError` names the command to run when
+    it is not prepared (or was trained on other labelled pairs than the repository's)."""
     from inference.models.faq_verifier import ensure_verifier_ready
 
     ensure_verifier_ready(model_dir=settings.faq_verifier_dir)

@@ -16,7 +16,6 @@ from inference.protocol import BACKGROUND_CHANNEL, REQUEST_CHANNEL
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 EngineKind = Literal["vllm", "scripted", "openai"]
-FaqDecisionKind = Literal["verifier", "guard"]
 
 
 def _env_int(name: str, default: int) -> int:
@@ -59,14 +58,6 @@ def _env_bool(name: str, default: bool) -> bool:
 
 # The folder `python -m inference.models prepare` gives the default model (SmolLM2 Instruct).
 DEFAULT_MODEL_DIR_NAME = "smollm2-135m-instruct"
-
-
-def _faq_decision_from_env() -> FaqDecisionKind:
-    raw = os.environ.get("INFERENCE_FAQ_DECISION", "verifier").strip().lower()
-    kinds: dict[str, FaqDecisionKind] = {"verifier": "verifier", "guard": "guard"}
-    if raw not in kinds:
-        raise ValueError(f"INFERENCE_FAQ_DECISION must be 'verifier' or 'guard', got {raw!r}")
-    return kinds[raw]
 
 
 def _faq_verifier_dir_from_env() -> Path:
@@ -250,9 +241,8 @@ class WorkerSettings:
     coalesce_tokens: int
     redis_url: str
     faq: bool = False
-    # what decides whether a cached FAQ answer is right for a question: the learned verifier
-    # (prepared at <data_dir>/models/faq-verifier) or the old word-list guard
-    faq_decision: FaqDecisionKind = "verifier"
+    # the learned verifier that decides whether a cached FAQ answer is right for a question
+    # (prepared at <data_dir>/models/faq-verifier)
     faq_verifier_dir: Path = field(default_factory=_faq_verifier_dir_from_env)
     # a verifier that is missing or stale is trained in the background (niced) while the FAQ
     # cache answers exact repeats only; off: wait for one prepared elsewhere (polled)
@@ -304,7 +294,6 @@ class WorkerSettings:
             coalesce_tokens=_env_int("INFERENCE_COALESCE_TOKENS", 8),
             redis_url=os.environ.get("REDIS_URL", ""),
             faq=_env_bool("INFERENCE_FAQ", True),
-            faq_decision=_faq_decision_from_env(),
             faq_verifier_train=_env_bool("INFERENCE_FAQ_VERIFIER_TRAIN", True),
             faq_verifier_poll_s=_env_float("INFERENCE_FAQ_VERIFIER_POLL_S", 15.0),
             heartbeat_s=_env_float("INFERENCE_HEARTBEAT_S", 2.0),

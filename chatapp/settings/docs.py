@@ -231,11 +231,6 @@ VARIABLES: dict[str, Var] = {
     # -- FAQ
     "CHAT_FAQ_ENABLED": Var(_FAQ, "web: answer standalone questions from FAQ entries"),
     "INFERENCE_FAQ": Var(_FAQ, "worker: keep the FAQ index and look questions up"),
-    "INFERENCE_FAQ_DECISION": Var(
-        _FAQ,
-        "what decides that a question asks what an entry asks: `verifier` (the learned "
-        "cross-encoder) or `guard` (the earlier cosine threshold and word list)",
-    ),
     "INFERENCE_FAQ_VERIFIER_DIR": Var(
         _FAQ, "where the verifier is", "`<CHAT_DATA_DIR>/models/faq-verifier`"
     ),
@@ -252,11 +247,6 @@ VARIABLES: dict[str, Var] = {
         "how often a worker checks its FAQ set against the web side's; a set unconfirmed for "
         "3 checks stops answering",
         "30",
-    ),
-    "FAQ_GUARD_LEXICON": Var(
-        _FAQ,
-        "`guard` only: the guard's vocabulary, a JSON file with the packaged one's keys",
-        "`inference/faq/data/guard_lexicon.json`",
     ),
     "CHAT_FAQ_THUMBS_DOWN_LIMIT": Var(
         _FAQ, "an entry whose answers got this many thumbs-down within the window pauses; 0: never"

@@ -5,10 +5,9 @@ whenever an admin changes an entry, so a worker picks up changes without a resta
 snapshot of the whole set whenever the worker's periodic sync finds its set differs from the
 web side's (`sync.py`: how a lost broadcast or request is repaired, and the freshness bound).
 A lookup embeds the question (off the event loop), searches the allowed scopes and lets its
-decider (`deciders.py`: the learned verifier, or the old lexical guard) say whether the best
-candidates really ask the same thing (off the loop too: the verifier costs milliseconds); a
-question refused but close to an entry comes back as a `FaqNear`, so the admin can be shown
-it as a suggested phrasing.
+decider (`deciders.py`: the learned verifier) say whether the best candidates really ask the
+same thing (off the loop too: the verifier costs milliseconds); a question refused but close
+to an entry comes back as a `FaqNear`, so the admin can be shown it as a suggested phrasing.
 """
 
 from __future__ import annotations
@@ -26,11 +25,15 @@ import numpy as np
 from inference.faq.deciders import FaqDecider
 from inference.faq.embedder import Embedder
 from inference.faq.index import FaqIndex, IndexedEntry
-from inference.faq.matcher import SUGGEST_FLOOR
 from inference.faq.sync import STALE_AFTER_RESYNCS, data_version, resync_s_from_env, set_version
 from inference.protocol import FaqEntryData, FaqInSync, FaqRemove, FaqSnapshotChunk, FaqUpsert
 
 logger = logging.getLogger(__name__)
+
+# A refused question whose best entry scores at least this is shown to the admin as a suggested
+# phrasing of it (no answer depends on it: an admin decides). Paraphrases in the labelled pairs
+# score from 0.37; below 0.50 the suggestions would be mostly unrelated questions.
+SUGGEST_FLOOR = 0.50
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,8 +45,8 @@ class FaqHit:
 
 @dataclass(frozen=True, slots=True)
 class FaqNear:
-    """No hit, but the question came close to this entry (`matcher.SUGGEST_FLOOR`): the
-    admin is shown the question as a suggested phrasing of it."""
+    """No hit, but the question came close to this entry (`SUGGEST_FLOOR`): the admin is
+    shown the question as a suggested phrasing of it."""
 
     entry_id: int
     score: float

@@ -1,15 +1,13 @@
-"""Which FAQ entry, if any, answers a question: the learned verifier, or the old lexical guard.
+"""Which FAQ entry, if any, answers a question: the learned verifier.
 
 Retrieval (the embedding index) proposes candidates, best cosine first; a decider says
 whether one of them really asks what the question asks. `VerifierDecision` is the shipped
 rule: a question that repeats one of an entry's phrasings (ignoring case, spacing and end
 punctuation) is that entry's; otherwise the fine-tuned cross-encoder (`verifier.py`) scores
 the best few candidates above its cosine floor and the most probable one answers if it
-clears the threshold chosen on the tune split. `GuardDecision` is the earlier cosine
-threshold + word-list guard (`matcher.decide`), kept for an operator who chooses it
-(`INFERENCE_FAQ_DECISION=guard`). `ExactRepeatDecision` is what a worker decides with until
-its verifier is trained (`verifier_pickup.py` trains it in the background and swaps it in):
-exact repeats only, never a guess.
+clears the threshold chosen on the tune split. `ExactRepeatDecision` is what a worker decides
+with until its verifier is trained (`verifier_pickup.py` trains it in the background and swaps
+it in): exact repeats only, never a guess.
 Both are synchronous; the verifier costs milliseconds of CPU, so the cache calls it in a
 thread (`off_loop`).
 """
@@ -19,11 +17,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal, Protocol
 
-from inference.faq import matcher
-from inference.faq.matcher import Candidate, MatchDecision, decision_for
+from inference.faq.candidates import Candidate, MatchDecision, decision_for
 from inference.faq.verifier import FaqVerifier
 
-DecisionName = Literal["verifier", "guard", "exact"]
+# A decider's name: the learned verifier, or exact repeats only while it is not ready.
+DecisionName = Literal["verifier", "exact"]
 # Phrasings the verifier scores per question (one batch): the right entry is almost always
 # among the best few by cosine, and each one more costs ~1-2 ms.
 MAX_SCORED = 4
@@ -40,17 +38,6 @@ class FaqDecider(Protocol):
     def describe(self) -> str:
         """What decides, in words an admin reads (the worker reports it with each FAQ sync)."""
         ...
-
-
-class GuardDecision:
-    name: DecisionName = "guard"
-    off_loop = False  # microseconds per question
-
-    def decide(self, *, query: str, candidates: Sequence[Candidate]) -> MatchDecision | None:
-        return matcher.decide(query=query, candidates=candidates)
-
-    def describe(self) -> str:
-        return "the word-list guard (INFERENCE_FAQ_DECISION=guard)"
 
 
 class ExactRepeatDecision:

@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from inference.faq.candidates import Candidate
 from inference.faq.embedder import DIMENSIONS
-from inference.faq.matcher import Candidate
 
 _SCOPE = re.compile(r"^(?:global|template:[0-9]+)$")
 GLOBAL_SCOPE = "global"
@@ -248,8 +248,8 @@ class FaqIndex:
     ) -> list[Candidate]:
         """Every phrasing of the `top_k` best entries, best first.
 
-        The matcher needs them all: an entry's best-scoring phrasing can be vetoed by the
-        lexical guard ("track" vs "see") while another phrasing of the same entry passes.
+        The decider needs them all: a question may repeat, or the verifier accept, a phrasing
+        of an entry other than the one that scores best.
         """
         best = self.search(query_vector=query_vector, scopes=scopes, top_k=top_k)
         if not best:

@@ -5,12 +5,12 @@ a user's question, `same` whether the entry's answer is right for it, `kind` wha
 pair it is (`paraphrase`, or the near miss it is: `negation`, `direction`, `amount`, `date`,
 `variant`, `object`, `product`, `near_miss`, `unrelated`) and `split` where it is used:
 `train` (fitting the model), `tune` (choosing the threshold) or `heldout` (the reported numbers
-only); `batch` when it was written: 1 for the pairs the old lexical guard was calibrated on
-(`matcher.py`), 2 to 4 for those written after it (unseen by that guard): 3 and 4 by helpers
-from one spec without seeing the model or the earlier pairs, over telecom, banking, travel,
-SaaS (3) and health, insurance, utilities, education, food delivery, an employee helpdesk,
-council and property services, fitness and streaming (4). The split is by entry,
-fixed once in the file: every pair of one entry (`a`) is in one split, so no phrasing of a
+only); `batch` when it was written: 1 for the pairs the old word-list guard (retired in
+issue 30) was calibrated on, 2 to 4 for those written after it (unseen by that guard): 3 and
+4 by helpers from one spec without seeing the model or the earlier pairs, over telecom,
+banking, travel, SaaS (3) and health, insurance, utilities, education, food delivery, an
+employee helpdesk, council and property services, fitness and streaming (4). The split is by
+entry, fixed once in the file: every pair of one entry (`a`) is in one split, so no phrasing of a
 judged entry was seen in training. New lines take the split of their entry, or
 `split_for_entry` for a new entry.
 """

@@ -59,15 +59,14 @@ def _lowest_priority() -> None:  # in the child, before exec
 
 class VerifierPickup:
     """Loads `cache`'s embedder and decider; trains (or waits for) the verifier first when it
-    is not prepared. `waiting` is the cache's decider meanwhile (None: the guard is chosen,
-    and only the embedder is loaded)."""
+    is not prepared. `waiting` is the cache's decider meanwhile."""
 
     def __init__(
         self,
         *,
         cache: FaqCache,
         settings: WorkerSettings,
-        waiting: ExactRepeatDecision | None,
+        waiting: ExactRepeatDecision,
         say: Callable[[str], None] = print,
     ) -> None:
         self._cache = cache
@@ -88,8 +87,6 @@ class VerifierPickup:
         started = time.monotonic()
         await asyncio.to_thread(self._cache.embedder.encode, ["warm up"])
         self._say(f"FAQ embedding model loaded in {time.monotonic() - started:.1f} s.")
-        if self._waiting is None:
-            return
         trained = False
         while True:
             try:
@@ -112,8 +109,7 @@ class VerifierPickup:
         return build_faq_decider(settings=self._settings, progress=self._say)
 
     def _status(self, text: str) -> None:
-        if self._waiting is not None:
-            self._waiting.status = text
+        self._waiting.status = text
         self._say(f"FAQ cache: exact repeats only until the verifier is ready: {text}")
 
     async def _train_or_wait(self) -> None:
@@ -143,7 +139,7 @@ class VerifierPickup:
             assert child.stdout is not None
             async for raw in child.stdout:
                 line = raw.decode(errors="replace").strip()
-                if line and self._waiting is not None:
+                if line:
                     elapsed = time.monotonic() - started
                     self._waiting.status = f"training: {line} ({elapsed:.0f} s)"
                     logger.info("FAQ verifier %s", line)

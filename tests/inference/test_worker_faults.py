@@ -16,7 +16,7 @@ from prometheus_client import REGISTRY
 from inference.engines.base import EngineError
 from inference.engines.scripted import ScriptedEngine
 from inference.faq.cache import FaqCache, FaqHit, FaqLookupResult, FaqNear
-from inference.faq.deciders import GuardDecision
+from inference.faq.deciders import ExactRepeatDecision
 from inference.faq.embedder import Embedder
 from inference.protocol import (
     REQUEST_CHANNEL,
@@ -227,7 +227,7 @@ class _SlowFaq(FaqCache):
     """A FAQ cache whose lookup takes until it is cancelled."""
 
     def __init__(self) -> None:
-        super().__init__(embedder=cast(Embedder, object()), decider=GuardDecision())
+        super().__init__(embedder=cast(Embedder, object()), decider=ExactRepeatDecision())
         self.looking = asyncio.Event()
 
     async def lookup(self, *, question: str, scopes: Sequence[str]) -> FaqHit | None:
@@ -267,7 +267,7 @@ class _TimedFaq(FaqCache):
     """A FAQ cache whose lookup takes `delay_s` and then hits, misses, or comes close."""
 
     def __init__(self, *, delay_s: float, hit: bool, near: bool = False) -> None:
-        super().__init__(embedder=cast(Embedder, object()), decider=GuardDecision())
+        super().__init__(embedder=cast(Embedder, object()), decider=ExactRepeatDecision())
         self.delay_s, self.hit, self.near = delay_s, hit, near
 
     async def lookup(self, *, question: str, scopes: Sequence[str]) -> FaqLookupResult:

@@ -23,7 +23,7 @@ from channels.layers import InMemoryChannelLayer
 from chatapp.faq import events, services, snapshots
 from inference.engines.scripted import ScriptedEngine
 from inference.faq.cache import FaqCache
-from inference.faq.deciders import GuardDecision
+from inference.faq.deciders import ExactRepeatDecision
 from inference.faq.embedder import Embedder
 from inference.protocol import (
     FAQ_SNAPSHOT_CHANNEL,
@@ -114,7 +114,7 @@ async def start(layer: LossyLayer) -> AsyncIterator[Callable[[], Any]]:
     running: list[Running] = []
 
     async def _start() -> Running:
-        cache = FaqCache(embedder=cast(Embedder, StandInEmbedder()), decider=GuardDecision())
+        cache = FaqCache(embedder=cast(Embedder, StandInEmbedder()), decider=ExactRepeatDecision())
         worker = InferenceWorker(
             engine=ScriptedEngine(),
             transport=Transport(layer=layer),

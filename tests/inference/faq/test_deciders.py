@@ -5,13 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from inference.faq.deciders import (
-    MAX_SCORED,
-    ExactRepeatDecision,
-    GuardDecision,
-    VerifierDecision,
-)
-from inference.faq.matcher import Candidate
+from inference.faq.candidates import Candidate
+from inference.faq.deciders import MAX_SCORED, ExactRepeatDecision, VerifierDecision
 from inference.faq.verifier import FaqVerifier, VerifierInfo
 
 
@@ -108,7 +103,6 @@ def test_only_the_best_few_by_cosine_are_scored_in_one_batch(tmp_path: Path) -> 
 def test_no_candidates_is_no_decision(tmp_path: Path) -> None:
     verifier = ScriptedVerifier(tmp_path, {})
     assert VerifierDecision(verifier=verifier).decide(query="q", candidates=[]) is None
-    assert GuardDecision().decide(query="q", candidates=[]) is None
 
 
 def test_a_probability_at_the_threshold_is_accepted(tmp_path: Path) -> None:

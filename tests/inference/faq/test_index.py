@@ -53,7 +53,7 @@ def test_search_returns_best_phrasing_per_entry_best_first() -> None:
 
 
 def test_search_phrasings_offers_every_phrasing_of_the_best_entries() -> None:
-    # the guard may veto an entry's best phrasing while another phrasing of it passes
+    # a question may repeat, or the verifier accept, a phrasing other than an entry's best
     index = FaqIndex(dim=DIM)
     index.replace_all([entry(1, 0, 1), entry(2, 2, 3), entry(3, 4)])
     query = unit((1, 0.8), (0, 0.5), (3, 0.3))
@@ -214,7 +214,7 @@ def test_many_updates_do_not_grow_memory() -> None:
 def test_importing_the_faq_package_does_not_load_torch() -> None:
     code = (
         "import sys\n"
-        "import inference.faq.embedder, inference.faq.index, inference.faq.matcher\n"
+        "import inference.faq.embedder, inference.faq.index, inference.faq.candidates\n"
         "heavy = [m for m in ('torch', 'sentence_transformers', 'transformers') "
         "if m in sys.modules]\n"
         "assert not heavy, heavy\n"

@@ -39,21 +39,18 @@ class CountingEmbedder:
 
 
 def pickup_for(
-    model_dir: Path, *, train: bool, said: list[str] | None = None, guard: bool = False
+    model_dir: Path, *, train: bool, said: list[str] | None = None
 ) -> tuple[VerifierPickup, FaqCache, ExactRepeatDecision]:
     waiting = ExactRepeatDecision()
     cache = FaqCache(embedder=cast(Embedder, CountingEmbedder()), decider=waiting, resync_s=1.0)
     settings = worker_settings(
         faq=True,
-        faq_decision="guard" if guard else "verifier",
         faq_verifier_dir=model_dir,
         faq_verifier_train=train,
         faq_verifier_poll_s=0.05,
     )
     sink = said if said is not None else []
-    pickup = VerifierPickup(
-        cache=cache, settings=settings, waiting=None if guard else waiting, say=sink.append
-    )
+    pickup = VerifierPickup(cache=cache, settings=settings, waiting=waiting, say=sink.append)
     return pickup, cache, waiting
 
 
@@ -91,13 +88,6 @@ async def test_a_prepared_verifier_is_loaded_in_the_background_without_training(
     await asyncio.wait_for(pickup.run(), timeout=60)
     assert cache.decider.name == "verifier"
     assert not any("training" in line for line in said)
-
-
-async def test_with_the_guard_only_the_embedder_is_loaded(tmp_path: Path) -> None:
-    pickup, cache, _ = pickup_for(tmp_path / "none", train=True, guard=True)
-    await asyncio.wait_for(pickup.run(), timeout=10)
-    assert cast(CountingEmbedder, cache.embedder).calls == 1
-    assert not (tmp_path / "none").exists()  # nothing trained for a guard
 
 
 async def test_a_missing_verifier_is_trained_in_a_child_process_then_swapped_in(

@@ -108,22 +108,3 @@ def test_a_worker_without_a_prepared_verifier_starts_on_exact_repeats(tmp_path: 
     assert cache is not None
     assert cache.decider.name == "exact"  # the worker starts; the verifier comes later
     assert cache.until_ready is not None
-
-
-def test_the_guard_needs_no_verifier(tmp_path: Path) -> None:
-    settings = worker_settings(
-        faq=True, faq_decision="guard", faq_verifier_dir=tmp_path / "missing"
-    )
-    assert build_faq_decider(settings=settings, progress=lambda _: None).name == "guard"
-
-
-def test_an_unknown_decision_in_the_environment_is_a_clear_error(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    from inference.settings import WorkerSettings
-
-    monkeypatch.setenv("INFERENCE_FAQ_DECISION", "cosine")
-    with pytest.raises(ValueError, match="INFERENCE_FAQ_DECISION must be 'verifier' or 'guard'"):
-        WorkerSettings.from_env()
-    monkeypatch.setenv("INFERENCE_FAQ_DECISION", "Guard")
-    assert WorkerSettings.from_env().faq_decision == "guard"
