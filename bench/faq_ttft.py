@@ -33,11 +33,11 @@ first uses it):
      (anything else is a false hit).
    TTFT = `send` -> the first `chat.delta` frame, total = `send` -> `chat.done`; `chat.done`
    gives the worker's `timings` (for an FAQ answer `ttft_ms` is the lookup: embedding the
-   question in a thread, searching, the threshold and lexical guard) and token counts.
+   question in a thread, searching, the decider: the learned verifier) and token counts.
    `--gap` seconds of idle (1.5 s) precede every request: vLLM's CPU worker busy-polls for
    1 s after each step (bench/README.md, "Pitfall").
 5. It prints a markdown table (median and p95 per kind, model/FAQ ratio of the medians), the
-   hit rate, the reason the matcher gives for every miss, writes them and the raw data to
+   hit rate, the reason the decider gives for every miss, writes them and the raw data to
    `bench/results/faq_ttft-<timestamp>.{md,json}`, then stops the worker and the engine.
 """
 
