@@ -1,162 +1,183 @@
-"""The FAQ decision on the held-out split: the old lexical guard and the learned verifier.
+"""The FAQ decision judged as the product makes it: each question against all entries of its FAQ.
 
-    .venv/bin/python -m bench.faq_decision [--model-dir DIR]
+    .venv/bin/python -m bench.faq_decision [--model-dir DIR] [--split heldout] [--sweep]
 
-Trains the verifier (`inference/faq/verifier_training.py`: train split, threshold on the tune
-split) into a scratch folder unless `--model-dir` names a trained one, then judges every
-held-out pair of `inference/faq/data/labelled_pairs.jsonl` both ways:
+Every set of one split of `inference/faq/data/faq_sets/` (`labelled_sets.py`: whole support
+FAQs with paraphrases, confusables, near misses and off-topic questions) is judged as the
+product decides (`set_judging.py`: each set in its own real `FaqIndex`, each question through
+`entry_choice.choose` with the rule in the verifier's `verifier.json`): answered right, with
+**another entry's answer** (wrong entry), answered when no entry is right (**false hit**), or
+left to the model, maybe with the right entry among the suggestions ("Did you mean ...?").
+The lookup's cost is measured through the worker's own `FaqCache.lookup`.
 
-- old: cosine >= `matcher.CALIBRATED_THRESHOLD` and the lexical guard passes (the shipped
-  rule; note that it was tuned on all of batch 1, held-out pairs included, so its batch-1
-  numbers are flattering; batch 2 was written after it);
-- verifier (the shipped decision): cosine >= its floor and its probability >= its threshold
-  (both chosen on tune, for a tune false-hit rate whose 95% upper bound is at most 1%);
-- verifier with the guard as a veto: what the verifier accepts and the guard passes
-  (nothing is tuned on held-out pairs).
-
-Per kind: pairs, accepted, and the rate with its 95% Wilson interval (recall for
-paraphrases, false-hit rate for the rest), for all held-out pairs and for batches 2 and 4
-alone (written after the guard; batch 4 also after the verifier's recipe was chosen); and
-what a lookup's decision costs (the verifier scoring `deciders.MAX_SCORED` candidates in one
-batch). Tables on stdout and in bench/results/faq_decision-*.md.
+Per set and overall, per kind, with 95% Wilson intervals. `--split tune` is what the rule is
+chosen on (`--sweep` prints the grid); held-out is reported once per recipe. Without
+`--model-dir` it uses the prepared verifier (`inference.models prepare --model faq-verifier`).
+Tables on stdout and in bench/results/faq_decision-*.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import datetime as dt
 import os
 import sys
-import tempfile
 import time
+from collections import Counter
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 
-import numpy as np
-
 from bench import harness
-from inference.faq.deciders import MAX_SCORED, VerifierDecision
 from inference.faq.embedder import Embedder
-from inference.faq.labelled_pairs import LabelledPair, load_pairs, of_split
-from inference.faq.matcher import CALIBRATED_THRESHOLD, Candidate, lexical_guard
+from inference.faq.entry_choice import ChoiceRule
+from inference.faq.labelled_sets import ANSWERABLE, LabelledSet, load_sets
 from inference.faq.proportions import wilson_interval
-from inference.faq.verifier import FaqVerifier
-from inference.faq.verifier_training import train_verifier
+from inference.faq.set_judging import ScoredSet, score_sets, tallies
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
 
-def table(pairs: Sequence[LabelledPair], accepted: dict[str, list[bool]]) -> list[str]:
-    methods = list(accepted)
+def rate(hits: int, n: int) -> str:
+    if n == 0:
+        return "-"
+    low, high = wilson_interval(hits, n)
+    return f"{hits}/{n} {hits / n:.1%} [{low:.1%}, {high:.1%}]"
+
+
+def table(sets: Sequence[ScoredSet], rule: ChoiceRule) -> list[str]:
+    counts = tallies(sets, rule)
     lines = [
-        "| kind | pairs | " + " | ".join(f"{m}: accepted, rate [95% CI]" for m in methods) + " |",
-        "|---|---:|" + "---|" * len(methods),
+        "| set | kind | recall (answered right) | wrong entry | false hits | "
+        "declined but suggested | suggestions shown |",
+        "|---|---|---|---|---|---|---|",
     ]
-    kinds = sorted({p.kind for p in pairs}, key=lambda k: (k != "paraphrase", k))
-    groups = [(kind, [i for i, p in enumerate(pairs) if p.kind == kind]) for kind in kinds]
-    groups.append(("all near misses", [i for i, p in enumerate(pairs) if not p.same]))
-    for kind, rows in groups:
-        cells = []
-        for method in methods:
-            hits = sum(accepted[method][i] for i in rows)
-            low, high = wilson_interval(hits, len(rows))
-            cells.append(f"{hits} {hits / max(len(rows), 1):.1%} [{low:.1%}, {high:.1%}]")
-        lines.append(f"| {kind} | {len(rows)} | " + " | ".join(cells) + " |")
-    for method in methods:
-        taken = [i for i, ok in enumerate(accepted[method]) if ok]
-        right = sum(pairs[i].same for i in taken)
-        lines.append(f"\n{method}: precision {right}/{len(taken)}")
+    groups = [s.labelled.name for s in sets] + (["all"] if len(sets) > 1 else [])
+    kinds = [*ANSWERABLE, "near_miss", "off_topic", "all"]
+    for group in groups:
+        for kind in kinds:
+            t = counts.get((group, kind))
+            if t is None:
+                continue
+            lines.append(
+                f"| {group} | {kind} | {rate(t.right, t.answerable)} | "
+                f"{rate(t.wrong_entry, t.answerable)} | {rate(t.false_hits, t.unanswerable)} | "
+                f"{rate(t.suggested_right, t.answerable - t.right - t.wrong_entry)} | "
+                f"{rate(t.suggested_unanswerable, t.unanswerable)} |"
+            )
     return lines
+
+
+MARGINS = (0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0)
+
+
+def sweep(sets: Sequence[ScoredSet], rule: ChoiceRule) -> list[str]:
+    lines = [
+        "| margin | recall | wrong entry | false hits | declined but suggested |",
+        "|---:|---|---|---|---|",
+    ]
+    for margin in MARGINS:
+        t = tallies(sets, replace(rule, margin=margin))[("all", "all")]
+        lines.append(
+            f"| {margin:.1f} | {rate(t.right, t.answerable)} | "
+            f"{rate(t.wrong_entry, t.answerable)} | {rate(t.false_hits, t.unanswerable)} | "
+            f"{rate(t.suggested_right, t.answerable - t.right - t.wrong_entry)} |"
+        )
+    return lines
+
+
+def lookup_costs(
+    sets: Sequence[LabelledSet], *, embedder: Embedder, decider: object
+) -> list[float]:
+    """Milliseconds per question through the worker's own `FaqCache.lookup` (embedding,
+    search and decision), for the first set's questions."""
+    from inference.faq.cache import FaqCache, vectors_to_wire
+    from inference.protocol import FaqEntryData, FaqUpsert
+
+    labelled = sets[0]
+    cache = FaqCache(embedder=embedder, decider=decider)  # type: ignore[arg-type]
+    vectors = embedder.encode([entry.question for entry in labelled.entries])
+    cache.apply(
+        FaqUpsert(
+            entries=[
+                FaqEntryData(
+                    entry_id=number,
+                    scope="global",
+                    answer=entry.answer,
+                    phrasings=[entry.question],
+                    vectors_b64=vectors_to_wire(vectors[number : number + 1]),
+                )
+                for number, entry in enumerate(labelled.entries)
+            ]
+        )
+    )
+
+    async def run() -> list[float]:
+        costs = []
+        for question in labelled.questions:
+            started = time.perf_counter()
+            await cache.lookup(question=question.text, scopes=["global"])
+            costs.append((time.perf_counter() - started) * 1000)
+        return costs
+
+    return asyncio.run(run())
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--model-dir", type=Path, default=None)
+    parser.add_argument("--split", choices=("tune", "heldout", "ci"), default="heldout")
+    parser.add_argument("--sweep", action="store_true", help="also print recall by margin")
     args = parser.parse_args(argv)
-    scratch = tempfile.TemporaryDirectory(prefix="faq-verifier-")
-    model_dir = args.model_dir
-    if model_dir is None:
-        model_dir = Path(scratch.name)
-        train_verifier(out_dir=model_dir, say=lambda line: print(line, flush=True))
+    from inference.faq.deciders import VerifierDecision
+    from inference.faq.verifier import FaqVerifier
+    from inference.models.paths import default_data_dir, faq_verifier_dir
+
+    model_dir = args.model_dir or faq_verifier_dir(data_dir=default_data_dir())
     verifier = FaqVerifier(model_dir=model_dir)
-    pairs = of_split(load_pairs(), "heldout")
+    decider = VerifierDecision(verifier=verifier)
+    rule = decider.rule
+    sets = load_sets(split=args.split)
     embedder = Embedder()
-    texts = sorted({t for p in pairs for t in (p.a, p.b)})
-    vectors = embedder.encode(texts)
-    row = {text: i for i, text in enumerate(texts)}
-    cosine = [float(np.dot(vectors[row[p.a]], vectors[row[p.b]])) for p in pairs]
-    probability = verifier.probabilities([(p.a, p.b) for p in pairs])
-    threshold = verifier.info.threshold
-    guard = [lexical_guard(query=p.b, phrasing=p.a).passed for p in pairs]
-    old = [g and c >= CALIBRATED_THRESHOLD for g, c in zip(guard, cosine, strict=True)]
-    learned = [
-        verifier.accepts(cosine=c, probability=q) for c, q in zip(cosine, probability, strict=True)
-    ]
-    accepted = {
-        "old guard": old,
-        "verifier": learned,
-        "verifier, guard veto": [v and g for v, g in zip(learned, guard, strict=True)],
-    }
-    decision = VerifierDecision(verifier=verifier)
-    entries = sorted({p.a for p in pairs})
-    costs = []
-    for pair in pairs[:80]:
-        others = [a for a in entries if a != pair.a][: MAX_SCORED - 1]
-        candidates = [Candidate(entry_id=i, phrasing=a, score=0.99) for i, a in enumerate(others)]
-        candidates.append(Candidate(entry_id=len(others), phrasing=pair.a, score=0.99))
-        started = time.perf_counter()
-        decision.decide(query=pair.b, candidates=candidates)
-        costs.append((time.perf_counter() - started) * 1000)
+    started = time.perf_counter()
+    scored = score_sets(sets, embedder=embedder, verifier=verifier)
+    scoring_s = time.perf_counter() - started
+    costs = lookup_costs(sets, embedder=embedder, decider=decider)
+    kinds = Counter(q.kind for s in sets for q in s.questions)
     info = verifier.info
-    own = sorted({p.a for p in pairs})
-    repeats = verifier.probabilities([(a, a) for a in own])
-    repeats_taken = sum(q >= threshold for q in repeats)
     lines = [
-        f"# FAQ decision on the held-out split ({dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC)",
+        f"# FAQ decision, whole FAQs, {args.split} sets "
+        f"({dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC)",
         "",
-        f"Command: `{Path(sys.executable).name} -m bench.faq_decision "
-        f"{' '.join(argv or sys.argv[1:])}`.",
-        f"Verifier: trained in {info.train_s:.0f} s ({info.epochs_run} epochs, "
-        f"{info.train_examples} examples from {info.train_pairs} train pairs, seed {info.seed}); "
-        f"chosen on the tune split: cosine floor {info.cosine_floor:.2f}, threshold "
-        f"{threshold:.4f}, for a false-hit upper bound of {info.false_hit_bound:.0%} "
-        f"(tune: recall {info.tune_recall:.1%}, {info.tune_false_hits} of "
-        f"{info.tune_near_misses} near misses accepted). Old guard at cosine "
-        f"{CALIBRATED_THRESHOLD:.2f}.",
-        f"The model alone on each held-out entry's own question repeated word for word: "
-        f"{repeats_taken} of {len(own)} accepted (the decision takes exact repeats without it).",
-        f"Decision cost per question ({MAX_SCORED} candidates in one batch): median "
-        f"{harness.median(costs):.1f} ms, P95 {harness.percentile(costs, q=0.95):.1f} ms "
-        "(2 CPU threads).",
+        f"Command: `python -m bench.faq_decision {' '.join(argv or sys.argv[1:])}` on "
+        f"{harness.machine()}.",
+        f"Verifier: {model_dir} ({info.epochs_run} epochs on {info.train_examples} examples, "
+        f"{info.train_s:.0f} s, seed {info.seed}); rule: {rule.describe()}.",
+        f"Sets: {', '.join(f'{s.name} ({len(s.entries)} entries)' for s in sets)}; questions: "
+        + ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
+        + f"; scored in {scoring_s:.0f} s.",
+        f"Lookup through `FaqCache.lookup` ({sets[0].name}, {len(costs)} questions): median "
+        f"{harness.median(costs):.1f} ms, P95 {harness.percentile(costs, q=0.95):.1f} ms.",
         "",
-        f"## All held-out pairs ({len(pairs)})",
-        "",
-        *table(pairs, accepted),
+        *table(scored, rule),
     ]
-    for batch, about in (
-        (2, "written after the old guard"),
-        (4, "written after the guard and after the verifier's recipe was chosen"),
-    ):
-        rows = [i for i, p in enumerate(pairs) if p.batch == batch]
-        if rows:
-            lines += [
-                "",
-                f"## Batch {batch} only ({len(rows)} pairs: {about})",
-                "",
-                *table(
-                    [pairs[i] for i in rows],
-                    {m: [v[i] for i in rows] for m, v in accepted.items()},
-                ),
-            ]
+    if args.sweep:
+        lines += ["", "## By margin (the rest of the rule as above)", "", *sweep(scored, rule)]
+        lines += [
+            "",
+            "## Without the margin (the best entry answers if it clears the threshold)",
+            "",
+            *table(scored, replace(rule, margin=0.0)),
+        ]
     report = "\n".join(lines) + "\n"
     print(report)
     RESULTS_DIR.mkdir(exist_ok=True)
-    out = RESULTS_DIR / f"faq_decision-{dt.datetime.now(dt.UTC):%Y%m%d-%H%M%S}.md"
+    out = RESULTS_DIR / f"faq_decision-{args.split}-{dt.datetime.now(dt.UTC):%Y%m%d-%H%M%S}.md"
     out.write_text(report, encoding="utf-8")
     print(f"written to {out}")
-    scratch.cleanup()
     return 0
 
 

@@ -410,7 +410,7 @@ def explain_miss(cache: FaqCache, embedder: Embedder, question: str) -> str:
     """What the cache's decider says about a question that got no FAQ answer."""
     vector = embedder.encode([question])[0]
     candidates = cache.index.search_phrasings(query_vector=vector, scopes=["global"])
-    decision = cache.decider.decide(query=question, candidates=candidates)
+    decision = cache.decider.decide(query=question, candidates=candidates).decision
     if decision is None:
         return "no candidates"
     phrasing = decision.phrasing

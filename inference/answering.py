@@ -272,6 +272,7 @@ class RequestAnswerer:
             ttft_ms=progress.ttft_ms,
             total_ms=progress.elapsed_ms(),
             faq_near_entry_id=None if near is None else near.entry_id,
+            suggested_entries=[] if near is None else list(near.suggestions),
             hops=progress.hops(),
         )
         try:

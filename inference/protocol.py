@@ -193,6 +193,14 @@ class Delta(WireMessage):
         return drop_absent_logprobs(self, handler)
 
 
+class SuggestedEntry(WireMessage):
+    """An FAQ entry offered under a model answer when the FAQ decision was unsure between
+    entries ("Did you mean ...?"): sending `question` back is answered from that entry."""
+
+    entry_id: int
+    question: str = Field(max_length=500)
+
+
 class AnswerStats(WireMessage):
     """How an answer was made. Declared once: the worker's `Done`, the run's logged end, the
     stored message (same column names) and what the browser and the API are shown all carry
@@ -210,6 +218,8 @@ class AnswerStats(WireMessage):
     # a model answer to a question that came close to this FAQ entry without being answered
     # from it (`inference.faq.cache.FaqNear`): the admin lists the question as a suggestion
     faq_near_entry_id: int | None = None
+    # FAQ entries the decision found likely but did not answer from (`FaqNear.suggestions`)
+    suggested_entries: list[SuggestedEntry] = Field(default_factory=list, max_length=2)
     # its first worker died mid-answer and it went on on another one (migration)
     resumed: bool = False
 

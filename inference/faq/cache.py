@@ -5,9 +5,10 @@ whenever an admin changes an entry, so a worker picks up changes without a resta
 snapshot of the whole set whenever the worker's periodic sync finds its set differs from the
 web side's (`sync.py`: how a lost broadcast or request is repaired, and the freshness bound).
 A lookup embeds the question (off the event loop), searches the allowed scopes and lets its
-decider (`deciders.py`: the learned verifier) say whether the best candidates really ask the
-same thing (off the loop too: the verifier costs milliseconds); a question refused but close
-to an entry comes back as a `FaqNear`, so the admin can be shown it as a suggested phrasing.
+decider (`deciders.py`: the learned verifier) say which entry, if any, the question asks
+(off the loop too: the verifier costs milliseconds); a question refused comes back as a
+`FaqNear` when it came close to an entry (the admin is shown it as a suggested phrasing) or
+the decision was unsure between likely entries (the customer is offered them).
 """
 
 from __future__ import annotations
@@ -16,17 +17,25 @@ import asyncio
 import base64
 import logging
 import time
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from inference.faq.candidates import Candidate
 from inference.faq.deciders import FaqDecider
 from inference.faq.embedder import Embedder
 from inference.faq.index import FaqIndex, IndexedEntry
 from inference.faq.sync import STALE_AFTER_RESYNCS, data_version, resync_s_from_env, set_version
-from inference.protocol import FaqEntryData, FaqInSync, FaqRemove, FaqSnapshotChunk, FaqUpsert
+from inference.protocol import (
+    FaqEntryData,
+    FaqInSync,
+    FaqRemove,
+    FaqSnapshotChunk,
+    FaqUpsert,
+    SuggestedEntry,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -45,11 +54,13 @@ class FaqHit:
 
 @dataclass(frozen=True, slots=True)
 class FaqNear:
-    """No hit, but the question came close to this entry (`SUGGEST_FLOOR`): the admin is
-    shown the question as a suggested phrasing of it."""
+    """No hit. `entry_id`: the question came close to this entry (`SUGGEST_FLOOR`), so the
+    admin is shown the question as a suggested phrasing of it; `suggestions`: the entries the
+    verifier found likely but could not choose between (or not surely enough)."""
 
-    entry_id: int
+    entry_id: int | None
     score: float
+    suggestions: tuple[SuggestedEntry, ...] = ()
 
 
 FaqLookupResult = FaqHit | FaqNear | None
@@ -176,18 +187,27 @@ class FaqCache:
         if not candidates:
             return None
         if not self.decider.off_loop:
-            decision = self.decider.decide(query=question, candidates=candidates)
+            choice = self.decider.decide(query=question, candidates=candidates)
         else:
-            decision = await asyncio.to_thread(
+            choice = await asyncio.to_thread(
                 self.decider.decide, query=question, candidates=candidates
             )
+        decision = choice.decision
         if decision is None:
             return None
         if not decision.accepted:
-            if decision.score < SUGGEST_FLOOR:
+            suggestions = tuple(self._suggested(choice.suggestions))
+            near = decision.entry_id if decision.score >= SUGGEST_FLOOR else None
+            if near is None and not suggestions:
                 return None
-            return FaqNear(entry_id=decision.entry_id, score=decision.score)
+            return FaqNear(entry_id=near, score=decision.score, suggestions=suggestions)
         answer = self.index.answer(decision.entry_id)
         if answer is None:
             return None
         return FaqHit(entry_id=decision.entry_id, answer=answer, score=decision.score)
+
+    def _suggested(self, candidates: Sequence[Candidate]) -> Iterator[SuggestedEntry]:
+        for candidate in candidates:
+            phrasings = self.index.phrasings(candidate.entry_id)
+            if phrasings:  # removed since the lookup began: not offered
+                yield SuggestedEntry(entry_id=candidate.entry_id, question=phrasings[0])

@@ -4,8 +4,9 @@ A cross-encoder (`pair_model.py`: MiniLM-L6 reading both questions at once, one 
 fine-tuned at prepare time on `labelled_pairs.jsonl` (`verifier_training.py`). It sees both
 questions together, so it can learn what the bi-encoder's cosine is blind to: "to" against
 "from", a "not", another amount, another plan. Its folder holds the weights, the tokenizer
-and `verifier.json`: the cosine floor and threshold chosen on the tune split, what they gave
-there, and how it was trained.
+and `verifier.json`: the decision's rule (cosine floor and threshold chosen on the tune pairs,
+the margin over the runner-up on the tune FAQ sets: `entry_choice.py`), what it gave there,
+and how it was trained.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from inference.faq.entry_choice import ChoiceRule
+
 METADATA = "verifier.json"
 
 
@@ -25,10 +28,15 @@ METADATA = "verifier.json"
 class VerifierInfo:
     threshold: float  # a pair with a probability at or above it asks the same thing
     cosine_floor: float  # ... if its embedding cosine is at least this (both from tune)
+    margin: float  # log-odds the best entry must lead the runner-up by (tune FAQ sets)
+    suggest_at: float  # entries this probable are offered when nothing answers
     false_hit_bound: float  # the tune false-hit rate's 95% upper bound they were held to
     tune_recall: float  # what they gave on the tune split
     tune_false_hits: int
     tune_near_misses: int
+    tune_sets_recall: float  # the whole rule on the tune FAQ sets (`labelled_sets.py`)
+    tune_sets_wrong_entry: int
+    tune_sets_false_hits: int
     seed: int
     train_pairs: int
     train_examples: int
@@ -40,6 +48,14 @@ class VerifierInfo:
     def read(cls, model_dir: Path) -> VerifierInfo:
         raw = json.loads((model_dir / METADATA).read_text(encoding="utf-8"))
         return cls(**raw)
+
+    def rule(self) -> ChoiceRule:
+        return ChoiceRule(
+            threshold=self.threshold,
+            margin=self.margin,
+            cosine_floor=self.cosine_floor,
+            suggest_at=self.suggest_at,
+        )
 
     def write(self, model_dir: Path) -> None:
         (model_dir / METADATA).write_text(json.dumps(asdict(self), indent=1), encoding="utf-8")
@@ -82,6 +98,3 @@ class FaqVerifier:
         with torch.inference_mode():
             logits = self._model.logits([(user, entry) for entry, user in pairs])
         return [float(p) for p in torch.sigmoid(logits).reshape(-1)]
-
-    def accepts(self, *, cosine: float, probability: float) -> bool:
-        return cosine >= self.info.cosine_floor and probability >= self.info.threshold

@@ -9,9 +9,12 @@ operator extends, read only here. Seeded (torch, numpy, random) on 2 CPU threads
 `epochs`: a verifier's quality must not depend on how busy the machine was while it trained
 (it trains in the background at the lowest CPU priority, so its wall time says nothing).
 
-The threshold is then chosen on the `tune` split alone (`choose_thresholds`): the (cosine
-floor, probability) with the best tune recall whose tune false-hit rate keeps its 95% upper
-bound within `false_hit_bound` (1%). The held-out split is never read here.
+The decision's rule is then chosen on tune data alone (`calibrate`): the (cosine floor,
+probability threshold) on the `tune` pairs (`choose_thresholds`: the best tune recall whose
+tune false-hit rate keeps its 95% upper bound within `false_hit_bound`, 1%), then the margin
+the best entry must lead the runner-up by on the `tune` FAQ sets (`choose_margin`: the least
+with which no tune question gets another entry's answer). Held-out pairs and sets are never
+read here.
 """
 
 from __future__ import annotations
@@ -28,8 +31,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from inference.faq.embedder import Embedder, packaged_model_path
+from inference.faq.entry_choice import ChoiceRule
 from inference.faq.labelled_pairs import PAIRS_PATH, LabelledPair, load_pairs, of_split
+from inference.faq.labelled_sets import SETS_DIR, load_sets
 from inference.faq.proportions import wilson_interval
+from inference.faq.set_judging import ScoredSet, Tally, score_sets, tallies
 from inference.faq.verifier import FaqVerifier, VerifierInfo
 
 CONTRASTS_PATH = Path(__file__).resolve().parent / "data" / "contrasts.json"
@@ -37,6 +43,10 @@ COSINE_FLOORS = tuple(round(0.30 + 0.05 * i, 2) for i in range(13))  # 0.30 .. 0
 NEVER = 2.0  # above any probability: the verifier accepts nothing
 FALSE_HIT_BOUND = 0.01  # the tune false-hit rate's 95% upper bound the threshold is held to
 PROGRESS_EVERY_S = 60.0  # a progress line within an epoch (the worker shows the latest)
+# log-odds the best entry may have to lead the runner-up by (`choose_margin` takes the least
+# that gives no wrong-entry answer on the tune sets)
+MARGINS = (0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0)
+SUGGEST_AT = 0.5  # an entry at least this probable is offered when nothing answers
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +128,7 @@ def train_verifier(
     *,
     out_dir: Path,
     pairs_path: Path = PAIRS_PATH,
+    sets_dir: Path = SETS_DIR,
     options: TrainingOptions = TrainingOptions(),
     say: Callable[[str], None] = print,
 ) -> VerifierInfo:
@@ -180,10 +191,15 @@ def train_verifier(
     provisional = VerifierInfo(
         threshold=NEVER,
         cosine_floor=1.0,
+        margin=MARGINS[-1],
+        suggest_at=SUGGEST_AT,
         false_hit_bound=options.false_hit_bound,
         tune_recall=0.0,
         tune_false_hits=0,
         tune_near_misses=sum(not p.same for p in tune),
+        tune_sets_recall=0.0,
+        tune_sets_wrong_entry=0,
+        tune_sets_false_hits=0,
         seed=options.seed,
         train_pairs=len(train),
         train_examples=len(examples),
@@ -192,37 +208,67 @@ def train_verifier(
         pairs_sha256=hashlib.sha256(pairs_path.read_bytes()).hexdigest(),
     )
     provisional.write(out_dir)
-    info = calibrate(out_dir=out_dir, pairs_path=pairs_path, say=say)
+    info = calibrate(out_dir=out_dir, pairs_path=pairs_path, sets_dir=sets_dir, say=say)
     say(f"trained in {train_s:.0f} s")
     return info
 
 
 def calibrate(
-    *, out_dir: Path, pairs_path: Path = PAIRS_PATH, say: Callable[[str], None] = print
+    *,
+    out_dir: Path,
+    pairs_path: Path = PAIRS_PATH,
+    sets_dir: Path = SETS_DIR,
+    say: Callable[[str], None] = print,
 ) -> VerifierInfo:
-    """Choose the cosine floor and threshold of a trained folder on the tune split, scored
-    by the saved model exactly as the worker will run it; rewrites its `verifier.json`."""
+    """Choose the rule of a trained folder on tune data (cosine floor and threshold on the
+    tune pairs, then the margin on the tune sets), scored by the saved model exactly as the
+    worker will run it; rewrites its `verifier.json`."""
     verifier = FaqVerifier(model_dir=out_dir)
     tune = of_split(load_pairs(pairs_path), "tune")
     scores = verifier.probabilities([(p.a, p.b) for p in tune])
     choice = choose_thresholds(
         tune, pair_cosines(tune), scores, false_hit_bound=verifier.info.false_hit_bound
     )
+    say(
+        f"cosine floor {choice.floor:.2f}, threshold {choice.threshold:.4f}: tune recall "
+        f"{choice.recall:.1%}, {choice.false_hits} of {sum(not p.same for p in tune)} tune "
+        "near misses accepted"
+    )
+    base = ChoiceRule(
+        threshold=choice.threshold, margin=0.0, cosine_floor=choice.floor, suggest_at=SUGGEST_AT
+    )
+    sets = score_sets(load_sets(sets_dir, split="tune"), embedder=Embedder(), verifier=verifier)
+    margin, tally = choose_margin(sets, base)
     info = replace(
         verifier.info,
         threshold=choice.threshold,
         cosine_floor=choice.floor,
+        margin=margin,
+        suggest_at=SUGGEST_AT,
         tune_recall=round(choice.recall, 4),
         tune_false_hits=choice.false_hits,
         tune_near_misses=sum(not p.same for p in tune),
+        tune_sets_recall=round(tally.right / max(1, tally.answerable), 4),
+        tune_sets_wrong_entry=tally.wrong_entry,
+        tune_sets_false_hits=tally.false_hits,
     )
     info.write(out_dir)
     say(
-        f"cosine floor {choice.floor:.2f}, threshold {choice.threshold:.4f}: tune recall "
-        f"{choice.recall:.1%}, {choice.false_hits} of {info.tune_near_misses} tune near misses "
-        "accepted"
+        f"margin {margin:.1f} log-odds over the runner-up: on the tune FAQ sets recall "
+        f"{info.tune_sets_recall:.1%}, {tally.wrong_entry} of {tally.answerable} answered with "
+        f"another entry, {tally.false_hits} of {tally.unanswerable} unanswerable answered"
     )
     return info
+
+
+def choose_margin(sets: Sequence[ScoredSet], base: ChoiceRule) -> tuple[float, Tally]:
+    """The smallest margin of `MARGINS` with which no question of the tune sets gets another
+    entry's answer (the largest if none does), and what the rule gives with it."""
+    for margin in MARGINS:
+        tally = tallies(sets, replace(base, margin=margin))[("all", "all")]
+        if tally.wrong_entry == 0:
+            return margin, tally
+    return margin, tally
 
 
 def pair_cosines(pairs: Sequence[LabelledPair]) -> list[float]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from pathlib import Path
 
 import pytest
@@ -15,11 +16,13 @@ from inference.faq.labelled_pairs import (
     of_split,
     split_for_entry,
 )
+from inference.faq.labelled_sets import SETS_DIR
 from inference.faq.proportions import wilson_interval
 from inference.faq.verifier import FaqVerifier
 from inference.faq.verifier_training import (
     COSINE_FLOORS,
     FALSE_HIT_BOUND,
+    MARGINS,
     NEVER,
     TrainingOptions,
     allowed_false_hits,
@@ -125,10 +128,25 @@ def test_training_is_seeded_and_the_threshold_comes_from_the_tune_split(tmp_path
         row("Where is my order?", "where's my package", split="tune"),
         row("Where is my order?", "Where is my refund?", kind="object", split="tune"),
     )
+    sets = tmp_path / "sets"
+    sets.mkdir()
+    shutil.copy(SETS_DIR / "support-basics.json", sets / "support-basics.json")  # split "ci"
+    tune = json.loads((SETS_DIR / "online-shop.json").read_text(encoding="utf-8"))
+    tune["questions"] = tune["questions"][:12]  # a small tune set: seconds, not minutes
+    (sets / "online-shop.json").write_text(json.dumps(tune), encoding="utf-8")
     options = TrainingOptions(epochs=1, batch_size=4)
-    first = train_verifier(out_dir=tmp_path / "one", pairs_path=pairs, options=options)
-    again = train_verifier(out_dir=tmp_path / "two", pairs_path=pairs, options=options)
-    assert (again.threshold, again.cosine_floor) == (first.threshold, first.cosine_floor)
+    first = train_verifier(
+        out_dir=tmp_path / "one", pairs_path=pairs, sets_dir=sets, options=options
+    )
+    again = train_verifier(
+        out_dir=tmp_path / "two", pairs_path=pairs, sets_dir=sets, options=options
+    )
+    assert (again.threshold, again.cosine_floor, again.margin) == (
+        first.threshold,
+        first.cosine_floor,
+        first.margin,
+    )
+    assert first.margin in MARGINS
     assert first.train_pairs == 4  # the tune pairs were not trained on
     assert 0.0 <= first.threshold <= NEVER
     assert first.cosine_floor in COSINE_FLOORS
@@ -154,6 +172,4 @@ def test_training_is_seeded_and_the_threshold_comes_from_the_tune_split(tmp_path
             )
         ]
     )[0]
-    assert not FaqVerifier(model_dir=tmp_path / "one").accepts(
-        cosine=cosine, probability=tune_near_miss
-    )
+    assert cosine < first.cosine_floor or tune_near_miss < first.threshold
