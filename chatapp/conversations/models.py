@@ -88,6 +88,10 @@ class Message(models.Model):
     faq_near_entry = models.ForeignKey(
         "faq.FaqEntry", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    # A model answer to a question the FAQ decision was unsure about: the likely entries,
+    # [{"entry_id", "question"}] (`inference.protocol.SuggestedEntry`), offered under the
+    # answer as "Did you mean ...?"; sending one's question back is answered from that entry.
+    suggested_entries = models.JSONField(default=list, blank=True)
     feedback = models.CharField(max_length=8, blank=True)
     # Its first inference worker died mid-answer and it went on on another (migration).
     resumed = models.BooleanField(default=False)

@@ -180,17 +180,22 @@ def answer_finish(
 
 
 def _without_deleted_faq_entries(stats: AnswerStats) -> AnswerStats:
-    """An entry deleted while its answer streamed must not make the answer unstorable."""
+    """An entry deleted while its answer streamed must not make the answer unstorable; one
+    deleted or disabled meanwhile is not offered as a suggestion (it would not answer)."""
+    suggested = {s.entry_id for s in stats.suggested_entries}
     named = {i for i in (stats.faq_entry_id, stats.faq_near_entry_id) if i is not None}
-    if not named:
+    if not named and not suggested:
         return stats
-    alive = set(FaqEntry.objects.filter(pk__in=named).values_list("pk", flat=True))
+    rows = list(FaqEntry.objects.filter(pk__in=named | suggested).values_list("pk", "enabled"))
+    alive = {pk for pk, _ in rows}
+    offered = {pk for pk, enabled in rows if enabled}
     return stats.model_copy(
         update={
             "faq_entry_id": stats.faq_entry_id if stats.faq_entry_id in alive else None,
             "faq_near_entry_id": (
                 stats.faq_near_entry_id if stats.faq_near_entry_id in alive else None
             ),
+            "suggested_entries": [s for s in stats.suggested_entries if s.entry_id in offered],
         }
     )
 
