@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -11,6 +12,7 @@ from django.contrib.auth.models import User
 from django.db.models import QuerySet
 
 from chatapp.conversations.models import Conversation, Message
+from chatapp.faq.models import FaqEntry
 from chatapp.prompts.models import PromptTemplateVersion
 
 
@@ -38,10 +40,44 @@ def conversation_history(
     so the history the worker gets (and trims to the model's context in its own steps, see
     `inference/prompt_builder.py`) starts at the same message for many turns in a row.
     """
-    rows = _shown_to_the_model(conversation).filter(created_at__lte=up_to.created_at)
-    start = _history_start(rows.count(), max_messages=max_messages)
-    kept = rows.values_list("role", "content")[start:]
-    return [Turn(role=role, content=content) for role, content in kept]
+    return _history_rows(conversation, up_to=up_to).turns(max_messages=max_messages)
+
+
+# what each turn of the history is read with: the suggestions of an answer say whether the
+# question after it asks one of them (`GenerationContext.repeats_suggestion`)
+_TURN_FIELDS = ("role", "content", "suggested_entries")
+
+
+@dataclass(frozen=True, slots=True)
+class _Rows:
+    rows: list[tuple[str, str, Any]]  # (role, content, suggested_entries), oldest first
+
+    def turns(self, *, max_messages: int) -> list[Turn]:
+        start = _history_start(len(self.rows), max_messages=max_messages)
+        return [Turn(role=role, content=content) for role, content, _ in self.rows[start:]]
+
+    def repeats_suggestion(self) -> bool:
+        """The last message is a question that repeats (ignoring case and spacing) one the
+        answer right before it suggested ("Did you mean ...?")."""
+        if len(self.rows) < 2 or self.rows[-1][0] != "user" or self.rows[-2][0] != "assistant":
+            return False
+        asked = _plain(self.rows[-1][1])
+        offered = self.rows[-2][2] if isinstance(self.rows[-2][2], list) else []
+        return any(
+            isinstance(entry, dict) and _plain(str(entry.get("question", ""))) == asked
+            for entry in offered
+        )
+
+
+def _plain(text: str) -> str:
+    return " ".join(text.casefold().split())
+
+
+def _history_rows(conversation: Conversation, *, up_to: Message | None = None) -> _Rows:
+    rows = _shown_to_the_model(conversation)
+    if up_to is not None:
+        rows = rows.filter(created_at__lte=up_to.created_at)
+    return _Rows(rows=list(rows.values_list(*_TURN_FIELDS)))
 
 
 def _shown_to_the_model(conversation: Conversation) -> QuerySet[Message]:
@@ -63,15 +99,21 @@ class GenerationContext:
     system_prompt: str | None
     sampling: dict[str, Any]
     template_id: int | None
+    # the question repeats one the answer before it suggested: an FAQ entry's own question
+    repeats_suggestion: bool = False
 
     @property
     def standalone(self) -> bool:
-        """The question stands alone (first turn): safe to answer from the FAQ cache.
+        """The question stands alone: safe to answer from the FAQ cache. That is the first
+        turn, or a question the answer before it offered as a suggestion (the customer
+        clicked "Did you mean ...?"): an FAQ entry's own question, which means the same
+        whatever came before it.
 
-        A follow-up ("and how long does that take?") depends on earlier turns, which an
-        embedding of the last message cannot see, so it always goes to the model.
+        Any other follow-up ("and how long does that take?") depends on earlier turns, which
+        an embedding of the last message cannot see, so it always goes to the model.
         """
-        return len(self.turns) == 1 and self.turns[0].role == "user"
+        first = len(self.turns) == 1 and self.turns[0].role == "user"
+        return first or self.repeats_suggestion
 
 
 def generation_context(
@@ -80,9 +122,8 @@ def generation_context(
     """Everything the worker needs for the next answer: history, system prompt, sampling."""
     conversation = Conversation.objects.select_related("template_version").get(id=conversation_id)
     return _context(
-        turns=conversation_history(
-            conversation=conversation, up_to=up_to, max_messages=max_messages
-        ),
+        rows=_history_rows(conversation, up_to=up_to),
+        max_messages=max_messages,
         version=conversation.template_version,
     )
 
@@ -98,8 +139,11 @@ def next_turn_context(
     """What `generation_context` will read once `text` is stored as the conversation's next
     question, read before it is (a new conversation reads nothing), so the worker request
     can be queued while the turn is written. None: no such conversation of the owner's."""
+    question: tuple[str, str, Any] = ("user", text, [])
     if conversation_id is None:
-        return _context(turns=[Turn(role="user", content=text)], version=template_version)
+        return _context(
+            rows=_Rows(rows=[question]), max_messages=max_messages, version=template_version
+        )
     conversation = (
         Conversation.objects.select_related("template_version")
         .filter(owner=owner, id=conversation_id)
@@ -107,21 +151,47 @@ def next_turn_context(
     )
     if conversation is None:
         return None
-    rows = [*_shown_to_the_model(conversation).values_list("role", "content"), ("user", text)]
-    start = _history_start(len(rows), max_messages=max_messages)
+    rows = _history_rows(conversation).rows
     return _context(
-        turns=[Turn(role=role, content=content) for role, content in rows[start:]],
+        rows=_Rows(rows=[*rows, question]),
+        max_messages=max_messages,
         version=conversation.template_version,
     )
 
 
-def _context(*, turns: list[Turn], version: PromptTemplateVersion | None) -> GenerationContext:
+def _context(
+    *, rows: _Rows, max_messages: int, version: PromptTemplateVersion | None
+) -> GenerationContext:
     return GenerationContext(
-        turns=turns,
+        turns=rows.turns(max_messages=max_messages),
         system_prompt=version.system_prompt if version else None,
         sampling=dict(version.sampling) if version else {},
         template_id=version.template_id if version else None,
+        repeats_suggestion=rows.repeats_suggestion(),
     )
+
+
+def answer_suggestions(*, messages: Sequence[Message]) -> dict[uuid.UUID, list[dict[str, Any]]]:
+    """The suggestions ("Did you mean ...?") of these answers that may still be offered: an
+    entry deleted or disabled since is left out (it would not answer from the FAQ)."""
+    wanted = {
+        entry["entry_id"]
+        for m in messages
+        for entry in m.suggested_entries or []
+        if isinstance(entry, dict) and isinstance(entry.get("entry_id"), int)
+    }
+    if not wanted:
+        return {}
+    offered = set(FaqEntry.objects.filter(pk__in=wanted, enabled=True).values_list("pk", flat=True))
+    return {
+        m.id: [
+            {"entry_id": entry["entry_id"], "question": str(entry.get("question", ""))}
+            for entry in m.suggested_entries or []
+            if isinstance(entry, dict) and entry.get("entry_id") in offered
+        ]
+        for m in messages
+        if m.suggested_entries
+    }
 
 
 @dataclass(frozen=True, slots=True)

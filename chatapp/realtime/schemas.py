@@ -225,6 +225,14 @@ class FirstTokenHops(_Frame):
     worker_first_delta_sent_ms: float | None = None
 
 
+class SuggestedEntry(_Frame):
+    """An FAQ entry the answer's question may have meant ("Did you mean ...?"): sending
+    `question` as the next message answers it from that entry."""
+
+    entry_id: int
+    question: str
+
+
 class DoneFrame(_Frame):
     type: Literal["chat.done"] = "chat.done"
     message_id: uuid.UUID
@@ -237,6 +245,8 @@ class DoneFrame(_Frame):
     # its first worker died mid-answer and it went on on another one (shown with the stats)
     resumed: bool = False
     hops: FirstTokenHops | None = None
+    # a model answer to a question the FAQ decision was unsure about: the likely entries
+    suggested_entries: list[SuggestedEntry] = Field(default_factory=list, max_length=2)
 
 
 class StartedFrame(_Frame):

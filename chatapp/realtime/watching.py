@@ -44,6 +44,7 @@ from chatapp.realtime.schemas import (
     FirstTokenHops,
     SnapshotFrame,
     StartedFrame,
+    SuggestedEntry,
     Timings,
     Usage,
 )
@@ -308,6 +309,10 @@ class SocketWatching:
                 faq_entry_id=end.faq_entry_id,
                 resumed=end.resumed,
                 hops=hops,
+                suggested_entries=[
+                    SuggestedEntry(entry_id=s.entry_id, question=s.question)
+                    for s in end.suggested_entries
+                ],
             )
         )
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
@@ -18,13 +19,15 @@ from chatapp.web.examples import first_questions
 @require_GET
 def chat_page(request: HttpRequest, conversation_id: uuid.UUID | None = None) -> HttpResponse:
     assert request.user.is_authenticated
-    history: list[dict[str, str]] = []
+    history: list[dict[str, Any]] = []
     if conversation_id is not None:
         conversation = selectors.conversation_get(
             owner=request.user, conversation_id=conversation_id
         )
         if conversation is None:
             raise Http404("No such conversation")
+        messages = list(selectors.conversation_messages(conversation=conversation))
+        suggestions = selectors.answer_suggestions(messages=messages)
         history = [
             {
                 "id": str(m.id),
@@ -33,8 +36,10 @@ def chat_page(request: HttpRequest, conversation_id: uuid.UUID | None = None) ->
                 "status": m.status,
                 "source": m.source,
                 "feedback": m.feedback,
+                # "Did you mean ...?" under a model answer (entries still enabled)
+                "suggested_entries": suggestions.get(m.id, []),
             }
-            for m in selectors.conversation_messages(conversation=conversation)
+            for m in messages
         ]
     return render(
         request,

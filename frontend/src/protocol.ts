@@ -21,6 +21,7 @@ export type {
   ServerFrameType,
   SnapshotFrame,
   StopFrame,
+  SuggestedEntry,
   TemplateRef,
   Timings,
   Usage,
@@ -159,6 +160,26 @@ export function parseRating(v: unknown): Rating | null {
   return v === "up" || v === "down" ? v : null;
 }
 
+/** The most entries offered under one answer (the server's `max_length`). */
+const MAX_SUGGESTED = 2;
+
+/**
+ * The FAQ entries offered under a model answer ("Did you mean ...?"; `chat.done`'s and the
+ * history items' `suggested_entries`): malformed items are dropped, none when absent.
+ */
+export function parseSuggestedEntries(v: unknown): Wire.SuggestedEntry[] {
+  if (!Array.isArray(v)) return [];
+  const out: Wire.SuggestedEntry[] = [];
+  for (const item of v as unknown[]) {
+    if (!isObj(item)) continue;
+    const entry_id = item["entry_id"];
+    const question = item["question"];
+    if (typeof entry_id !== "number" || !Number.isSafeInteger(entry_id) || typeof question !== "string" || question.trim() === "") continue;
+    out.push({ entry_id, question });
+  }
+  return out.slice(0, MAX_SUGGESTED);
+}
+
 type Obj = Record<string, unknown>;
 
 function isObj(v: unknown): v is Obj {
@@ -271,6 +292,8 @@ const PARSERS: Parsers = {
       // false when the server leaves it out (older servers)
       resumed: data["resumed"] === true,
       hops: parseHops(data["hops"]),
+      // none when the server leaves them out (older servers)
+      suggested_entries: parseSuggestedEntries(data["suggested_entries"]),
     };
   },
   "chat.feedback_recorded": (data) => {

@@ -40,6 +40,7 @@ function doneFrame(fields: Partial<DoneFrame> = {}): DoneFrame {
     faq_entry_id: null,
     resumed: false,
     hops: null,
+    suggested_entries: [],
     ...fields,
   };
 }

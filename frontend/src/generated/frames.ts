@@ -179,6 +179,7 @@ export interface DoneFrame {
   faq_entry_id: number | null;
   resumed: boolean;
   hops: FirstTokenHops | null;
+  suggested_entries: SuggestedEntry[];
 }
 
 /**
@@ -239,6 +240,15 @@ export interface FirstTokenHops {
   worker_prompt_ms: number | null;
   worker_engine_first_token_ms: number | null;
   worker_first_delta_sent_ms: number | null;
+}
+
+/**
+ * An FAQ entry the answer's question may have meant ("Did you mean ...?"): sending
+ * `question` as the next message answers it from that entry.
+ */
+export interface SuggestedEntry {
+  entry_id: number;
+  question: string;
 }
 
 export interface Timings {
