@@ -1,5 +1,6 @@
 // Pure rules for the controls under a finished answer: the FAQ label with "Ask the assistant
-// instead" (docs/protocol.md, "FAQ answers") and the thumbs up/down. No DOM.
+// instead" (docs/protocol.md, "FAQ answers"), the thumbs up/down and the suggested FAQ
+// questions ("Did you mean ...?"). No DOM.
 
 import type { AnswerSource, Rating } from "./protocol.ts";
 
@@ -7,6 +8,8 @@ export const FAQ_LABEL_TEXT = "From FAQ";
 export const ASK_ASSISTANT_LABEL = "Ask the assistant instead";
 export const REGENERATE_LABEL = "Regenerate";
 export const EDIT_LABEL = "Edit";
+/** Before the FAQ entries offered under a model answer the FAQ was unsure about. */
+export const SUGGESTIONS_LABEL = "Did you mean:";
 
 /** Visible text and accessible name of each rating button. */
 export const RATING_BUTTONS: readonly { rating: Rating; text: string; label: string }[] = [
@@ -41,6 +44,15 @@ export function isRegenerable(status: string): boolean {
 /** Whether "Regenerate" shows under this answer: the conversation's newest one only. */
 export function showsRegenerate(messageId: string, newestAnswerId: string | null): boolean {
   return newestAnswerId !== null && messageId === newestAnswerId;
+}
+
+/**
+ * Whether the FAQ questions offered under an answer ("Did you mean ...?") show: under the
+ * conversation's newest answer only (a click asks the question after it), while nothing is
+ * sent or streaming.
+ */
+export function showsSuggestions(messageId: string, newestAnswerId: string | null, busy: boolean): boolean {
+  return !busy && showsRegenerate(messageId, newestAnswerId);
 }
 
 /** `aria-pressed` of each rating button for the recorded rating (null: none yet). */

@@ -104,6 +104,7 @@ export class ChatController {
         askAssistant: (id) => this.askAssistant(id),
         rate: (id, rating) => this.rate(id, rating),
         regenerate: (id) => this.regenerate(id),
+        askSuggested: (question) => this.askSuggested(question),
       },
     });
     this.templates = new TemplatePicker(el.templates, {
@@ -163,8 +164,10 @@ export class ChatController {
         continue;
       }
       this.messages.addAnswer(view);
-      if (isFinishedAnswer(item.status)) this.messages.showAnswerActions(view, item.source, item.feedback);
-      else if (item.status === "failed") this.messages.showAnswerActions(view, item.source, null, false);
+      if (isFinishedAnswer(item.status)) {
+        this.messages.showAnswerActions(view, item.source, item.feedback);
+        this.messages.showSuggestions(view, item.suggestions);
+      } else if (item.status === "failed") this.messages.showAnswerActions(view, item.source, null, false);
       // Still being generated (the page was reloaded mid-answer): follow it from the
       // start once connected; the server replays what was said so far.
       else if (item.status === "streaming" && item.id !== null && this.stream.active === null) {
@@ -271,6 +274,18 @@ export class ChatController {
     if (text.trim() === "") return;
     this.alert.clear();
     this.startSend(sendFrame(newId(), this.conversationId, text), text);
+  }
+
+  /**
+   * A question offered under the newest answer ("Did you mean ...?"): sent as the next
+   * message, as if typed (the textbox keeps what is in it). The server answers it from that
+   * FAQ entry at once.
+   */
+  askSuggested(question: string): void {
+    if (this.busy) return;
+    this.alert.clear();
+    this.startSend(sendFrame(newId(), this.conversationId, question), question);
+    this.el.input.focus(); // the clicked button hides while the answer streams
   }
 
   /** What a typing prefill would be sent for now (null: nothing while an answer streams). */
@@ -475,7 +490,7 @@ export class ChatController {
       view.flush();
       view.setStatus(f.status);
       this.messages.showAnswerActions(view, f.source, view.rating);
-      this.updateControls();
+      this.messages.showSuggestions(view, f.suggested_entries);
       return;
     }
     a.view.flush();
@@ -484,6 +499,7 @@ export class ChatController {
     a.view.setStatus(f.status);
     a.showStats(f);
     this.messages.showAnswerActions(a.view, f.source, null);
+    this.messages.showSuggestions(a.view, f.suggested_entries);
     this.updateControls();
     // The stats line and the buttons are part of the answer: keep them in view.
     this.scroller.contentChanged();

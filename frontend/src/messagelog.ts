@@ -2,8 +2,8 @@
 // "Edit") and answers by id, the conversation's newest answer, the one open inline editor,
 // and the buttons under the messages (which are usable when).
 
-import { canAskAssistant, isRegenerable, showsRegenerate } from "./answers.ts";
-import type { AnswerSource, Rating } from "./protocol.ts";
+import { canAskAssistant, isRegenerable, showsRegenerate, showsSuggestions } from "./answers.ts";
+import type { AnswerSource, Rating, SuggestedEntry } from "./protocol.ts";
 import type { FrameScheduler } from "./stream.ts";
 import { MessageView, type Role } from "./view.ts";
 
@@ -14,6 +14,8 @@ export interface MessageActions {
   askAssistant(messageId: string): void;
   rate(messageId: string, rating: Rating): void;
   regenerate(messageId: string): void;
+  /** A question offered under an answer ("Did you mean ...?"): ask it. */
+  askSuggested(question: string): void;
 }
 
 export interface MessageLogOptions {
@@ -177,8 +179,18 @@ export class MessageLog {
   }
 
   /**
+   * The FAQ questions offered under an answer ("Did you mean ...?"), after its buttons;
+   * shown under the newest answer while nothing is sent or streaming (updateControls).
+   */
+  showSuggestions(view: MessageView, entries: readonly SuggestedEntry[]): void {
+    view.showSuggestions(entries, (question) => this.options.actions.askSuggested(question));
+    this.updateControls();
+  }
+
+  /**
    * Under the answers: "Ask the assistant instead" and "Regenerate" on the newest answer only,
-   * usable while nothing is sent or streaming; "Edit" on the questions, likewise.
+   * usable while nothing is sent or streaming; "Edit" on the questions, likewise; the
+   * suggested questions under the newest answer only, hidden meanwhile.
    */
   updateControls(): void {
     const busy = this.options.isBusy();
@@ -187,6 +199,7 @@ export class MessageLog {
       view.setAskEnabled(canAskAssistant({ source: view.source, messageId, newestAnswerId, busy }));
       const shown = showsRegenerate(messageId, newestAnswerId);
       view.setRegenerateState(shown, shown && !busy && isRegenerable(view.status));
+      view.setSuggestionsShown(showsSuggestions(messageId, newestAnswerId, busy));
     }
     for (const view of this.questions.values()) view.setEditEnabled(!busy);
   }

@@ -2,8 +2,8 @@
 // innerHTML); an answer's markdown is rendered by MarkdownBody (src/stream.ts), which puts
 // only sanitized nodes in the page (src/markdown.ts).
 
-import { ASK_ASSISTANT_LABEL, EDIT_LABEL, FAQ_LABEL_TEXT, pressedStates, RATING_BUTTONS, REGENERATE_LABEL } from "./answers.ts";
-import { parseRating, parseSource, type AnswerSource, type Rating } from "./protocol.ts";
+import { ASK_ASSISTANT_LABEL, EDIT_LABEL, FAQ_LABEL_TEXT, pressedStates, RATING_BUTTONS, REGENERATE_LABEL, SUGGESTIONS_LABEL } from "./answers.ts";
+import { parseRating, parseSource, parseSuggestedEntries, type AnswerSource, type Rating, type SuggestedEntry } from "./protocol.ts";
 import { MarkdownBody, type FrameScheduler } from "./stream.ts";
 
 export type Role = "user" | "assistant";
@@ -52,6 +52,8 @@ export class MessageView {
   private rateButtons: [Rating, HTMLButtonElement][] = [];
   private currentRating: Rating | null = null;
   private editor: HTMLFormElement | null = null;
+  /** Under a model answer the FAQ was unsure about: "Did you mean:" and a button per entry. */
+  private suggestions: HTMLElement | null = null;
 
   constructor(doc: Document, role: Role, status: ViewStatus | (string & {}), messageId: string | null, content = "", options: MessageViewOptions = {}) {
     const el = doc.createElement("div");
@@ -83,7 +85,7 @@ export class MessageView {
   set messageId(id: string | null) {
     if (id === null) delete this.element.dataset["messageId"];
     else this.element.dataset["messageId"] = id;
-    for (const n of [this.meta, this.actions]) {
+    for (const n of [this.meta, this.actions, this.suggestions]) {
       if (n === null) continue;
       if (id === null) delete n.dataset["for"];
       else n.dataset["for"] = id;
@@ -230,6 +232,44 @@ export class MessageView {
     this.editButton = edit;
   }
 
+  /**
+   * The FAQ questions the answer's question may have meant, after the action row
+   * (`.suggested-questions`, `role="group"` "Did you mean"): "Did you mean:" and one button
+   * per entry with its question (text only); a click calls `onPick` with it. None: no row.
+   * Replaces an earlier row.
+   */
+  showSuggestions(entries: readonly SuggestedEntry[], onPick: (question: string) => void): void {
+    this.removeSuggestions();
+    if (entries.length === 0) return;
+    const doc = this.element.ownerDocument;
+    const row = doc.createElement("div");
+    row.className = "suggested-questions";
+    row.setAttribute("role", "group");
+    row.setAttribute("aria-label", "Did you mean");
+    const id = this.messageId;
+    if (id !== null) row.dataset["for"] = id;
+    const label = doc.createElement("span");
+    label.className = "suggested-questions-label";
+    label.textContent = SUGGESTIONS_LABEL;
+    row.appendChild(label);
+    for (const { entry_id, question } of entries) {
+      const b = doc.createElement("button");
+      b.type = "button";
+      b.className = "suggested-question secondary";
+      b.textContent = question;
+      b.dataset["entryId"] = String(entry_id);
+      b.addEventListener("click", () => onPick(question));
+      row.appendChild(b);
+    }
+    (this.actions ?? this.meta ?? this.element).after(row);
+    this.suggestions = row;
+  }
+
+  /** Show or hide the suggested questions (no-op without any). */
+  setSuggestionsShown(shown: boolean): void {
+    if (this.suggestions !== null) this.suggestions.hidden = !shown;
+  }
+
   /** Mark the recorded rating: `aria-pressed="true"` on its button, "false" on the other. */
   setRating(rating: Rating | null): void {
     this.currentRating = rating;
@@ -336,6 +376,7 @@ export class MessageView {
    */
   restart(): void {
     this.removeActions();
+    this.removeSuggestions();
     this.meta?.remove();
     this.meta = null;
     if (this.markdown !== null) this.markdown.clear();
@@ -350,11 +391,12 @@ export class MessageView {
 
   /** The message's nodes in the log: the element, then its stats line and action row. */
   get nodes(): HTMLElement[] {
-    return [this.element, this.meta, this.actions].filter((n): n is HTMLElement => n !== null);
+    return [this.element, this.meta, this.actions, this.suggestions].filter((n): n is HTMLElement => n !== null);
   }
 
   remove(): void {
     this.removeActions();
+    this.removeSuggestions();
     this.closeEditor();
     this.meta?.remove();
     this.element.remove();
@@ -368,6 +410,11 @@ export class MessageView {
     const id = this.messageId;
     if (id !== null) row.dataset["for"] = id;
     return row;
+  }
+
+  private removeSuggestions(): void {
+    this.suggestions?.remove();
+    this.suggestions = null;
   }
 
   private removeActions(): void {
@@ -418,6 +465,8 @@ export interface HistoryItem {
   source: AnswerSource;
   /** The stored rating (`feedback`: "up"/"down"; absent or "" = none). */
   feedback: Rating | null;
+  /** FAQ questions offered under a model answer ("Did you mean ...?"); none when absent. */
+  suggestions: SuggestedEntry[];
 }
 
 /** Validate the server-rendered history; skips malformed entries. */
@@ -436,6 +485,7 @@ export function parseHistory(data: unknown): HistoryItem[] {
       status: typeof o["status"] === "string" && o["status"] !== "" ? o["status"] : "complete",
       source: parseSource(o["source"]),
       feedback: parseRating(o["feedback"]),
+      suggestions: parseSuggestedEntries(o["suggested_entries"]),
     });
   }
   return out;

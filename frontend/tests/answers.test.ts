@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "vitest";
 
-import { ASK_ASSISTANT_LABEL, canAskAssistant, FAQ_LABEL_TEXT, isFinishedAnswer, pressedStates, RATING_BUTTONS } from "../src/answers.ts";
+import { ASK_ASSISTANT_LABEL, canAskAssistant, FAQ_LABEL_TEXT, isFinishedAnswer, pressedStates, RATING_BUTTONS, showsSuggestions, SUGGESTIONS_LABEL } from "../src/answers.ts";
 
 test("finished answers get the buttons; streaming, failed and pending ones do not", () => {
   assert.equal(isFinishedAnswer("complete"), true);
@@ -16,6 +16,14 @@ test("Ask the assistant instead: FAQ answers, newest answer only, never while bu
   assert.equal(canAskAssistant({ ...base, newestAnswerId: "a3" }), false);
   assert.equal(canAskAssistant({ ...base, newestAnswerId: null }), false);
   assert.equal(canAskAssistant({ ...base, source: "model" }), false);
+});
+
+test("suggested FAQ questions: under the newest answer only, never while busy", () => {
+  assert.equal(showsSuggestions("a2", "a2", false), true);
+  assert.equal(showsSuggestions("a2", "a2", true), false);
+  assert.equal(showsSuggestions("a1", "a2", false), false);
+  assert.equal(showsSuggestions("a2", null, false), false);
+  assert.equal(SUGGESTIONS_LABEL, "Did you mean:");
 });
 
 test("aria-pressed of the rating buttons", () => {

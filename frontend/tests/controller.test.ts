@@ -335,6 +335,119 @@ describe("regenerate", () => {
   });
 });
 
+describe("suggested FAQ questions (Did you mean)", () => {
+  const RESET = { entry_id: 3, question: "How do I reset my password?" };
+  const CLOSE = { entry_id: 4, question: "How do I delete my account?" };
+  const suggestionsFor = (id: string) => log().querySelector<HTMLElement>(`.suggested-questions[data-for="${id}"]`);
+  const shown = (id: string) => {
+    const row = suggestionsFor(id);
+    return row !== null && !row.hidden;
+  };
+
+  function answered(p: Page, question: string, answerId: string, extra: Record<string, unknown>): void {
+    input().value = question;
+    p.c.submit();
+    p.receive({ type: "chat.accepted", id: p.t.last("chat.send")["id"], conversation_id: CONV, user_message_id: `q-${answerId}`, assistant_message_id: answerId });
+    p.receive({ type: "chat.delta", message_id: answerId, seq: 1, text: "A model answer." });
+    p.receive(done(answerId, extra));
+  }
+
+  test("shown under a finished model answer, labelled, one button per entry after its actions", () => {
+    const p = open();
+    answered(p, "I want to close my account permanently", "a", { suggested_entries: [RESET, CLOSE] });
+    const row = suggestionsFor("a") as HTMLElement;
+    expect(row.getAttribute("role")).toBe("group");
+    expect(row.getAttribute("aria-label")).toBe("Did you mean");
+    expect(row.textContent).toContain("Did you mean:");
+    const buttons = Array.from(row.querySelectorAll("button"));
+    expect(buttons.map(accessibleName)).toEqual([RESET.question, CLOSE.question]);
+    expect(buttons.every((b) => b.type === "button" && !b.disabled)).toBe(true);
+    expect(row.previousElementSibling).toBe(actionsFor("a")); // after the answer's buttons
+    expect(shown("a")).toBe(true);
+  });
+
+  test("no row without suggestions, and none while the answer streams", () => {
+    const p = open();
+    answered(p, "hi", "a", {});
+    expect(suggestionsFor("a")).toBeNull();
+    input().value = "next";
+    p.c.submit();
+    p.receive({ type: "chat.accepted", id: p.t.last("chat.send")["id"], conversation_id: CONV, user_message_id: "q2", assistant_message_id: "b" });
+    expect(suggestionsFor("b")).toBeNull();
+  });
+
+  test("a click sends the question as the next message through the outbox, keeps the draft, and hides the row", () => {
+    const p = open();
+    answered(p, "I want to close my account permanently", "a", { suggested_entries: [RESET, CLOSE] });
+    input().value = "half-typed draft";
+    const [button] = buttonsNamed(suggestionsFor("a") as HTMLElement, CLOSE.question);
+    button?.click();
+    const send = p.t.last("chat.send");
+    expect(send).toMatchObject({ conversation_id: CONV, text: CLOSE.question });
+    expect(input().value).toBe("half-typed draft");
+    expect(document.activeElement).toBe(input());
+    expect(shown("a")).toBe(false); // busy: the question is on its way
+    const pending = log().querySelector<HTMLElement>('.message[data-role="user"][data-status="pending"]');
+    expect(pending?.textContent).toBe(CLOSE.question);
+    // A reconnect before chat.accepted sends the same frame again (same id: never a second answer).
+    p.c.onClose();
+    p.c.onOpen();
+    expect(p.t.sent.filter((f) => f["type"] === "chat.send" && f["id"] === send["id"]).length).toBe(2);
+
+    p.receive({ type: "chat.accepted", id: send["id"], conversation_id: CONV, user_message_id: "q2", assistant_message_id: "b" });
+    p.receive({ type: "chat.delta", message_id: "b", seq: 1, text: "Go to Settings > Account." });
+    p.receive(done("b", { source: "faq", faq_entry_id: CLOSE.entry_id }));
+    expect(message("b")?.dataset["source"]).toBe("faq");
+    expect(shown("a")).toBe(false); // no longer the newest answer
+    expect(input().value).toBe("half-typed draft");
+  });
+
+  test("keyboard: the suggestions are enabled buttons in the tab order", () => {
+    const p = open();
+    answered(p, "I want to close my account permanently", "a", { suggested_entries: [RESET] });
+    const [button] = buttonsNamed(suggestionsFor("a") as HTMLElement, RESET.question);
+    expect(button?.tabIndex).toBe(0);
+    expect(button?.hidden).toBe(false);
+    button?.focus();
+    expect(document.activeElement).toBe(button);
+  });
+
+  test("after a reload the newest answer's suggestions from the history are shown, an older one's not", () => {
+    const history = [
+      HISTORY[0],
+      { ...HISTORY[1], suggested_entries: [CLOSE] },
+      HISTORY[2],
+      { ...HISTORY[3], suggested_entries: [RESET, CLOSE] },
+    ];
+    const p = open({ history, conversationId: CONV });
+    expect(shown(A1)).toBe(false);
+    expect(shown(A2)).toBe(true);
+    buttonsNamed(suggestionsFor(A2) as HTMLElement, RESET.question)[0]?.click();
+    expect(p.t.last("chat.send")).toMatchObject({ conversation_id: CONV, text: RESET.question });
+  });
+
+  test("hidden while another answer is regenerated; a refused send brings them back", () => {
+    const p = open({ history: [...HISTORY.slice(0, 3), { ...HISTORY[3], suggested_entries: [RESET] }], conversationId: CONV });
+    buttonsNamed(suggestionsFor(A2) as HTMLElement, RESET.question)[0]?.click();
+    expect(shown(A2)).toBe(false);
+    p.receive({ type: "chat.error", id: p.t.last("chat.send")["id"], code: "busy", message: "Busy.", retry_after_s: 2 });
+    expect(shown(A2)).toBe(true);
+    buttonsNamed(actionsFor(A2) as HTMLElement, "Regenerate")[0]?.click();
+    expect(shown(A2)).toBe(false);
+    p.receive({ type: "chat.accepted", id: p.t.last()["id"], conversation_id: CONV, user_message_id: Q2, assistant_message_id: A2 });
+    expect(suggestionsFor(A2)).toBeNull(); // the answer is made again: its own suggestions come with its end
+  });
+
+  test("a question is text: markup in a suggestion is shown as typed", () => {
+    const p = open();
+    answered(p, "x", "a", { suggested_entries: [{ entry_id: 1, question: '<img src=x onerror="alert(1)"> <b>hi</b>' }] });
+    const button = suggestionsFor("a")?.querySelector("button") as HTMLButtonElement;
+    expect(dangerousNodes(button)).toEqual([]);
+    expect(button.children.length).toBe(0);
+    expect(button.textContent).toBe('<img src=x onerror="alert(1)"> <b>hi</b>');
+  });
+});
+
 describe("edit and resend", () => {
   function editButton(id: string): HTMLButtonElement {
     const [b] = buttonsNamed(actionsFor(id) as HTMLElement, "Edit");

@@ -23,6 +23,7 @@ beforeEach(() => {
     askAssistant: (id) => calls.push(`ask ${id}`),
     rate: (id, r: Rating) => calls.push(`rate ${id} ${r}`),
     regenerate: (id) => calls.push(`regenerate ${id}`),
+    askSuggested: (question) => calls.push(`suggested ${question}`),
   };
   messages = new MessageLog(log, { scheduler: new FakeFrames(), onRender: () => undefined, isBusy: () => state.busy, actions });
 });

@@ -80,6 +80,22 @@ test("parses chat.done's source and faq_entry_id", () => {
   assert.equal(stopped.source, "faq");
 });
 
+test("parses chat.done's suggested_entries: well-formed entries, at most two, none when absent", () => {
+  const done = (extra: Record<string, unknown>) => {
+    const f = parseServerFrame(JSON.stringify({ type: "chat.done", message_id: "a", status: "complete", ...extra }));
+    assert.ok(f !== null && f.type === "chat.done");
+    return f.suggested_entries;
+  };
+  const reset = { entry_id: 3, question: "How do I reset my password?" };
+  const close = { entry_id: 4, question: "How do I delete my account?" };
+  assert.deepEqual(done({ suggested_entries: [reset, close] }), [reset, close]);
+  assert.deepEqual(done({}), []);
+  assert.deepEqual(done({ suggested_entries: null }), []);
+  assert.deepEqual(done({ suggested_entries: "How do I reset my password?" }), []);
+  assert.deepEqual(done({ suggested_entries: [{ entry_id: "3", question: "q" }, { entry_id: 3 }, { entry_id: 5, question: " " }, 7, close] }), [close]);
+  assert.deepEqual(done({ suggested_entries: [reset, close, { entry_id: 9, question: "A third?" }] }), [reset, close]);
+});
+
 test("parses chat.feedback_recorded", () => {
   assert.deepEqual(parseServerFrame('{"type":"chat.feedback_recorded","id":"c1","message_id":"a","rating":"up"}'), {
     type: "chat.feedback_recorded",
@@ -196,8 +212,24 @@ test("history validation", () => {
       { id: "3", role: "assistant", content: "a", status: "" },
     ]),
     [
-      { id: "1", role: "user", content: "q", status: "complete", source: "model", feedback: null },
-      { id: "3", role: "assistant", content: "a", status: "complete", source: "model", feedback: null },
+      { id: "1", role: "user", content: "q", status: "complete", source: "model", feedback: null, suggestions: [] },
+      { id: "3", role: "assistant", content: "a", status: "complete", source: "model", feedback: null, suggestions: [] },
+    ],
+  );
+});
+
+test("history items: suggested FAQ questions (none when absent or malformed)", () => {
+  const reset = { entry_id: 3, question: "How do I reset my password?" };
+  assert.deepEqual(
+    parseHistory([
+      { id: "1", role: "assistant", content: "a", status: "complete", suggested_entries: [reset, { entry_id: "x", question: "?" }] },
+      { id: "2", role: "assistant", content: "b", status: "complete", suggested_entries: {} },
+      { id: "3", role: "assistant", content: "c", status: "complete" },
+    ]).map(({ id, suggestions }) => ({ id, suggestions })),
+    [
+      { id: "1", suggestions: [reset] },
+      { id: "2", suggestions: [] },
+      { id: "3", suggestions: [] },
     ],
   );
 });
