@@ -14,7 +14,7 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -61,7 +61,7 @@ class App:
     output: list[str]  # the process's output so far (for failure messages)
 
 
-def app_start(data_dir: Path, options: AppOptions) -> Iterator[App]:
+def app_start(data_dir: Path, options: AppOptions) -> Generator[App]:
     """`manage.py serve` in the embedded default: SQLite in `data_dir`, worker inside."""
     env = {
         **{k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL")},
