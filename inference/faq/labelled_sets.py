@@ -11,7 +11,8 @@ together) and questions a customer types, each labelled:
 - `near_miss`: close to `near`, but no entry of the set answers it;
 - `off_topic`: no entry answers it, and it is close to none.
 
-A set is in one split, `tune` (choosing the decision's parameters) or `heldout` (the reported
+A set is in one split, `train` (the verifier learns from it: sibling entries are the hardest
+negatives there are), `tune` (choosing the decision's parameters) or `heldout` (the reported
 numbers only), or `ci` (a small fixed set the tests pin; neither tuned on nor reported). The
 sets were written by domain from one spec (docs/faq.md, "The whole-FAQ benchmark") without
 seeing any model's scores; no set is in two splits.
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, get_args
 
-SetSplit = Literal["tune", "heldout", "ci"]
+SetSplit = Literal["train", "tune", "heldout", "ci"]
 QuestionKind = Literal["paraphrase", "confusable", "near_miss", "off_topic"]
 ANSWERABLE: tuple[QuestionKind, ...] = ("paraphrase", "confusable")
 SETS_DIR = Path(__file__).resolve().parent / "data" / "faq_sets"

@@ -1,15 +1,27 @@
-"""The FAQ verifier's network: MiniLM reads both questions at once; one logit from their mean.
+"""The FAQ verifier's network: a small trained head over frozen MiniLM token vectors.
 
-A cross-encoder: "[CLS] entry question [SEP] user question [SEP]" through all-MiniLM-L6-v2's
-transformer, the mean of its token vectors (the pooling that model was trained with, so the
-fine-tuning starts from a representation that already means something; its [CLS] vector was
-never trained) and a linear head to one logit, P(same question) = sigmoid(logit). Imports
-torch: import this module only where a model is trained or loaded.
+Each question is read once, alone, by the packaged all-MiniLM-L6-v2 (frozen: never trained
+here, so an entry's vectors are computed once and kept) and kept as its token vectors from two
+layers: the 3rd, where a token is still mostly the word it is ("to" is not "from"), and the
+last, where it carries its context. The head (`PairHead`, ~0.45 M parameters, the only trained
+part) lines up the tokens of the two questions with soft attention, compares each token with
+what it lined up with (ESIM's [x, y, x - y, x * y]), pools both ways, and adds the sentence
+embeddings' cosine: one logit, P(same question) = sigmoid(logit). The head is symmetric in its
+two questions by construction.
+
+Why not the cross-encoder it replaced (MiniLM fine-tuned on both questions at once): it took
+12-40 minutes of two CPU cores to train against ~1-2 here, scored ~18 ms per question against
+~2 ms with the entries' vectors kept, and separated pairs no better (tune AUC 0.985 / 0.987).
+Imports torch: import this module only where a model is trained or loaded.
 """
 
 from __future__ import annotations
 
+import math
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,54 +29,157 @@ import torch
 from safetensors.torch import load_file, save_file
 from transformers import AutoModel, AutoTokenizer
 
-MAX_LENGTH = 64  # tokens of both questions together; FAQ questions are short
+LAYERS = (3, 6)  # hidden_states indices: after the 3rd and the last (6th) layer
+FEATURES = 384 * len(LAYERS)
+MAX_TOKENS = 48  # per question; FAQ questions are short, a long story keeps its start
+WIDTH = 192
 HEAD_FILE = "head.safetensors"
+_MASKED = -1e4
 
 
-class PairModel(torch.nn.Module):  # type: ignore[misc]  # torch is untyped here
-    def __init__(self, *, encoder: Any, tokenizer: Any) -> None:
-        super().__init__()
-        self.encoder = encoder
-        self.tokenizer = tokenizer
-        self.head = torch.nn.Linear(int(encoder.config.hidden_size), 1)
+@dataclass(frozen=True, slots=True)
+class QuestionVectors:
+    tokens: torch.Tensor  # (n, FEATURES), float16 to keep many in memory
+    sentence: torch.Tensor  # (384,), L2-normalised mean of the last layer: the embedder's vector
 
-    @classmethod
-    def start_from(cls, base: Path) -> PairModel:
-        """A new head on the packaged sentence model's transformer (training starts here)."""
-        return cls(
-            encoder=AutoModel.from_pretrained(str(base)),
-            tokenizer=AutoTokenizer.from_pretrained(str(base)),
-        )
 
-    @classmethod
-    def load(cls, folder: Path) -> PairModel:
-        model = cls(
-            encoder=AutoModel.from_pretrained(str(folder)),
-            tokenizer=AutoTokenizer.from_pretrained(str(folder)),
-        )
-        model.head.load_state_dict(load_file(str(folder / HEAD_FILE)))
-        model.eval()
-        return model
+class FrozenEncoder:
+    """MiniLM read-only; keeps the vectors of the last `keep` questions it read (an FAQ's
+    phrasings are asked about again and again). Thread-safe."""
 
-    def save(self, folder: Path) -> None:
-        folder.mkdir(parents=True, exist_ok=True)
-        self.encoder.save_pretrained(str(folder))
-        self.tokenizer.save_pretrained(str(folder))
-        head = {name: tensor.contiguous() for name, tensor in self.head.state_dict().items()}
-        save_file(head, str(folder / HEAD_FILE))
+    def __init__(self, base: Path, *, keep: int = 4096) -> None:
+        self.tokenizer: Any = AutoTokenizer.from_pretrained(str(base))
+        self.model: Any = AutoModel.from_pretrained(str(base))
+        self.model.eval()
+        self._keep = keep
+        self._kept: OrderedDict[str, QuestionVectors] = OrderedDict()
+        self._lock = threading.Lock()
 
-    def logits(self, pairs: Sequence[tuple[str, str]]) -> torch.Tensor:
-        """One logit per (entry question, user question)."""
+    def vectors(self, texts: Sequence[str], *, batch_size: int = 64) -> list[QuestionVectors]:
+        with self._lock:
+            missing = [t for t in dict.fromkeys(texts) if t not in self._kept]
+            for start in range(0, len(missing), batch_size):
+                chunk = missing[start : start + batch_size]
+                for text, vectors in zip(chunk, self._read(chunk), strict=True):
+                    self._kept[text] = vectors
+            found = []
+            for text in texts:
+                self._kept.move_to_end(text)
+                found.append(self._kept[text])
+            while len(self._kept) > max(self._keep, len(texts)):
+                self._kept.popitem(last=False)
+            return found
+
+    def _read(self, texts: Sequence[str]) -> list[QuestionVectors]:
         encoded = self.tokenizer(
-            [a for a, _ in pairs],
-            [b for _, b in pairs],
+            list(texts),
             padding=True,
             truncation=True,
-            max_length=MAX_LENGTH,
+            max_length=MAX_TOKENS,
             return_tensors="pt",
         )
-        tokens = self.encoder(**encoded).last_hidden_state
-        mask = encoded["attention_mask"].unsqueeze(-1).to(tokens.dtype)
-        mean = (tokens * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1.0)
-        logits: torch.Tensor = self.head(mean).squeeze(-1)
+        with torch.inference_mode():
+            states = self.model(**encoded, output_hidden_states=True).hidden_states
+        tokens = torch.cat([states[layer] for layer in LAYERS], dim=-1)
+        mask = encoded["attention_mask"]
+        last = states[-1] * mask.unsqueeze(-1)
+        sentence = torch.nn.functional.normalize(last.sum(1) / mask.sum(1, keepdim=True), dim=-1)
+        lengths = mask.sum(1).tolist()
+        return [
+            QuestionVectors(tokens=tokens[i, :n].to(torch.float16).clone(), sentence=sentence[i])
+            for i, n in enumerate(lengths)
+        ]
+
+
+def batch_of(
+    pairs: Sequence[tuple[QuestionVectors, QuestionVectors]],
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Padded (a, a_mask, b, b_mask, cosine) tensors for the head."""
+
+    def padded(side: Sequence[QuestionVectors]) -> tuple[torch.Tensor, torch.Tensor]:
+        longest = max(v.tokens.shape[0] for v in side)
+        out = torch.zeros(len(side), longest, FEATURES)
+        mask = torch.zeros(len(side), longest, dtype=torch.bool)
+        for i, v in enumerate(side):
+            out[i, : v.tokens.shape[0]] = v.tokens.float()
+            mask[i, : v.tokens.shape[0]] = True
+        return out, mask
+
+    a, a_mask = padded([a for a, _ in pairs])
+    b, b_mask = padded([b for _, b in pairs])
+    cosine = torch.stack([(x.sentence * y.sentence).sum() for x, y in pairs])
+    return a, a_mask, b, b_mask, cosine
+
+
+class PairHead(torch.nn.Module):  # type: ignore[misc]  # torch is untyped here
+    def __init__(self, width: int = WIDTH, dropout: float = 0.1) -> None:
+        super().__init__()
+        self.width = width
+        # MiniLM's hidden states have a few huge dimensions: normalise before projecting
+        self.normalise = torch.nn.LayerNorm(FEATURES)
+        self.project = torch.nn.Sequential(
+            torch.nn.Linear(FEATURES, width), torch.nn.Dropout(dropout)
+        )
+        self.compare = torch.nn.Sequential(torch.nn.Linear(4 * width, width), torch.nn.GELU())
+        self.decide = torch.nn.Sequential(
+            torch.nn.Linear(4 * width + 1, width), torch.nn.GELU(), torch.nn.Linear(width, 1)
+        )
+
+    def forward(
+        self,
+        a: torch.Tensor,
+        a_mask: torch.Tensor,
+        b: torch.Tensor,
+        b_mask: torch.Tensor,
+        cosine: torch.Tensor,
+    ) -> torch.Tensor:
+        pa, pb = self.project(self.normalise(a)), self.project(self.normalise(b))
+        similarity = pa @ pb.transpose(1, 2) / math.sqrt(self.width)  # (batch, len a, len b)
+        a_from_b = similarity.masked_fill(~b_mask[:, None, :], _MASKED).softmax(-1) @ pb
+        b_from_a = (
+            similarity.transpose(1, 2).masked_fill(~a_mask[:, None, :], _MASKED).softmax(-1) @ pa
+        )
+        pooled_a = self._pooled(self._compared(pa, a_from_b), a_mask)
+        pooled_b = self._pooled(self._compared(pb, b_from_a), b_mask)
+        both = torch.cat([pooled_a + pooled_b, (pooled_a - pooled_b).abs(), cosine[:, None]], -1)
+        logits: torch.Tensor = self.decide(both).squeeze(-1)
         return logits
+
+    def _compared(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        compared: torch.Tensor = self.compare(torch.cat([x, y, x - y, x * y], dim=-1))
+        return compared
+
+    @staticmethod
+    def _pooled(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        weights = mask.unsqueeze(-1).to(x.dtype)
+        mean = (x * weights).sum(1) / weights.sum(1).clamp(min=1.0)
+        top = x.masked_fill(~mask.unsqueeze(-1), _MASKED).max(1).values
+        return torch.cat([mean, top], dim=-1)
+
+
+class PairModel:
+    """The frozen encoder and a trained head: P(same question) for pairs of texts."""
+
+    def __init__(self, *, encoder: FrozenEncoder, head: PairHead) -> None:
+        self.encoder = encoder
+        self.head = head
+
+    @classmethod
+    def load(cls, folder: Path, *, base: Path) -> PairModel:
+        head = PairHead()
+        head.load_state_dict(load_file(str(folder / HEAD_FILE)))
+        head.eval()
+        return cls(encoder=FrozenEncoder(base), head=head)
+
+    @staticmethod
+    def save_head(head: PairHead, folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        state = {name: tensor.contiguous() for name, tensor in head.state_dict().items()}
+        save_file(state, str(folder / HEAD_FILE))
+
+    def probabilities(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
+        texts = [text for pair in pairs for text in pair]
+        vectors = self.encoder.vectors(texts)
+        with torch.inference_mode():
+            logits = self.head(*batch_of(list(zip(vectors[::2], vectors[1::2], strict=True))))
+        return [float(p) for p in torch.sigmoid(logits).reshape(-1)]

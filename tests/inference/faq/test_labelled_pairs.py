@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import math
 import shutil
 from pathlib import Path
 
 import pytest
 
+from inference.faq.candidates import Candidate
 from inference.faq.labelled_pairs import (
     LabelledPair,
     LabelledPairsError,
@@ -16,8 +16,9 @@ from inference.faq.labelled_pairs import (
     of_split,
     split_for_entry,
 )
-from inference.faq.labelled_sets import SETS_DIR
+from inference.faq.labelled_sets import SETS_DIR, LabelledSet, SetEntry, SetQuestion
 from inference.faq.proportions import wilson_interval
+from inference.faq.set_judging import ScoredQuestion, ScoredSet
 from inference.faq.verifier import FaqVerifier
 from inference.faq.verifier_training import (
     COSINE_FLOORS,
@@ -26,9 +27,7 @@ from inference.faq.verifier_training import (
     NEVER,
     TrainingOptions,
     allowed_false_hits,
-    choose_threshold,
-    choose_thresholds,
-    contrasts,
+    choose_rule,
     pair_cosines,
     train_verifier,
 )
@@ -77,15 +76,6 @@ def test_a_new_entry_gets_a_stable_split() -> None:
     )
 
 
-def test_the_threshold_is_the_lowest_that_accepts_at_most_the_allowed_near_misses() -> None:
-    near_misses = [0.62, 0.41, 0.9985]
-    assert choose_threshold(near_misses, 0) == math.nextafter(0.9985, math.inf)
-    assert choose_threshold(near_misses, 1) == math.nextafter(0.62, math.inf)
-    assert choose_threshold(near_misses, 3) == 0.0  # none is left to keep out
-    assert choose_threshold([1.0], 0) == NEVER  # nothing can be accepted
-    assert all(score >= choose_threshold(near_misses, 1) for score in (0.95, 0.63))
-
-
 def test_false_hits_are_allowed_only_while_the_interval_stays_within_the_bound() -> None:
     assert allowed_false_hits(100, 0.01) == 0  # too few to show 1% even with none
     assert allowed_false_hits(700, 0.01) == 1
@@ -94,27 +84,84 @@ def test_false_hits_are_allowed_only_while_the_interval_stays_within_the_bound()
     assert wilson_interval(allowed_false_hits(2000, 0.01) + 1, 2000)[1] > 0.01
 
 
-def test_the_floor_and_threshold_keep_the_tune_near_misses_out_at_the_best_recall() -> None:
-    def pair(same: bool) -> LabelledPair:
-        kind = "paraphrase" if same else "direction"
-        return LabelledPair(a="a", b="b", kind=kind, same=same, split="tune", batch=2)
-
-    pairs = [pair(True), pair(True), pair(False), pair(False)]
-    cosines = [0.90, 0.55, 0.50, 0.85]
-    scores = [0.97, 0.90, 0.95, 0.80]
-    # a floor of 0.55 drops the confident near miss at cosine 0.50; just above 0.80 then
-    # keeps out the other one and accepts both paraphrases
-    choice = choose_thresholds(pairs, cosines, scores)
-    assert (choice.floor, choice.threshold) == (0.55, math.nextafter(0.80, math.inf))
-    assert (choice.recall, choice.false_hits) == (1.0, 0)
+def pair(same: bool) -> LabelledPair:
+    kind = "paraphrase" if same else "direction"
+    return LabelledPair(a="a", b="b", kind=kind, same=same, split="tune", batch=2)
 
 
-def test_made_up_near_misses_differ_by_one_swap_or_number() -> None:
-    swaps = [("to", "from"), ("account", "order")]
-    assert contrasts("Do you ship to Canada?", swaps) == ["Do you ship from Canada?"]
-    assert contrasts("Delete my order", swaps) == ["Delete my account"]
-    assert contrasts("A 30 day return", swaps) == ["A 61 day return"]
-    assert contrasts("What are your opening hours?", swaps) == []
+def one_set(*questions: tuple[str, str | None, dict[str, float]]) -> ScoredSet:
+    """A tune FAQ of entries `a` and `b` (ids 0 and 1); each question: its text, its entry,
+    and the verifier's probability for each entry (both are candidates, cosine 0.9 / 0.8)."""
+    labelled = LabelledSet(
+        name="tiny",
+        domain="test",
+        split="tune",
+        entries=(
+            SetEntry(id="a", question="A?", answer="a"),
+            SetEntry(id="b", question="B?", answer="b"),
+        ),
+        questions=tuple(
+            SetQuestion(
+                text=text,
+                kind="paraphrase" if entry else "off_topic",
+                entry=entry,
+                near=None,
+            )
+            for text, entry, _ in questions
+        ),
+    )
+    scored = []
+    for (_, _, probabilities), question in zip(questions, labelled.questions, strict=True):
+        candidates = (
+            Candidate(entry_id=0, phrasing="A?", score=0.9),
+            Candidate(entry_id=1, phrasing="B?", score=0.8),
+        )
+        scored.append(
+            ScoredQuestion(
+                question=question,
+                candidates=candidates,
+                probabilities={(0, "A?"): probabilities["a"], (1, "B?"): probabilities["b"]},
+            )
+        )
+    return ScoredSet(labelled=labelled, questions=tuple(scored))
+
+
+def test_the_rule_answers_no_tune_question_wrongly_at_the_best_recall() -> None:
+    sets = [
+        one_set(
+            ("asks a, clearly", "a", {"a": 0.999, "b": 0.01}),
+            ("asks a, b close behind", "a", {"a": 0.97, "b": 0.96}),
+            ("asks b, but a scores higher", "b", {"a": 0.95, "b": 0.90}),
+            ("asks b", "b", {"a": 0.01, "b": 0.93}),
+        )
+    ]
+    pairs = [pair(True), pair(False)]
+    # the 0.95 wrong answer must stay out: a margin over the runner-up does it (0.95 vs 0.90
+    # is 0.7 log-odds), so 0.9 answers the clear ones and the close call is declined
+    choice = choose_rule(pairs, [0.9, 0.9], [0.99, 0.3], sets)
+    assert choice.sets.wrong_entry == 0
+    assert choice.sets.right == 2  # "asks a, clearly" and "asks b"
+    assert (choice.rule.threshold, choice.rule.margin) == (0.9, 1.0)
+    # equal recalls: the highest floor that still scores both entries (above it, the wrong
+    # 0.95 has no runner-up to lose to)
+    assert choice.rule.cosine_floor == 0.8
+    assert (choice.pair_recall, choice.pair_false_hits) == (1.0, 0)
+
+
+def test_a_pair_near_miss_above_the_threshold_rules_it_out() -> None:
+    sets = [one_set(("asks a", "a", {"a": 0.96, "b": 0.01}))]
+    # the tune pair near miss scores 0.97 and none of 1 may be accepted: the threshold must
+    # be above it, so the 0.96 question is not answered
+    choice = choose_rule([pair(True), pair(False)], [0.9, 0.9], [0.99, 0.97], sets)
+    assert choice.rule.threshold > 0.97
+    assert choice.sets.right == 0
+
+
+def test_with_no_safe_rule_nothing_is_answered() -> None:
+    sets = [one_set(("asks b", "b", {"a": 0.99999, "b": 0.01}))]
+    choice = choose_rule([pair(True)], [0.9], [0.99], sets)
+    assert choice.rule.threshold == NEVER
+    assert (choice.sets.right, choice.sets.wrong_entry) == (0, 0)
 
 
 def test_training_is_seeded_and_the_threshold_comes_from_the_tune_split(tmp_path: Path) -> None:
