@@ -117,6 +117,7 @@ class _Run:
     started_at: float = field(default_factory=time.monotonic)
     ending: bool = False  # its end is logged; the final write is under way
     migrations: int = 0  # times it went on on another worker after its worker died
+    finish_unwatched: bool = False  # a client said it will retry (Idempotency-Key): no abort
     completion_tokens: int = 0  # generated so far, over all its workers
     accepted_at: float | None = None  # monotonic: a worker started it (its latest worker)
     clock: FirstTokenClock | None = None  # marked here: queued, first delta received
@@ -207,9 +208,11 @@ class AnswerRelay:
         request_channel: str,
         clock: FirstTokenClock | None = None,
         stored: asyncio.Future[bool] | None = None,
+        finish_unwatched: bool = False,
     ) -> None:
         """Own run `request.request_id` of the message, then send the request (built with
-        `reply_channel=self.channel`).
+        `reply_channel=self.channel`). `finish_unwatched`: generate to the end even when
+        nobody watches (an API client that will retry with its Idempotency-Key).
 
         The caller holds an admission slot under the run id; the relay renews it while the
         run lasts and frees it when the run ends, however it ends.
@@ -226,6 +229,7 @@ class AnswerRelay:
             session_id=request.session_id,
             clock=clock,
             stored=stored,
+            finish_unwatched=finish_unwatched,
         )
         self._runs[run.run_id] = run
         try:
@@ -579,6 +583,7 @@ class AnswerRelay:
             elif (
                 run.unwatched_since is not None
                 and run.stop_code is None
+                and not run.finish_unwatched
                 and now - run.unwatched_since >= s.disconnect_grace_s
             ):
                 logger.info("nobody came back for run %s: aborting it", run.run_id)

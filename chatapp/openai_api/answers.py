@@ -9,7 +9,10 @@ dead, its run ended from the log; so the text returned is always the text stored
 request early (the client went away) stops the run, which aborts the engine request.
 
 `Idempotency-Key`: a retry of a request with the same key (per API key) starts nothing; it
-returns the first request's answer, streamed from its log or read from the stored row.
+returns the first request's answer, streamed from its log or read from the stored row. Such a
+request's answer is generated to the end even if its client goes away (the client said it will
+retry), so a retry after a dropped connection gets the whole answer, never the part made
+before the drop as if it were complete.
 
 Where API answers end (for metrics): `ApiAnswer.entries` yields the `LoggedEnd`.
 """
@@ -34,7 +37,7 @@ from chatapp.admission.limiter import AdmissionLimits, Refused
 from chatapp.answers import runs
 from chatapp.answers.entries import LogEntry, LoggedDelta, LoggedEnd
 from chatapp.answers.follower import RunWatch, StoredAnswer, run_rest, silence_limit_s
-from chatapp.answers.messages import AnswerEntry, AnswerGone, relay_reply_adapter
+from chatapp.answers.messages import AnswerEntry, AnswerGone, DetachAnswer, relay_reply_adapter
 from chatapp.answers.recovery import owner_state
 from chatapp.answers.runtime import AnswerRuntime, admission_limits
 from chatapp.apikeys.models import ApiKey
@@ -79,6 +82,7 @@ class ApiAnswer:
     channel: str  # where the relay sends this run's entries
     user: User
     ended: bool = False
+    retryable: bool = False  # it has an Idempotency-Key: leaving does not stop the answer
 
     @property
     def message_id(self) -> uuid.UUID:
@@ -169,10 +173,18 @@ class ApiAnswer:
                 await get_channel_layer().send(self.watch.owner, message)
 
     async def close(self) -> None:
-        """The client is gone (or done reading): stop the run if it still generates."""
-        if not self.ended:
-            self.ended = True
-            with contextlib.suppress(Exception):
+        """The client is gone (or done reading): stop the run if it still generates, or, when
+        the client will retry, only stop watching it."""
+        if self.ended:
+            return
+        self.ended = True
+        with contextlib.suppress(Exception):
+            if self.retryable:
+                detach = DetachAnswer(
+                    message_id=self.message_id, run_id=self.watch.run_id, watcher=self.channel
+                )
+                await self._send_owner(detach.to_channel())
+            else:
                 await self.runtime.relay.stop(self.watch.run_id, code="client_disconnected")
 
 
@@ -215,7 +227,13 @@ async def answer_start(
     channel = await get_channel_layer().new_channel()
     message_id = turn.assistant_message.id
     watch = RunWatch(message_id=message_id, run_id=started.run_id, owner="", client_id=client_id)
-    answer = ApiAnswer(runtime=runtime, watch=watch, channel=channel, user=key.user)
+    answer = ApiAnswer(
+        runtime=runtime,
+        watch=watch,
+        channel=channel,
+        user=key.user,
+        retryable=idempotency_key is not None,
+    )
     if started.repeated:
         if turn.user_message.content != prompt.question:
             answer.ended = True  # nothing of ours to stop
@@ -254,5 +272,6 @@ async def answer_start(
         watcher=channel,
         request=request,
         request_channel=BACKGROUND_CHANNEL if background else REQUEST_CHANNEL,
+        finish_unwatched=answer.retryable,
     )
     return answer

@@ -122,3 +122,83 @@ def _chunks(body: str) -> list[dict[str, Any]]:
         for block in body.split("\n\n")
         if block.startswith("data: {")
     ]
+
+
+@pytest.mark.parametrize("stream", [True, False])
+async def test_a_retry_after_the_client_dropped_gets_the_whole_answer(
+    http: httpx.AsyncClient, api_key: Key, scripted_worker: RunningWorker, stream: bool
+) -> None:
+    """An SDK's connection drops mid-answer and it retries with the same Idempotency-Key: the
+    retry must get the whole answer, never the part generated before the drop as if complete
+    (the first attempt's disconnect used to stop the run, and the retry returned 200 with
+    `finish_reason: "stop"` and the cut text)."""
+    question = "[[slow]] " + " ".join(f"w{i}" for i in range(60))
+    headers = {**api_key.headers, "Idempotency-Key": "sdk-retry-after-drop"}
+    await drop_mid_answer(api_key, chat(question, stream=stream), headers, scripted_worker)
+
+    retry = await http.post("/v1/chat/completions", json=chat(question), headers=headers)
+
+    assert retry.status_code == 200
+    choice = retry.json()["choices"][0]
+    assert (choice["message"]["content"], choice["finish_reason"]) == (
+        f"You said: {question}",
+        "stop",
+    )
+    stored = await sync_to_async(Message.objects.get)(
+        role="assistant", conversation__owner=api_key.key.user
+    )
+    assert (stored.status, stored.content) == ("complete", f"You said: {question}")
+    assert len(scripted_worker.engine.prompts) == 1  # the retry started nothing new
+
+
+async def drop_mid_answer(
+    api_key: Key, body: dict[str, Any], headers: dict[str, str], scripted: RunningWorker
+) -> None:
+    """Drive the ASGI app as daphne does and let the client go away a few words into the
+    answer (after the first event when streaming)."""
+    import asyncio
+    import json
+
+    from chatapp.asgi import application
+
+    gone = asyncio.Event()
+    requests = [{"type": "http.request", "body": json.dumps(body).encode(), "more_body": False}]
+
+    async def receive() -> dict[str, object]:
+        if requests:
+            return requests.pop()
+        await gone.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, object]) -> None:
+        return None
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/v1/chat/completions",
+        "raw_path": b"/v1/chat/completions",
+        "query_string": b"",
+        "root_path": "",
+        "headers": [
+            (b"host", b"testserver"),
+            (b"content-type", b"application/json"),
+            *((name.lower().encode(), value.encode()) for name, value in headers.items()),
+        ],
+        "client": ("127.0.0.1", 5000),
+        "server": ("testserver", 80),
+    }
+    app = asyncio.create_task(application(scope, receive, send))
+    try:
+        for _ in range(100):
+            if scripted.engine.prompts:
+                break
+            await asyncio.sleep(0.02)
+        await asyncio.sleep(0.3)  # a few words generated
+        gone.set()
+        await asyncio.wait_for(app, 10)
+    finally:
+        app.cancel()
