@@ -54,7 +54,9 @@ class _Rows:
 
     def turns(self, *, max_messages: int) -> list[Turn]:
         start = _history_start(len(self.rows), max_messages=max_messages)
-        return [Turn(role=role, content=content) for role, content, _ in self.rows[start:]]
+        return alternating(
+            [Turn(role=role, content=content) for role, content, _ in self.rows[start:]]
+        )
 
     def repeats_suggestion(self) -> bool:
         """The last message is a question that repeats (ignoring case and spacing) one the
@@ -67,6 +69,22 @@ class _Rows:
             isinstance(entry, dict) and _plain(str(entry.get("question", ""))) == asked
             for entry in offered
         )
+
+
+def alternating(turns: Sequence[Turn]) -> list[Turn]:
+    """User and assistant turns alternating, starting with the user: many chat templates
+    (Gemma, Mistral, Llama-2 style) raise otherwise. Failed or empty answers are not shown to
+    the model, so the questions around one are merged into one turn, and a window that starts
+    with an answer drops it."""
+    out: list[Turn] = []
+    for turn in turns:
+        if not out and turn.role != "user":
+            continue
+        if out and out[-1].role == turn.role:
+            out[-1] = Turn(role=turn.role, content=f"{out[-1].content}\n\n{turn.content}")
+        else:
+            out.append(turn)
+    return out
 
 
 def _plain(text: str) -> str:
