@@ -606,7 +606,8 @@ class AnswerRelay:
         """Go on with a run whose worker died on another worker, from the text already
         streamed (it is the open assistant turn of the new prompt, and the new worker counts
         on from the next seq), so the user sees one answer with no gap and no repeat. False
-        when it cannot (stopped, migrated too often, nobody to take it)."""
+        when it cannot (stopped, migrated too often, a half-written JSON answer, nobody to
+        take it)."""
         s = self._settings
         if run.stop_code is not None or run.migrations >= s.max_migrations or not run.request:
             return False
@@ -619,6 +620,10 @@ class AnswerRelay:
         if not others:  # nobody else could take it: it fails with the text it has
             return False
         original = GenerateRequest.model_validate(run.request)
+        if original.sampling.response_format is not None and text_of(run.entries):
+            # a structured answer cannot go on from half a document (the new worker's grammar
+            # starts a second one): it fails clearly, as Dynamo does
+            return False
         left = None
         if original.sampling.max_tokens:
             left = original.sampling.max_tokens - run.completion_tokens
