@@ -550,6 +550,11 @@ class InferenceWorker:
             asyncio.create_task(self._transport.send(reply, error))  # noqa: RUF006
 
     async def _abort_all(self) -> None:
+        """Stop every running request. After a failed health check each fails `engine` (the
+        model's fault: moving it would fail again). On a shutdown (a drain's deadline, a
+        signal) nothing is sent: the worker has left the registry, so the relay moves each
+        answer to another worker from the text already streamed, or fails it `worker_lost`
+        when there is none (a rolling restart must not cut answers longer than the drain)."""
         active = list(self._active.values())
         for entry in active:
             entry.task.cancel()
@@ -560,16 +565,14 @@ class InferenceWorker:
                 pass
             except Exception:
                 logger.exception("request task failed during shutdown")
-            # after a failed health check it is the model's fault, not a lost worker
-            failed = self._failure is not None
+            if self._failure is None:
+                continue
             await self._transport.send(
                 entry.request.reply_channel,
                 Error(
                     request_id=entry.request.request_id,
                     seq=entry.progress.seq + 1,
-                    code="engine" if failed else "internal",
-                    message=f"the model stopped working ({self._failure}); please ask again"
-                    if failed
-                    else "the inference worker shut down while answering",
+                    code="engine",
+                    message=f"the model stopped working ({self._failure}); please ask again",
                 ),
             )

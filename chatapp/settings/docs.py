@@ -280,7 +280,8 @@ VARIABLES: dict[str, Var] = {
     ),
     "INFERENCE_DRAIN_S": Var(
         _WORKER,
-        "on SIGTERM a worker takes nothing more and gives running answers this long to finish",
+        "on SIGTERM a worker takes nothing more and gives running answers this long to finish; "
+        "those still running then go on on another worker",
     ),
     "INFERENCE_START_WARMUP_S": Var(
         _WORKER,

@@ -150,3 +150,24 @@ async def test_a_draining_worker_finishes_its_answer_itself(
     assert frames[-1]["resumed"] is False
     assert workers.engines[1 - serving].prompts == []  # never moved to the other worker
     await asyncio.wait_for(draining, 10)
+
+
+async def test_an_answer_longer_than_the_drain_goes_on_on_another_worker(
+    connect: Connect, alice: User, workers: Workers
+) -> None:
+    """A rolling restart: the drain deadline comes mid-answer. The answer is handed on, not
+    failed `worker_lost` (it used to be, with the text so far; issue 31 defect 4)."""
+    await workers.start(2)
+    ws = await open_socket(connect, alice)
+    await ws.send_json_to(send_frame(QUESTION))
+    accepted = await ws.receive_json_from(timeout=5)
+    serving = await _until_running(workers)
+    draining = asyncio.create_task(workers.workers[serving].drain(timeout_s=0.3))
+    frames = await receive_until(ws, "chat.done", timeout=15)
+    await asyncio.wait_for(draining, 10)
+
+    assert "".join(f["text"] for f in frames if f["type"] == "chat.delta") == ANSWER
+    assert (frames[-1]["status"], frames[-1]["resumed"]) == ("complete", True)
+    assert len(workers.engines[1 - serving].prompts) == 1  # the other worker went on
+    stored = await sync_to_async(Message.objects.get)(id=accepted["assistant_message_id"])
+    assert (stored.status, stored.content) == ("complete", ANSWER)
