@@ -41,7 +41,7 @@ class ChoiceRule:
 
     def describe(self) -> str:
         return (
-            f"threshold {self.threshold:.3f}, margin {self.margin:.1f} log-odds over the "
+            f"threshold {self.threshold:.4f}, margin {self.margin:.1f} log-odds over the "
             f"runner-up, cosine floor {self.cosine_floor:.2f}"
         )
 
