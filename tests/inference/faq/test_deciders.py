@@ -26,6 +26,7 @@ def info(*, threshold: float = 0.9, floor: float = 0.5, margin: float = 2.0) -> 
         tune_sets_false_hits=0,
         seed=0,
         train_pairs=1,
+        train_sets=0,
         train_examples=2,
         epochs_run=1,
         train_s=1.0,

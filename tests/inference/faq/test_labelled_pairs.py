@@ -181,6 +181,9 @@ def test_training_is_seeded_and_the_threshold_comes_from_the_tune_split(tmp_path
     tune = json.loads((SETS_DIR / "online-shop.json").read_text(encoding="utf-8"))
     tune["questions"] = tune["questions"][:12]  # a small tune set: seconds, not minutes
     (sets / "online-shop.json").write_text(json.dumps(tune), encoding="utf-8")
+    train = json.loads((SETS_DIR / "hotel-booking.json").read_text(encoding="utf-8"))
+    train["questions"] = train["questions"][:12]  # siblings of a small train FAQ
+    (sets / "hotel-booking.json").write_text(json.dumps(train), encoding="utf-8")
     options = TrainingOptions(epochs=1, batch_size=4)
     first = train_verifier(
         out_dir=tmp_path / "one", pairs_path=pairs, sets_dir=sets, options=options
@@ -195,6 +198,7 @@ def test_training_is_seeded_and_the_threshold_comes_from_the_tune_split(tmp_path
     )
     assert first.margin in MARGINS
     assert first.train_pairs == 4  # the tune pairs were not trained on
+    assert first.train_sets == 1  # the train FAQ, not the tune or ci ones
     assert 0.0 <= first.threshold <= NEVER
     assert first.cosine_floor in COSINE_FLOORS
     assert (first.tune_near_misses, first.false_hit_bound) == (1, FALSE_HIT_BOUND)

@@ -59,8 +59,9 @@ def test_its_rule_was_chosen_on_the_tune_sets_and_answers_none_of_them_wrongly(
 ) -> None:
     info = prepared_verifier.info
     assert info.margin in MARGINS
-    assert info.tune_sets_wrong_entry == 0 or info.margin == MARGINS[-1]
-    assert info.tune_sets_recall > 0.1  # 13.8% with recipe 7: see docs/faq.md
+    assert info.tune_sets_wrong_entry == 0  # choose_rule never picks a rule with one
+    # recipe 8 answers 6.4% right with none wrong (recipe 7: 13.8% with 9 wrong): docs/faq.md
+    assert info.tune_sets_recall > 0.04
 
 
 def test_on_a_whole_faq_no_question_gets_another_entrys_answer(

@@ -25,7 +25,7 @@ def trained_folder(folder: Path, *, source: dict[str, str]) -> Path:
     """A folder laid out like a trained one (no weights: nothing here loads them)."""
     folder.mkdir(parents=True)
     info().write(folder)
-    (folder / "model.safetensors").write_bytes(b"weights")
+    (folder / "head.safetensors").write_bytes(b"weights")
     write_marker(model_dir=folder, model="faq-verifier", source=source)
     return folder
 
@@ -81,13 +81,13 @@ def test_a_damaged_cached_verifier_is_not_copied(
     cached = faq_verifier._cached_folder(training_source())
     assert cached is not None
     trained_folder(cached, source=training_source())
-    (cached / "model.safetensors").write_bytes(b"WEIGHTS")  # same size, other bytes
+    (cached / "head.safetensors").write_bytes(b"WEIGHTS")  # same size, other bytes
     trained: list[Path] = []
 
     def fake_training(*, out_dir: Path, **_: object) -> None:
         trained.append(out_dir)
         info().write(out_dir)
-        (out_dir / "model.safetensors").write_bytes(b"weights")
+        (out_dir / "head.safetensors").write_bytes(b"weights")
 
     monkeypatch.setattr(faq_verifier, "train_verifier", fake_training)
     prepare_faq_verifier(data_dir=tmp_path / "data", progress=lambda _: None)
