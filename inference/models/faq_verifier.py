@@ -2,13 +2,14 @@
 
 `<data_dir>/models/faq-verifier/` is ready when its `prepared.json` lists files of the sizes
 on disk and records the same training inputs as now (`training_source`: the labelled pairs,
-the contrast swaps, the recipe and the base model). Editing `labelled_pairs.jsonl` or
-`contrasts.json` therefore retrains on the next prepare, and the worker refuses a folder
-trained on other data than the repository's (`ensure_verifier_ready`).
+the contrast swaps, the train and tune FAQ sets, the recipe and the base model). Editing
+`labelled_pairs.jsonl`, `contrasts.json` or a train or tune FAQ set therefore retrains on the
+next prepare, and the worker refuses a folder trained on other data than the repository's
+(`ensure_verifier_ready`).
 
-Training takes minutes, so with `CHAT_MODEL_CACHE` set (CI sets it outside its fresh clone)
-a trained folder is also kept there under the digest of its training inputs, and a prepare
-whose inputs match copies it (sha256 checked) instead of training again.
+Training takes minutes (about 5 on 2 cores), so with `CHAT_MODEL_CACHE` set (CI sets it
+outside its fresh clone) a trained folder is also kept there under the digest of its training
+inputs, and a prepare whose inputs match copies it (sha256 checked) instead of training again.
 """
 
 from __future__ import annotations
@@ -86,8 +87,8 @@ def verify_verifier(*, model_dir: Path) -> None:
 def prepare_faq_verifier(
     *, data_dir: Path, progress: Progress = print, verify: bool = False
 ) -> Path:
-    """Make `<data_dir>/models/faq-verifier` ready: a no-op when it is, else it trains (a few
-    minutes of both cores, ~1.3 GB of memory; all its epochs, however long they take)."""
+    """Make `<data_dir>/models/faq-verifier` ready: a no-op when it is, else it trains (about
+    5 minutes of both cores; all its epochs, however long they take)."""
     target = faq_verifier_dir(data_dir=data_dir)
     steps = Steps(label=MODEL_NAME, progress=progress)
     if _is_ready(target=target, verify=verify, steps=steps):
