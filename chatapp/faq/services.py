@@ -173,9 +173,9 @@ def faq_import_csv(*, text: str) -> ImportReport:
         return report
     rows = []
     for line, row in enumerate(reader, start=2):
-        question = (row.get("question") or "").strip()
-        answer = (row.get("answer") or "").strip()
-        template_name = (row.get("template") or "").strip()
+        question = _from_text_cell((row.get("question") or "").strip())
+        answer = _from_text_cell((row.get("answer") or "").strip())
+        template_name = _from_text_cell((row.get("template") or "").strip())
         template = None
         if not question or not answer:
             report.errors.append(f"line {line}: question and answer are required")
@@ -190,7 +190,9 @@ def faq_import_csv(*, text: str) -> ImportReport:
                 continue
         enabled = (row.get("enabled") or "true").strip().lower() not in {"false", "0", "no"}
         alternates = "\n".join(
-            a.strip() for a in (row.get("alternates") or "").split("|") if a.strip()
+            a.strip()
+            for a in _from_text_cell((row.get("alternates") or "").strip()).split("|")
+            if a.strip()
         )
         rows.append((question, alternates, answer, template, enabled))
     if report.errors:
@@ -211,6 +213,19 @@ def faq_import_csv(*, text: str) -> ImportReport:
     return report
 
 
+# A cell starting with one of these runs as a formula when the CSV is opened in a spreadsheet
+# (CSV injection): exported behind an apostrophe, which spreadsheets show as text.
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _as_text_cell(value: str) -> str:
+    return f"'{value}" if value.startswith(_FORMULA_STARTS) else value
+
+
+def _from_text_cell(value: str) -> str:
+    return value[1:] if value.startswith("'") and value[1:].startswith(_FORMULA_STARTS) else value
+
+
 def faq_export_csv() -> str:
     out = io.StringIO()
     writer = csv.writer(out)
@@ -218,10 +233,10 @@ def faq_export_csv() -> str:
     for entry in FaqEntry.objects.select_related("template"):
         writer.writerow(
             (
-                entry.question,
-                ALTERNATES_SEPARATOR.join(entry.alternates.splitlines()),
-                entry.answer,
-                entry.template.name if entry.template else "",
+                _as_text_cell(entry.question),
+                _as_text_cell(ALTERNATES_SEPARATOR.join(entry.alternates.splitlines())),
+                _as_text_cell(entry.answer),
+                _as_text_cell(entry.template.name if entry.template else ""),
                 "true" if entry.enabled else "false",
                 entry.hit_count,
                 entry.last_hit_at.isoformat() if entry.last_hit_at else "",

