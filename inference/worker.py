@@ -539,7 +539,12 @@ class InferenceWorker:
 
     def _reject_malformed(self, raw: dict[str, object], exc: ValidationError) -> None:
         reply, request_id = raw.get("reply_channel"), raw.get("request_id")
-        logger.warning("malformed generate request: %s", exc.errors()[:3])
+        # fields and what is wrong, never their values: those are what the user wrote
+        problems = [
+            f"{'.'.join(str(part) for part in error['loc'])}: {error['type']}"
+            for error in exc.errors(include_input=False, include_context=False)[:3]
+        ]
+        logger.warning("malformed generate request: %s", "; ".join(problems))
         if isinstance(reply, str) and isinstance(request_id, str) and request_id:
             error = Error(
                 request_id=request_id,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -128,6 +129,32 @@ async def test_a_malformed_request_gets_a_typed_error(
     # the worker keeps serving
     await local_request_queue().put(REQUEST_CHANNEL, generate(reply, "ok", request_id="good"))
     assert (await collect(layer, reply))[-1].type == "inference.done"
+
+
+async def test_a_malformed_request_is_logged_without_what_the_user_wrote(
+    layer: InMemoryChannelLayer, worker: InferenceWorker, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Logs are shipped and kept longer than conversations: a validation error names the
+    fields and what is wrong with them, never their values (a customer's message)."""
+    reply = await layer.new_channel()
+    secret = "my card number is 4111 1111 1111 1111"
+    bad_turn = {"role": "customer", "content": secret}  # an unknown role
+    with caplog.at_level(logging.WARNING, logger="inference.worker"):
+        await local_request_queue().put(
+            REQUEST_CHANNEL,
+            {
+                "type": "inference.generate",
+                "request_id": "bad",
+                "reply_channel": reply,
+                "messages": [bad_turn],
+            },
+        )
+        await asyncio.wait_for(layer.receive(reply), 5)
+    logged = "\n".join(record.getMessage() for record in caplog.records)
+    assert "malformed generate request" in logged
+    assert "messages" in logged  # which field
+    assert "4111" not in logged
+    assert "customer" not in logged
 
 
 async def test_a_worker_takes_no_more_than_its_slots(
