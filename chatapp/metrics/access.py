@@ -2,9 +2,10 @@
 
 Metrics reveal load, error rates and usage, so they are not public. With `METRICS_TOKEN`
 set, a scrape must send `Authorization: Bearer <token>` (compared in constant time); without
-it, only clients whose address is in `METRICS_ALLOWED_NETS` get them. Behind a reverse proxy
-every client has the proxy's address: set a token there (X-Forwarded-For is not trusted, as
-anyone can send it).
+it, only clients whose address is in `METRICS_ALLOWED_NETS` get them, and only when they came
+directly: behind a reverse proxy on the same host every visitor has the proxy's loopback
+address, so a request carrying a forwarding header (X-Forwarded-For, Forwarded, X-Real-IP)
+needs the token (the header's value is never trusted, as anyone can send it).
 """
 
 from __future__ import annotations
@@ -27,9 +28,15 @@ class Denied:
 
 
 def scrape_denied(
-    *, token: str, allowed_nets: tuple[str, ...], authorization: str, remote_addr: str
+    *,
+    token: str,
+    allowed_nets: tuple[str, ...],
+    authorization: str,
+    remote_addr: str,
+    forwarded: bool = False,
 ) -> Denied | None:
-    """None when this request may read the metrics, else why not (401 or 403)."""
+    """None when this request may read the metrics, else why not (401 or 403). `forwarded`:
+    it came through a proxy, so its address says nothing of the client."""
     if token:
         scheme, _, presented = authorization.partition(" ")
         if scheme.lower() == "bearer" and hmac.compare_digest(
@@ -37,6 +44,10 @@ def scrape_denied(
         ):
             return None
         return Denied(401, "A valid 'Authorization: Bearer <METRICS_TOKEN>' header is required.")
+    if forwarded:
+        return Denied(
+            403, "Metrics through a proxy need METRICS_TOKEN (the proxy's address says nothing)."
+        )
     if address_allowed(remote_addr, networks=allowed_networks(allowed_nets)):
         return None
     return Denied(403, "Metrics are only served to the networks in METRICS_ALLOWED_NETS.")

@@ -10,6 +10,8 @@ from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 from chatapp.metrics import recording  # noqa: F401  (defines the metrics, starts the gauges)
 from chatapp.metrics.access import scrape_denied
 
+FORWARDING_HEADERS = ("X-Forwarded-For", "Forwarded", "X-Real-IP")
+
 
 @require_safe
 def metrics(request: HttpRequest) -> HttpResponse:
@@ -18,6 +20,7 @@ def metrics(request: HttpRequest) -> HttpResponse:
         allowed_nets=tuple(settings.METRICS_ALLOWED_NETS),
         authorization=request.headers.get("Authorization", ""),
         remote_addr=request.META.get("REMOTE_ADDR") or "",
+        forwarded=any(h in request.headers for h in FORWARDING_HEADERS),
     )
     if denied is not None:
         response = HttpResponse(denied.reason, status=denied.status, content_type="text/plain")

@@ -65,6 +65,20 @@ def test_addresses_outside_the_allowed_networks_are_refused() -> None:
     assert scrape(Client(REMOTE_ADDR=""))[0] == 403
 
 
+@override_settings(METRICS_TOKEN="", METRICS_ALLOWED_NETS=["127.0.0.1/32", "::1/128"])
+def test_behind_a_proxy_on_the_same_host_the_internet_is_not_loopback() -> None:
+    """nginx on the same host forwards every visitor from 127.0.0.1: a request that came
+    through a proxy (it says so in a forwarding header) needs the token, however local its
+    address looks; Prometheus scraping the process directly sends no such header."""
+    local = Client(REMOTE_ADDR="127.0.0.1")
+    for header in ("X-Forwarded-For", "Forwarded", "X-Real-IP"):
+        status, _, body = scrape(local, **{header: "203.0.113.9"})
+        assert status == 403, header
+        assert "METRICS_TOKEN" in body
+        assert "chat:" not in body
+    assert scrape(local)[0] == 200
+
+
 @override_settings(METRICS_TOKEN="s3cret-token", METRICS_ALLOWED_NETS=["127.0.0.1/32"])
 def test_with_a_token_only_the_bearer_gets_in_from_anywhere() -> None:
     far = Client(REMOTE_ADDR="203.0.113.9")
