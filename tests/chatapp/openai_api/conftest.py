@@ -89,3 +89,26 @@ def sse_events(body: str) -> list[Any]:
         data = block.removeprefix("data: ")
         events.append(data if data == "[DONE]" else json.loads(data))
     return events
+
+
+def completions_scope(headers: dict[str, str]) -> dict[str, Any]:
+    """The ASGI scope daphne gives a POST /v1/chat/completions with these headers (for tests
+    that drive the app directly, to disconnect mid-answer)."""
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/v1/chat/completions",
+        "raw_path": b"/v1/chat/completions",
+        "query_string": b"",
+        "root_path": "",
+        "headers": [
+            (b"host", b"testserver"),
+            (b"content-type", b"application/json"),
+            *((name.lower().encode(), value.encode()) for name, value in headers.items()),
+        ],
+        "client": ("127.0.0.1", 5000),
+        "server": ("testserver", 80),
+    }

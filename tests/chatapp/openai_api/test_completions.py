@@ -12,7 +12,7 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 
 from chatapp.conversations.models import Message
-from tests.chatapp.openai_api.conftest import Key, chat, sse_events
+from tests.chatapp.openai_api.conftest import Key, chat, completions_scope, sse_events
 from tests.conftest import RunningWorker
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -155,24 +155,7 @@ async def test_a_dropped_client_aborts_the_engine_request(
         if message["type"] == "http.response.body" and isinstance(body, bytes) and b"data:" in body:
             first_chunk.set()  # the first event, after the keep-alive comment
 
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "POST",
-        "scheme": "http",
-        "path": "/v1/chat/completions",
-        "raw_path": b"/v1/chat/completions",
-        "query_string": b"",
-        "root_path": "",
-        "headers": [
-            (b"host", b"testserver"),
-            (b"content-type", b"application/json"),
-            (b"authorization", api_key.headers["Authorization"].encode()),
-        ],
-        "client": ("127.0.0.1", 5000),
-        "server": ("testserver", 80),
-    }
+    scope = completions_scope(api_key.headers)
     app = asyncio.create_task(application(scope, receive, send))
     try:
         if stream:

@@ -12,7 +12,7 @@ from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 
 from chatapp.conversations.models import Conversation, Message
-from tests.chatapp.openai_api.conftest import Key, chat
+from tests.chatapp.openai_api.conftest import Key, chat, completions_scope
 from tests.conftest import RunningWorker
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -173,24 +173,7 @@ async def drop_mid_answer(
     async def send(message: dict[str, object]) -> None:
         return None
 
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "POST",
-        "scheme": "http",
-        "path": "/v1/chat/completions",
-        "raw_path": b"/v1/chat/completions",
-        "query_string": b"",
-        "root_path": "",
-        "headers": [
-            (b"host", b"testserver"),
-            (b"content-type", b"application/json"),
-            *((name.lower().encode(), value.encode()) for name, value in headers.items()),
-        ],
-        "client": ("127.0.0.1", 5000),
-        "server": ("testserver", 80),
-    }
+    scope = completions_scope(headers)
     app = asyncio.create_task(application(scope, receive, send))
     try:
         for _ in range(100):
