@@ -45,9 +45,10 @@ class QuestionVectors:
 
 class FrozenEncoder:
     """MiniLM read-only; keeps the vectors of the last `keep` questions it read (an FAQ's
-    phrasings are asked about again and again). Thread-safe."""
+    phrasings are asked about again and again; ~40 KB each, so 1,024 cost ~40 MB at most).
+    Thread-safe."""
 
-    def __init__(self, base: Path, *, keep: int = 4096) -> None:
+    def __init__(self, base: Path, *, keep: int = 1024) -> None:
         self.tokenizer: Any = AutoTokenizer.from_pretrained(str(base))
         self.model: Any = AutoModel.from_pretrained(str(base))
         self.model.eval()
