@@ -3,10 +3,10 @@
 Retrieval (the embedding index) proposes candidates, best cosine first; a decider says which
 entry, if any, the question asks. `VerifierDecision` is the shipped rule
 (`entry_choice.choose`): a question that repeats one of an entry's phrasings (ignoring case,
-spacing and end punctuation) is that entry's; otherwise the fine-tuned cross-encoder
+spacing and end punctuation) is that entry's; otherwise the learned verifier
 (`verifier.py`) scores the best few candidates above its cosine floor and the most probable
 entry answers if it clears the threshold *and* leads every other entry by the margin (all
-three chosen on the tune data: `verifier_training.calibrate`); when it does not, the likely
+three chosen on the tune data: `verifier_training.choose_rule`); when it does not, the likely
 entries come back as suggestions. `ExactRepeatDecision` is what a worker decides with until
 its verifier is trained (`verifier_pickup.py` trains it in the background and swaps it in):
 exact repeats only, never a guess.
