@@ -376,7 +376,11 @@ VARIABLES: dict[str, Var] = {
         "comma-separated origins with scheme; also the WebSocket origin check",
         "none: only the page's own origin (local); required (production)",
     ),
-    "DEBUG": Var(_SECURITY, "local settings only: Django's debug pages"),
+    "DEBUG": Var(
+        _SECURITY,
+        "local settings only: Django's debug pages; 1 or 0, or auto: on only for the embedded "
+        "default (neither REDIS_URL nor DATABASE_URL set)",
+    ),
     "SECURE_SSL_REDIRECT": Var(
         _SECURITY, "production: redirect plain HTTP to HTTPS (except `/healthz`, `/metrics`)"
     ),

@@ -20,5 +20,10 @@ def _local_secret_key() -> str:
 
 
 SECRET_KEY = os.environ.get("SECRET_KEY") or _local_secret_key()
-DEBUG = os.environ.get("DEBUG", "1") == "1"
+# Debug pages only for the embedded default (`make run`, one process on this machine): with an
+# external Redis or database this is the multi-process topology, which others can reach.
+_DEBUG = os.environ.get("DEBUG", "auto")
+DEBUG = _DEBUG == "1" or (
+    _DEBUG == "auto" and not (os.environ.get("REDIS_URL") or os.environ.get("DATABASE_URL"))
+)
 ALLOWED_HOSTS = ALLOWED_HOSTS or ["localhost", "127.0.0.1", "[::1]"]  # noqa: F405
