@@ -35,6 +35,7 @@ from inference.request_queue import Taken
 logger = logging.getLogger(__name__)
 
 GROUP = "inference.workers"
+_RECLAIM_SCANS = 50  # XAUTOCLAIM calls per look: ~500 pending entries, far above the slots
 KEY_PREFIX = "inference:queue:"
 # XREADGROUP waits this long on the server, then the taker looks for entries to reclaim
 BLOCK_MS = 1000
@@ -204,23 +205,29 @@ class RedisStreamQueue:
 
         Looked for before every read (one round trip, well under a millisecond), so a
         handed-back or reclaimable entry goes ahead of newer ones."""
-        reply = await self._redis.xautoclaim(
-            _stream(queue), GROUP, consumer, self._reclaim_after_ms, start_id="0-0", count=1
-        )
-        entries = reply[1] if len(reply) > 1 else []
-        for entry_id, fields in entries:
-            if fields is None:  # deleted meanwhile (withdrawn)
-                continue
-            deliveries = await self._deliveries(queue, str(entry_id))
-            taken = _taken(queue, entry_id, fields, consumer=consumer, deliveries=deliveries)
-            if taken is not None:
-                logger.info(
-                    "reclaimed queued request %s (taken %d times before)",
-                    entry_id,
-                    deliveries - 1,
-                )
-                return taken
-            await self._drop(queue, str(entry_id))
+        cursor = "0-0"
+        # Redis looks at ~10 pending entries per call: follow its cursor, or an idle entry
+        # behind more than ten fresh ones (takers waiting for a slot) is never reached
+        for _ in range(_RECLAIM_SCANS):
+            reply = await self._redis.xautoclaim(
+                _stream(queue), GROUP, consumer, self._reclaim_after_ms, start_id=cursor, count=1
+            )
+            for entry_id, fields in reply[1] if len(reply) > 1 else []:
+                if fields is None:  # deleted meanwhile (withdrawn)
+                    continue
+                deliveries = await self._deliveries(queue, str(entry_id))
+                taken = _taken(queue, entry_id, fields, consumer=consumer, deliveries=deliveries)
+                if taken is not None:
+                    logger.info(
+                        "reclaimed queued request %s (taken %d times before)",
+                        entry_id,
+                        deliveries - 1,
+                    )
+                    return taken
+                await self._drop(queue, str(entry_id))
+            cursor = str(reply[0])
+            if cursor in ("0-0", "0"):  # the whole pending list was scanned
+                return None
         return None
 
     async def _deliveries(self, queue: str, entry_id: str) -> int:

@@ -13,7 +13,7 @@ import pytest
 import redis.asyncio as aioredis
 
 from inference.request_queue import LocalRequestQueue, RequestQueue
-from inference.stream_queue import RedisStreamQueue
+from inference.stream_queue import GROUP, KEY_PREFIX, RedisStreamQueue
 
 REDIS_URL = "redis://127.0.0.1:6379/10"
 RECLAIM_S = 0.3
@@ -99,6 +99,38 @@ async def test_a_request_taken_by_a_taker_that_died_is_served_by_another(
         assert await queue.accept(again)
         assert await queue.accept(again)  # a retried accept (lost reply) still succeeds
         assert await queue.depth("q") == 0
+    finally:
+        await queue.aclose()
+
+
+@pytest.mark.redis
+async def test_a_dead_takers_request_behind_many_fresh_ones_is_still_reclaimed(
+    redis_db: aioredis.Redis,
+) -> None:
+    """Takers waiting for a slot hold their requests taken but not yet accepted; a request
+    held by a killed taker behind more than ten of those must still be reclaimed (Redis
+    looks at about ten pending entries per XAUTOCLAIM call: the scan has to go on)."""
+    queue = RedisStreamQueue(redis_url=REDIS_URL, reclaim_after_s=RECLAIM_S)
+    try:
+        for n in range(13):
+            await queue.put("q", job(n))
+        fresh = [await take(queue, f"waiting-{n}") for n in range(12)]
+        dead = await take(queue, "killed-worker")
+        await asyncio.sleep(RECLAIM_S + 0.1)
+
+        async def keep_fresh() -> None:  # the waiting takers are alive: never idle for long
+            while True:
+                ids = [t.entry_id for t in fresh]
+                await redis_db.xclaim(f"{KEY_PREFIX}q", GROUP, "waiting", 0, ids, justid=True)
+                await asyncio.sleep(RECLAIM_S / 6)
+
+        alive = asyncio.create_task(keep_fresh())
+        try:
+            await asyncio.sleep(0.05)
+            again = await take(queue, "live-worker")
+        finally:
+            alive.cancel()
+        assert again.entry_id == dead.entry_id
     finally:
         await queue.aclose()
 
