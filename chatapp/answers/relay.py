@@ -600,6 +600,11 @@ class AnswerRelay:
             live = await self._registry.live_workers()
         except Exception:  # the stall timeout still catches them
             return set()
+        if not live:
+            # nobody at all: the registry was lost (Redis restarted without persistence), not
+            # every worker at once; they announce themselves again within a heartbeat, and
+            # the stall timeout still catches a worker that really died
+            return set()
         return {worker for worker in serving if worker not in live}
 
     async def _migrate(self, run: _Run) -> bool:

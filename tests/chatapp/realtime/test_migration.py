@@ -34,7 +34,7 @@ class Workers:
         self.workers: list[InferenceWorker] = []
         self.tasks: list[asyncio.Task[None]] = []
 
-    async def start(self, count: int) -> None:
+    async def start(self, count: int, *, heartbeat_s: float = 0.1) -> None:
         from channels.layers import get_channel_layer
 
         for _ in range(count):
@@ -42,7 +42,7 @@ class Workers:
             worker = InferenceWorker(
                 engine=engine,
                 transport=Transport(layer=get_channel_layer()),
-                settings=worker_settings(heartbeat_s=0.1),
+                settings=worker_settings(heartbeat_s=heartbeat_s),
             )
             self.engines.append(engine)
             self.workers.append(worker)
@@ -169,5 +169,32 @@ async def test_an_answer_longer_than_the_drain_goes_on_on_another_worker(
     assert "".join(f["text"] for f in frames if f["type"] == "chat.delta") == ANSWER
     assert (frames[-1]["status"], frames[-1]["resumed"]) == ("complete", True)
     assert len(workers.engines[1 - serving].prompts) == 1  # the other worker went on
+    stored = await sync_to_async(Message.objects.get)(id=accepted["assistant_message_id"])
+    assert (stored.status, stored.content) == ("complete", ANSWER)
+
+
+async def test_an_emptied_registry_moves_no_answer(
+    connect: Connect, alice: User, workers: Workers
+) -> None:
+    """Redis restarted without persistence: the registry is empty until the workers announce
+    themselves again (their next heartbeat). A live worker that is streaming is not gone: its
+    answer must not be moved (issue 31 defect 9: every answer was, or failed worker_lost)."""
+    from inference.registry import worker_registry
+
+    await workers.start(2, heartbeat_s=2.0)
+    ws = await open_socket(connect, alice)
+    await ws.send_json_to(send_frame(QUESTION))
+    accepted = await ws.receive_json_from(timeout=5)
+    serving = await _until_running(workers)
+    deltas = [await receive_delta(ws) for _ in range(3)]
+    registry = worker_registry(redis_url="")
+    for worker in workers.workers:  # what a restarted Redis holds: no worker at all
+        await registry.withdraw(worker_id=str(worker.channel))
+
+    frames = await receive_until(ws, "chat.done", timeout=15)
+    shown = "".join(f["text"] for f in deltas + frames if f["type"] == "chat.delta")
+    assert shown == ANSWER
+    assert frames[-1]["resumed"] is False  # not moved
+    assert workers.engines[1 - serving].prompts == []
     stored = await sync_to_async(Message.objects.get)(id=accepted["assistant_message_id"])
     assert (stored.status, stored.content) == ("complete", ANSWER)
