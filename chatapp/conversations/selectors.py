@@ -119,6 +119,9 @@ class GenerationContext:
     template_id: int | None
     # the question repeats one the answer before it suggested: an FAQ entry's own question
     repeats_suggestion: bool = False
+    # nothing was shown to the model before this question (not the same as one turn: the
+    # questions around a failed answer are merged into one turn, `alternating`)
+    first_question: bool = False
 
     @property
     def standalone(self) -> bool:
@@ -130,8 +133,7 @@ class GenerationContext:
         Any other follow-up ("and how long does that take?") depends on earlier turns, which
         an embedding of the last message cannot see, so it always goes to the model.
         """
-        first = len(self.turns) == 1 and self.turns[0].role == "user"
-        return first or self.repeats_suggestion
+        return self.first_question or self.repeats_suggestion
 
 
 def generation_context(
@@ -186,6 +188,7 @@ def _context(
         sampling=dict(version.sampling) if version else {},
         template_id=version.template_id if version else None,
         repeats_suggestion=rows.repeats_suggestion(),
+        first_question=len(rows.rows) == 1 and rows.rows[0][0] == "user",
     )
 
 

@@ -37,6 +37,8 @@ def test_a_failed_answer_does_not_leave_two_questions_in_a_row() -> None:
     )
     context = generation_context(conversation_id=conversation.id, up_to=last, max_messages=50)
     assert context.turns == [Turn(role="user", content="Where is my order?\n\nHello? Where is it?")]
+    # one turn, but a follow-up ("Hello? Where is it?"): the model answers, not the FAQ cache
+    assert not context.standalone
 
 
 def test_an_empty_answer_between_follow_ups_is_merged_over_and_the_rest_kept() -> None:
@@ -63,3 +65,9 @@ def test_the_window_never_starts_with_an_answer() -> None:
         Turn("user", "u\n\nv\n\nw")
     ]
     assert alternating([]) == []
+
+
+def test_the_first_question_stands_alone() -> None:
+    conversation, last = conversation_of(("user", "Where is my order?", "complete"))
+    context = generation_context(conversation_id=conversation.id, up_to=last, max_messages=50)
+    assert context.standalone
