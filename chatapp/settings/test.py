@@ -15,3 +15,9 @@ CHAT_DISCONNECT_GRACE_S = 2.0
 # The socket tests' handshakes carry Origin http://localhost and no Host header (the
 # communicator sends only what it is given), so that origin is trusted here.
 CSRF_TRUSTED_ORIGINS = ["http://localhost"]
+
+# Tests use a SQLite file like `make run`, not Django's default in-memory shared-cache test
+# database: that one locks whole tables, so a read while another thread stores an answer fails
+# at once ("database table is locked") instead of seeing the last committed rows.
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
+    DATABASES["default"]["TEST"] = {"NAME": str(DATA_DIR / "test-db.sqlite3")}  # noqa: F405

@@ -86,3 +86,38 @@ def test_sqlite_waits_for_the_write_lock_and_takes_it_at_begin(tmp_path: Path) -
     options = database_settings(data_dir=tmp_path)["OPTIONS"]
     assert options["transaction_mode"] == "IMMEDIATE"
     assert options["timeout"] >= 5  # Python's default; a queue of writes may take longer
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_test_database_lets_a_read_through_while_another_thread_writes() -> None:
+    """The tests' SQLite behaves like `make run`'s file: a read while another connection holds
+    an open write transaction sees the last committed rows. Django's default test database (an
+    in-memory, shared-cache one) fails that read at once with "database table is locked"
+    instead, which made tests that read while an answer was being stored fail by chance."""
+    from django.contrib.auth.models import Group
+    from django.db import connection
+
+    writing, read_done = threading.Event(), threading.Event()
+    errors: list[str] = []
+
+    def writer() -> None:
+        try:
+            with transaction.atomic():
+                Group.objects.create(name="being written")
+                writing.set()
+                read_done.wait(5)
+        except Exception as exc:
+            errors.append(f"{type(exc).__name__}: {exc}")
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    writing.wait(5)
+    try:
+        names = list(Group.objects.values_list("name", flat=True))
+    finally:
+        read_done.set()
+        thread.join(10)
+    assert names == []
+    assert errors == []
