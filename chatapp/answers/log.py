@@ -6,9 +6,11 @@ can touch the new run's log or ownership.
 
 Redis (any web process can read what another one logged): a stream per run whose entry ids
 are `<seq>-1`, so Redis itself refuses an out-of-order or repeated seq, plus a small hash with
-the owning relay's channel, its last heartbeat, the admission holder and the worker serving
-the run (whoever ends a dead owner's run releases and cancels with them). Without Redis (the
-embedded default, one process) the same thing lives in memory.
+the owning relay's channel, the admission holder and the worker serving the run (whoever ends a
+dead owner's run releases and cancels with them). Every heartbeat sets the hash's expiry to the
+full TTL again, so how long the owner has been silent is read from the TTL left: Redis's own
+clock, never a web host's (hosts whose clocks differ by seconds would reap each other's live
+runs). Without Redis (the embedded default, one process) the same thing lives in memory.
 """
 
 from __future__ import annotations
@@ -27,12 +29,9 @@ from inference.redis_client import redis_client
 @dataclass(frozen=True, slots=True)
 class Ownership:
     relay_channel: str
-    heartbeat_at: float  # unix time
+    silent_s: float  # since the owner's last heartbeat, on the log's clock, when read
     user_key: str = ""  # who holds the run's admission lease
     worker_channel: str = ""  # the worker serving it, once one accepted it
-
-    def silent_for(self, now: float | None = None) -> float:
-        return (time.time() if now is None else now) - self.heartbeat_at
 
 
 class AnswerLog(Protocol):
@@ -78,7 +77,7 @@ class RedisAnswerLog:
         async with self._redis.pipeline(transaction=True) as pipe:
             pipe.hset(
                 owner,
-                mapping={"relay": relay_channel, "heartbeat": time.time(), "user": user_key},
+                mapping={"relay": relay_channel, "user": user_key},
             )
             pipe.pexpire(owner, self._ttl_ms)
             await pipe.execute()
@@ -99,11 +98,10 @@ class RedisAnswerLog:
     ) -> list[uuid.UUID]:
         if not lengths:
             return []
-        now = time.time()
         async with self._redis.pipeline(transaction=False) as pipe:
             for run_id in lengths:
                 log, owner = self._keys(run_id)
-                pipe.hset(owner, mapping={"relay": relay_channel, "heartbeat": now})
+                pipe.hset(owner, "relay", relay_channel)
                 pipe.pexpire(owner, self._ttl_ms)
                 pipe.xlen(log)
             results = await pipe.execute()
@@ -122,20 +120,23 @@ class RedisAnswerLog:
             for entry in entries:
                 pipe.xadd(log, {"e": entry.model_dump_json()}, id=f"{entry.seq}-1")
             pipe.pexpire(log, self._ttl_ms)
-            pipe.hset(
-                owner, mapping={"relay": relay_channel, "heartbeat": time.time(), "user": user_key}
-            )
+            pipe.hset(owner, mapping={"relay": relay_channel, "user": user_key})
             pipe.pexpire(owner, self._ttl_ms)
             await pipe.execute()
 
     async def ownership(self, *, run_id: uuid.UUID) -> Ownership | None:
         _, owner = self._keys(run_id)
-        raw = {_text(k): _text(v) for k, v in (await self._redis.hgetall(owner)).items()}
+        async with self._redis.pipeline(transaction=True) as pipe:
+            pipe.hgetall(owner)
+            pipe.pttl(owner)
+            fields, ttl_left_ms = await pipe.execute()
+        raw = {_text(k): _text(v) for k, v in fields.items()}
         if "relay" not in raw:
             return None
         return Ownership(
             relay_channel=raw["relay"],
-            heartbeat_at=float(raw.get("heartbeat", 0)),
+            # no expiry (-1) means no heartbeat ever set one: as good as silent forever
+            silent_s=(self._ttl_ms - ttl_left_ms) / 1000 if ttl_left_ms >= 0 else float("inf"),
             user_key=raw.get("user", ""),
             worker_channel=raw.get("worker", ""),
         )
@@ -160,8 +161,11 @@ def _text(value: bytes | str) -> str:
 
 @dataclass
 class _Local:
-    owner: Ownership
-    expires_at: float
+    relay_channel: str
+    user_key: str
+    heartbeat_at: float  # monotonic
+    expires_at: float  # monotonic
+    worker_channel: str = ""
     entries: list[LogEntry] = field(default_factory=list)
 
 
@@ -171,15 +175,17 @@ class LocalAnswerLog:
         self._logs: dict[uuid.UUID, _Local] = {}
 
     def _live(self, run_id: uuid.UUID) -> _Local | None:
-        now = time.time()
+        now = time.monotonic()
         for key in [k for k, v in self._logs.items() if v.expires_at <= now]:
             del self._logs[key]
         return self._logs.get(run_id)
 
     async def begin(self, *, run_id: uuid.UUID, relay_channel: str, user_key: str) -> None:
-        now = time.time()
+        now = time.monotonic()
         self._logs[run_id] = _Local(
-            owner=Ownership(relay_channel=relay_channel, heartbeat_at=now, user_key=user_key),
+            relay_channel=relay_channel,
+            user_key=user_key,
+            heartbeat_at=now,
             expires_at=now + self._ttl_s,
         )
 
@@ -191,34 +197,25 @@ class LocalAnswerLog:
         if entry.seq != expected:  # the same rule Redis applies to stream ids
             raise ValueError(f"seq {entry.seq} appended where {expected} was due")
         log.entries.append(entry)
-        log.expires_at = time.time() + self._ttl_s
+        log.expires_at = time.monotonic() + self._ttl_s
 
     async def worker_taken(self, *, run_id: uuid.UUID, worker_channel: str) -> None:
         log = self._live(run_id)
         if log is not None:
-            log.owner = Ownership(
-                relay_channel=log.owner.relay_channel,
-                heartbeat_at=log.owner.heartbeat_at,
-                user_key=log.owner.user_key,
-                worker_channel=worker_channel,
-            )
+            log.worker_channel = worker_channel
 
     async def heartbeat(
         self, *, relay_channel: str, lengths: dict[uuid.UUID, int]
     ) -> list[uuid.UUID]:
-        now = time.time()
+        now = time.monotonic()
         broken = []
         for run_id, expected in lengths.items():
             log = self._live(run_id)
             if log is None or len(log.entries) != expected:
                 broken.append(run_id)
                 continue
-            log.owner = Ownership(
-                relay_channel=relay_channel,
-                heartbeat_at=now,
-                user_key=log.owner.user_key,
-                worker_channel=log.owner.worker_channel,
-            )
+            log.relay_channel = relay_channel
+            log.heartbeat_at = now
             log.expires_at = now + self._ttl_s
         return broken
 
@@ -230,7 +227,14 @@ class LocalAnswerLog:
 
     async def ownership(self, *, run_id: uuid.UUID) -> Ownership | None:
         log = self._live(run_id)
-        return None if log is None else log.owner
+        if log is None:
+            return None
+        return Ownership(
+            relay_channel=log.relay_channel,
+            silent_s=time.monotonic() - log.heartbeat_at,
+            user_key=log.user_key,
+            worker_channel=log.worker_channel,
+        )
 
     async def entries_after(self, *, run_id: uuid.UUID, seq: int) -> list[LogEntry] | None:
         log = self._live(run_id)

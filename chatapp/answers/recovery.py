@@ -62,7 +62,7 @@ OwnerState = Literal["alive", "silent", "unknown"]
 def owner_state(owner: Ownership | None, *, silent_after_s: float) -> OwnerState:
     if owner is None:
         return "unknown"
-    return "alive" if owner.silent_for() < silent_after_s else "silent"
+    return "alive" if owner.silent_s < silent_after_s else "silent"
 
 
 async def answer_store(

@@ -319,3 +319,38 @@ async def test_a_stale_relays_heartbeat_cannot_touch_a_newer_runs_log() -> None:
         await client.flushdb()
         await client.aclose()
         await log.aclose()
+
+
+@pytest.mark.redis
+@pytest.mark.parametrize("writer_skew_s", [-6.0, 6.0])
+async def test_an_owners_silence_is_measured_on_redis_clock_not_the_hosts(
+    monkeypatch: pytest.MonkeyPatch, writer_skew_s: float
+) -> None:
+    """Web hosts whose clocks differ by 6 s: the host that owns a run heartbeats, another reads
+    its ownership. The owner that just wrote is alive, not 6 s silent (reaped as dead), and one
+    that stopped writing is seen silent, whichever clock is ahead."""
+    import time
+
+    from chatapp.answers.recovery import owner_state
+
+    client = aioredis.Redis.from_url(REDIS_URL)
+    await client.flushdb()
+    log = RedisAnswerLog(redis_url=REDIS_URL, ttl_s=60)
+    real_time = time.time
+    try:
+        run_id = uuid.uuid4()
+        monkeypatch.setattr(time, "time", lambda: real_time() + writer_skew_s)
+        await log.begin(run_id=run_id, relay_channel="relay-a", user_key="u")
+        await log.heartbeat(relay_channel="relay-a", lengths={run_id: 0})
+        monkeypatch.setattr(time, "time", real_time)  # the reading host
+
+        owner = await log.ownership(run_id=run_id)
+        assert owner_state(owner, silent_after_s=3.0) == "alive"
+        await asyncio.sleep(0.6)
+        owner = await log.ownership(run_id=run_id)
+        assert owner_state(owner, silent_after_s=0.5) == "silent"
+        assert owner_state(owner, silent_after_s=3.0) == "alive"
+    finally:
+        await client.flushdb()
+        await client.aclose()
+        await log.aclose()
