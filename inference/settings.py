@@ -35,6 +35,13 @@ def _env_port(name: str, default: int) -> int:
     return port
 
 
+def _env_at_least_one(name: str, default: int) -> int:
+    value = _env_int(name, default)
+    if value < 1:
+        raise ValueError(f"{name} must be at least 1, got {value}")
+    return value
+
+
 def _env_float(name: str, default: float) -> float:
     raw = os.environ.get(name)
     if raw is None or raw == "":
@@ -268,6 +275,10 @@ class WorkerSettings:
     # how often the engine's own health check runs (0: off), and how long it may take
     health_every_s: float = 10.0
     health_timeout_s: float = 5.0
+    # a remote engine (`INFERENCE_ENGINE=openai`) must fail this many health checks in a row
+    # before the worker stops (a router restart is a blip); a dead in-process engine stops it
+    # at once
+    health_failures: int = 3
     # a request taken by a worker that never accepted it (killed between the two) is taken
     # by another worker after this long
     reclaim_after_s: float = 10.0
@@ -306,6 +317,7 @@ class WorkerSettings:
             stall_s=_env_float("INFERENCE_STALL_S", 30.0),
             health_every_s=_env_float("INFERENCE_HEALTH_EVERY_S", 10.0),
             health_timeout_s=_env_float("INFERENCE_HEALTH_TIMEOUT_S", 5.0),
+            health_failures=_env_at_least_one("INFERENCE_HEALTH_FAILURES", 3),
             reclaim_after_s=_env_float("INFERENCE_RECLAIM_AFTER_S", 10.0),
             drain_s=_env_float("INFERENCE_DRAIN_S", 30.0),
             start_warmup_s=_env_float("INFERENCE_START_WARMUP_S", 60.0),

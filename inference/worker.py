@@ -11,10 +11,12 @@ web tier bounds the queue and tells "busy" from "no worker". Each request runs i
 task (`inference/answering.py` answers it); cancelling that task is the abort path. Cancels
 arrive on the worker's own channel, which every requester learns from `inference.accepted`.
 
-The engine's own health check runs every `health_every_s`; when it fails the worker withdraws
-from the registry, fails its running requests and stops (`run` raises EngineError): a dead vLLM
-engine does not come back, so recovery is a restart of the worker (a fresh engine), which the
-process supervisor or, embedded, the web server's exit does.
+The engine's own health check runs every `health_every_s`. A dead vLLM engine does not come
+back: the worker withdraws from the registry, fails its running requests and stops (`run`
+raises EngineError), and recovery is a restart of the worker (a fresh engine), which the
+process supervisor or, embedded, the web server's exit does. A remote engine's failing
+`/health` stops it only after `health_failures` checks in a row (`inference/engine_health.py`),
+and its running answers are then handed on to other workers, not failed.
 
 `drain` is the clean stop (SIGTERM): stop taking, hand back what was taken and not accepted,
 announce a capacity of 0, let the running answers finish (up to a limit), then stop.
@@ -36,8 +38,10 @@ from pydantic import ValidationError
 
 from inference import metrics, retry
 from inference.answering import Progress, RequestAnswerer
+from inference.engine_health import HealthWatch
 from inference.engines.base import (
     Engine,
+    EngineDeadError,
     EngineError,
     EngineStats,
 )
@@ -113,6 +117,7 @@ class InferenceWorker:
         self.channel: str | None = None
         self.ready = asyncio.Event()
         self._failure: str | None = None  # why the engine's health check failed
+        self._engine_dead = False  # ...and whether the engine itself is gone (not a blip)
         self._side_tasks: set[asyncio.Task[None]] = set()  # queueing trim prefills
 
     @property
@@ -357,26 +362,38 @@ class InferenceWorker:
         )
 
     async def _watch_health(self) -> None:
-        """Ask the engine whether it is healthy; on failure raise EngineError, stopping `run`."""
+        """Ask the engine whether it is healthy; when `HealthWatch` says the failures are not a
+        blip, raise EngineError, stopping `run`."""
         every, timeout = self._settings.health_every_s, self._settings.health_timeout_s
         if every <= 0:
             return
+        watch = HealthWatch(allowed_failures=self._settings.health_failures)
         while True:
             await asyncio.sleep(every)
+            error: Exception | None = None
             try:
                 async with asyncio.timeout(timeout if timeout > 0 else None):  # not wait_for:
                     await self._engine.check_health()  # on 3.11 it can swallow a shutdown
-            except TimeoutError:
-                reason = f"no answer within {timeout:g} s"
+            except TimeoutError as exc:
+                error, reason = exc, f"no answer within {timeout:g} s"
             except Exception as exc:
-                reason = f"{type(exc).__name__}: {exc}"
-            else:
+                error, reason = exc, f"{type(exc).__name__}: {exc}"
+            if not watch.checked(error):
+                if error is not None:
+                    logger.warning(
+                        "engine health check failed (%s), %d of %d in a row before stopping",
+                        reason,
+                        watch.failures,
+                        watch.allowed_failures,
+                    )
                 continue
             self._failure = reason
+            self._engine_dead = isinstance(error, EngineDeadError)
             logger.error(
-                "engine health check failed (%s): withdrawing this worker, failing its %d "
-                "running request(s) and stopping; restart it to serve again",
+                "engine health check failed (%s): withdrawing this worker, %s its %d running "
+                "request(s) and stopping; restart it to serve again",
                 reason,
+                "failing" if self._engine_dead else "handing on",
                 len(self._active),
             )
             raise EngineError(f"engine health check failed: {reason}")
@@ -555,9 +572,10 @@ class InferenceWorker:
             asyncio.create_task(self._transport.send(reply, error))  # noqa: RUF006
 
     async def _abort_all(self) -> None:
-        """Stop every running request. After a failed health check each fails `engine` (the
-        model's fault: moving it would fail again). On a shutdown (a drain's deadline, a
-        signal) nothing is sent: the worker has left the registry, so the relay moves each
+        """Stop every running request. When the engine died (`EngineDeadError`) each fails
+        `engine` (the request may have killed it: moving it could kill another worker). Else
+        (a shutdown: a drain's deadline, a signal; or a remote engine unhealthy for several
+        checks) nothing is sent: the worker has left the registry, so the relay moves each
         answer to another worker from the text already streamed, or fails it `worker_lost`
         when there is none (a rolling restart must not cut answers longer than the drain)."""
         active = list(self._active.values())
@@ -570,7 +588,7 @@ class InferenceWorker:
                 pass
             except Exception:
                 logger.exception("request task failed during shutdown")
-            if self._failure is None:
+            if not self._engine_dead:
                 continue
             await self._transport.send(
                 entry.request.reply_channel,

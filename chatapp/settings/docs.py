@@ -27,7 +27,16 @@ PAGE = REPO / "docs" / "configuration.md"
 SCANNED = ("chatapp", "inference")
 # The settings modules' helpers that read one variable: `helper("NAME", default, ...)`.
 READERS = frozenset(
-    {"_env_int", "_env_float", "_env_bool", "_env_port", "_number", "_integer", "_required"}
+    {
+        "_env_int",
+        "_env_at_least_one",
+        "_env_float",
+        "_env_bool",
+        "_env_port",
+        "_number",
+        "_integer",
+        "_required",
+    }
     | {"_list", "_bool"}
 )
 PYDANTIC: tuple[type[BaseSettings], ...] = (ChatSettings, LoginSettings)
@@ -293,10 +302,15 @@ VARIABLES: dict[str, Var] = {
     ),
     "INFERENCE_HEALTH_EVERY_S": Var(
         _WORKER,
-        "how often the worker asks the engine whether it is healthy; on failure it leaves the "
-        "registry, fails its answers and exits (run it under a supervisor)",
+        "how often the worker asks the engine whether it is healthy; a dead vLLM engine makes "
+        "it leave the registry, fail its answers and exit (run it under a supervisor)",
     ),
     "INFERENCE_HEALTH_TIMEOUT_S": Var(_WORKER, "how long that check may take"),
+    "INFERENCE_HEALTH_FAILURES": Var(
+        _WORKER,
+        "a remote engine (`INFERENCE_ENGINE=openai`) failing this many checks in a row makes the "
+        "worker exit, handing its answers on to other workers (at least 1)",
+    ),
     # -- vLLM
     "VLLM_DTYPE": Var(
         _VLLM,

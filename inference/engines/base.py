@@ -69,6 +69,12 @@ class EngineError(Exception):
     """The engine failed (not the request's fault)."""
 
 
+class EngineDeadError(EngineError):
+    """The engine cannot serve again (vLLM's engine core died, perhaps killed by a request):
+    the worker stops at once. A plain EngineError from a health check (a remote engine's
+    `/health` failing) may be a blip: the worker stops only when it persists."""
+
+
 class RequestRejectedError(Exception):
     """The engine cannot serve this request as asked, e.g. a prompt longer than the model's
     context: the request's fault, not the engine's. The message is for the end user."""

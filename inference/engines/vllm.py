@@ -17,6 +17,7 @@ from typing import Any
 
 from inference.chat_prompt import ChatTemplateError
 from inference.engines.base import (
+    EngineDeadError,
     EngineDelta,
     EngineError,
     EngineRequest,
@@ -355,8 +356,8 @@ class VllmEngine:
     async def check_health(self) -> None:
         try:
             await self._llm.check_health()
-        except Exception as exc:
-            raise EngineError(str(exc)) from exc
+        except Exception as exc:  # vLLM's EngineDeadError: its core process is gone
+            raise EngineDeadError(str(exc)) from exc
 
     def stats(self) -> EngineStats:
         return EngineStats(

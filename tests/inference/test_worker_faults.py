@@ -13,7 +13,7 @@ from channels.exceptions import ChannelFull
 from channels.layers import InMemoryChannelLayer
 from prometheus_client import REGISTRY
 
-from inference.engines.base import EngineError
+from inference.engines.base import EngineDeadError, EngineError
 from inference.engines.scripted import ScriptedEngine
 from inference.faq.cache import FaqCache, FaqHit, FaqLookupResult, FaqNear
 from inference.faq.deciders import ExactRepeatDecision
@@ -175,14 +175,14 @@ async def test_a_long_prefill_before_the_first_token_is_not_a_stall(
 # ---- 1b: the engine's health check --------------------------------------------------------
 
 
-@pytest.mark.parametrize("failure", ["raises", "hangs"])
-async def test_a_failed_health_check_withdraws_the_worker_and_fails_its_requests(
+async def test_a_dead_engine_withdraws_the_worker_at_once_and_fails_its_requests(
     layer: InMemoryChannelLayer,
     engine: ScriptedEngine,
     stopper: list[asyncio.Task[None]],
-    failure: str,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
+    """vLLM's engine core died: it cannot come back, and the request may be what killed it,
+    so its answers fail `engine` instead of moving to (and killing) another worker."""
     started = await start(
         layer=layer,
         engine=engine,
@@ -198,10 +198,7 @@ async def test_a_failed_health_check_withdraws_the_worker_and_fails_its_requests
     await local_request_queue().put(REQUEST_CHANNEL, generate(reply, "[[slow]] " + "w " * 200))
     accepted = worker_event_adapter.validate_python(await layer.receive(reply))
     assert accepted.type == "inference.accepted"
-    if failure == "raises":
-        engine.health_error = EngineError("engine core died")
-    else:
-        engine.health_hangs = True
+    engine.health_error = EngineDeadError("engine core died")
 
     events = await collect(layer, reply)
     assert events[-1].type == "inference.error"
@@ -218,6 +215,65 @@ async def test_a_failed_health_check_withdraws_the_worker_and_fails_its_requests
         await asyncio.wait_for(local_request_queue().take(REQUEST_CHANNEL, consumer="test"), 1)
     ).message
     assert left["request_id"] == "r2"
+
+
+async def test_a_remote_engine_failing_its_health_check_briefly_costs_nothing(
+    layer: InMemoryChannelLayer, engine: ScriptedEngine, stopper: list[asyncio.Task[None]]
+) -> None:
+    """`INFERENCE_ENGINE=openai`: a router restart makes `/health` fail once or twice; the
+    worker keeps serving and the answer streaming through it completes."""
+    started = await start(
+        layer=layer,
+        engine=engine,
+        settings=worker_settings(health_every_s=0.05, health_timeout_s=0.1, health_failures=3),
+    )
+    stopper.append(started.task)
+    reply = await layer.new_channel()
+    await local_request_queue().put(REQUEST_CHANNEL, generate(reply, "[[slow]] " + "w " * 30))
+    accepted = worker_event_adapter.validate_python(await layer.receive(reply))
+    assert accepted.type == "inference.accepted"
+    engine.health_error = EngineError("http://router/health answered 502")
+    await asyncio.sleep(0.08)  # one or two failed checks
+    engine.health_error = None
+
+    events = await collect(layer, reply)
+    assert events[-1].type == "inference.done"
+    assert events[-1].finish_reason == "stop"
+    assert not started.task.done()
+    assert await started.registry.capacity() > 0
+
+
+@pytest.mark.parametrize("failure", ["raises", "hangs"])
+async def test_a_remote_engine_that_stays_unhealthy_stops_the_worker_and_hands_answers_on(
+    layer: InMemoryChannelLayer,
+    engine: ScriptedEngine,
+    stopper: list[asyncio.Task[None]],
+    failure: str,
+) -> None:
+    """`/health` fails `health_failures` times in a row: the worker withdraws and stops, and
+    sends nothing for its running answers, so each relay moves its answer to another worker
+    from the text already streamed (the request is not at fault, unlike a dead engine core)."""
+    started = await start(
+        layer=layer,
+        engine=engine,
+        settings=worker_settings(health_every_s=0.05, health_timeout_s=0.1, health_failures=3),
+    )
+    stopper.append(started.task)
+    reply = await layer.new_channel()
+    await local_request_queue().put(REQUEST_CHANNEL, generate(reply, "[[slow]] " + "w " * 200))
+    accepted = worker_event_adapter.validate_python(await layer.receive(reply))
+    assert accepted.type == "inference.accepted"
+    if failure == "raises":
+        engine.health_error = EngineError("http://router/health: connection refused")
+    else:
+        engine.health_hangs = True
+
+    with pytest.raises(EngineError, match="health check"):
+        await asyncio.wait_for(started.task, 3)
+    events = await drain(layer, reply, quiet_s=0.2)
+    assert {e.type for e in events} <= {"inference.delta", "inference.heartbeat"}
+    assert await started.registry.capacity() == 0
+    assert engine.stats().running_requests == 0
 
 
 # ---- 2: a stop while the FAQ cache is being asked -----------------------------------------
@@ -461,8 +517,14 @@ async def test_a_reply_channel_that_stays_full_gets_no_error_but_is_still_aborte
 def test_the_fault_bounds_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     defaults = WorkerSettings.from_env()
     assert (defaults.stall_s, defaults.health_every_s, defaults.health_timeout_s) == (30, 10, 5)
+    assert defaults.health_failures == 3
+    monkeypatch.setenv("INFERENCE_HEALTH_FAILURES", "1")
     monkeypatch.setenv("INFERENCE_STALL_S", "0")
     monkeypatch.setenv("INFERENCE_HEALTH_EVERY_S", "2.5")
     monkeypatch.setenv("INFERENCE_HEALTH_TIMEOUT_S", "1")
     settings = WorkerSettings.from_env()
     assert (settings.stall_s, settings.health_every_s, settings.health_timeout_s) == (0, 2.5, 1)
+    assert settings.health_failures == 1
+    monkeypatch.setenv("INFERENCE_HEALTH_FAILURES", "0")
+    with pytest.raises(ValueError, match="INFERENCE_HEALTH_FAILURES must be at least 1"):
+        WorkerSettings.from_env()
