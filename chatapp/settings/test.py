@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
+from pathlib import Path
+
 from chatapp.settings.base import *  # noqa: F403
 
 SECRET_KEY = "test-only-not-secret"  # noqa: S105
@@ -18,6 +22,9 @@ CSRF_TRUSTED_ORIGINS = ["http://localhost"]
 
 # Tests use a SQLite file like `make run`, not Django's default in-memory shared-cache test
 # database: that one locks whole tables, so a read while another thread stores an answer fails
-# at once ("database table is locked") instead of seeing the last committed rows.
+# at once ("database table is locked") instead of seeing the last committed rows. One file per
+# test run (two runs at once must not delete each other's).
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
-    DATABASES["default"]["TEST"] = {"NAME": str(DATA_DIR / "test-db.sqlite3")}  # noqa: F405
+    DATABASES["default"]["TEST"] = {  # noqa: F405
+        "NAME": str(Path(tempfile.gettempdir()) / f"instant-chat-test-{os.getpid()}.sqlite3")
+    }
