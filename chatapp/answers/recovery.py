@@ -149,7 +149,9 @@ async def orphaned_runs_finish(*, orphans: Orphans) -> int:
     heartbeat yet.
     """
     started_before = timezone.now() - timedelta(seconds=orphans.silent_after_s)
-    candidates = await database_sync_to_async(selectors.streaming_runs)(
+    # Not on the shared thread every socket's database work queues on: a row lock or a long
+    # read there must not hold the reaper (nor anything waiting on it) for seconds.
+    candidates = await database_sync_to_async(selectors.streaming_runs, thread_sensitive=False)(
         started_before=started_before
     )
     finished = 0

@@ -20,7 +20,7 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -189,10 +189,16 @@ class AnswerRelay:
         self.channel = await self._layer.new_channel()
         self.ready.set()
         self._running = True
+        s = self._settings
         try:
             async with asyncio.TaskGroup() as group:
                 group.create_task(self._receive_loop())
-                group.create_task(self._tick_loop())
+                # Three loops, so none waits behind another: above all the heartbeat never
+                # waits behind the reaper's database read (a stalled database must not make
+                # other processes think this one's live answers lost their owner).
+                group.create_task(self._every(self._tick_s(), self._timeouts_check, "timeouts"))
+                group.create_task(self._every(s.heartbeat_s, self._heartbeat, "heartbeat"))
+                group.create_task(self._every(s.reap_every_s, self._reap, "reaper"))
         finally:
             self._running = False  # its runs are orphans now, like a dead process's
 
@@ -487,26 +493,25 @@ class AnswerRelay:
 
     # ---- periodic: watchdogs, grace period, heartbeats, orphan reaping ------------------
 
-    async def _tick_loop(self) -> None:
+    def _tick_s(self) -> float:
         s = self._settings
-        interval = min(
+        return min(
             s.accept_timeout_s / 3, s.stall_timeout_s / 3, s.heartbeat_s, s.affinity_wait_s, 1.0
         )
-        last_heartbeat = last_reap = 0.0
+
+    async def _every(self, interval: float, work: Callable[[], Awaitable[None]], what: str) -> None:
         while True:
-            now = time.monotonic()
             try:
-                await self._check_timeouts(now)
-                if now - last_heartbeat >= s.heartbeat_s:
-                    last_heartbeat = now
-                    await self._heartbeat()
-                    metrics.admission_sampled(in_flight=await self._admission.outstanding())
-                if now - last_reap >= s.reap_every_s:
-                    last_reap = now
-                    await orphaned_runs_finish(orphans=self.orphans)
-            except Exception:  # Redis or the database away: try again next tick
-                logger.exception("relay housekeeping failed")
+                await work()
+            except Exception:  # Redis or the database away: try again next time
+                logger.exception("relay %s failed", what)
             await asyncio.sleep(interval)
+
+    async def _timeouts_check(self) -> None:
+        await self._check_timeouts(time.monotonic())
+
+    async def _reap(self) -> None:
+        await orphaned_runs_finish(orphans=self.orphans)
 
     async def _check_timeouts(self, now: float) -> None:
         s = self._settings
@@ -668,6 +673,10 @@ class AnswerRelay:
         return True
 
     async def _heartbeat(self) -> None:
+        await self._heartbeat_runs()
+        metrics.admission_sampled(in_flight=await self._admission.outstanding())
+
+    async def _heartbeat_runs(self) -> None:
         runs = list(self._runs.values())
         for run in runs:
             alive = AnswerAlive(message_id=run.message_id, run_id=run.run_id).to_channel()

@@ -354,3 +354,68 @@ async def test_an_owners_silence_is_measured_on_redis_clock_not_the_hosts(
         await client.flushdb()
         await client.aclose()
         await log.aclose()
+
+
+async def test_a_stalled_database_thread_does_not_silence_the_relays_heartbeat(
+    alice: User,
+) -> None:
+    """Issue 31 defect 1: a row lock, an exhausted pool or a long context read holds the
+    process's shared database thread (every socket's DB work runs there) for seconds. The
+    relay's heartbeat must go on meanwhile, or other web processes see its live answers' owner
+    silent and end them as orphans (the user sees "stopped" mid-answer)."""
+    import time
+
+    from channels.db import database_sync_to_async
+
+    layer = InMemoryChannelLayer(capacity=10_000)
+    log = LocalAnswerLog(ttl_s=60)
+    registry_ = LocalWorkerRegistry()
+    await registry_.announce(worker_id="w", capacity=4, ttl_s=60)
+    relay = AnswerRelay(
+        layer=layer,
+        log=log,
+        admission=LocalAdmission(limits=admission_limits()),
+        registry=registry_,
+        queue=LocalRequestQueue(),
+        settings=RelaySettings(
+            accept_timeout_s=10,
+            queue_timeout_s=10,
+            stall_timeout_s=10,
+            disconnect_grace_s=10,
+            heartbeat_s=0.1,
+            reap_every_s=0.2,  # the reaper reads the database often
+            owner_silent_after_s=1.0,
+        ),
+    )
+    task = asyncio.create_task(relay.run())
+    await relay.ready.wait()
+    try:
+        turn = await sync_to_async(_turn)(alice, "question")
+        request_id = str(turn.run_id)
+        await relay.start(
+            message_id=turn.assistant_message.id,
+            user_key="u",
+            watcher="watcher-1",
+            request=GenerateRequest(
+                request_id=request_id, reply_channel=relay.channel, submitted_at=0.0
+            ),
+            request_channel="test.requests",
+        )
+        await layer.send(
+            relay.channel,
+            Accepted(request_id=request_id, worker_channel="w", queue_wait_ms=1).to_channel(),
+        )
+        await asyncio.sleep(0.3)
+        stall = asyncio.create_task(database_sync_to_async(time.sleep)(2.5))  # a row lock
+        await asyncio.sleep(0.1)
+        silences = []
+        while not stall.done():
+            owner = await log.ownership(run_id=turn.run_id)
+            assert owner is not None
+            silences.append(owner.silent_s)
+            await asyncio.sleep(0.1)
+        assert len(silences) > 15
+        assert max(silences) < 0.5  # heartbeats every 0.1 s all along, never reaped
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
