@@ -40,7 +40,9 @@ def conversation_history(
     so the history the worker gets (and trims to the model's context in its own steps, see
     `inference/prompt_builder.py`) starts at the same message for many turns in a row.
     """
-    return _history_rows(conversation, up_to=up_to).turns(max_messages=max_messages)
+    return _history_rows(conversation, up_to=up_to, max_messages=max_messages).turns(
+        max_messages=max_messages
+    )
 
 
 # what each turn of the history is read with: the suggestions of an answer say whether the
@@ -50,13 +52,21 @@ _TURN_FIELDS = ("role", "content", "suggested_entries")
 
 @dataclass(frozen=True, slots=True)
 class _Rows:
-    rows: list[tuple[str, str, Any]]  # (role, content, suggested_entries), oldest first
+    # (role, content, suggested_entries), oldest first: the newest rows, after `skipped` older
+    # ones that were not read (outside the window the model sees)
+    rows: list[tuple[str, str, Any]]
+    skipped: int = 0
 
     def turns(self, *, max_messages: int) -> list[Turn]:
-        start = _history_start(len(self.rows), max_messages=max_messages)
+        total = self.skipped + len(self.rows)
+        start = _history_start(total, max_messages=max_messages) - self.skipped
         return alternating(
             [Turn(role=role, content=content) for role, content, _ in self.rows[start:]]
         )
+
+    @property
+    def first_question(self) -> bool:
+        return self.skipped == 0 and len(self.rows) == 1 and self.rows[0][0] == "user"
 
     def repeats_suggestion(self) -> bool:
         """The last message is a question that repeats (ignoring case and spacing) one the
@@ -91,11 +101,21 @@ def _plain(text: str) -> str:
     return " ".join(text.casefold().split())
 
 
-def _history_rows(conversation: Conversation, *, up_to: Message | None = None) -> _Rows:
+def _history_rows(
+    conversation: Conversation,
+    *,
+    max_messages: int,
+    up_to: Message | None = None,
+    to_come: int = 0,
+) -> _Rows:
+    """The window of rows the model will see, once `to_come` more are added: a count, then
+    only the window's rows (a conversation of thousands of messages is not read whole on
+    the database thread every socket shares)."""
     rows = _shown_to_the_model(conversation)
     if up_to is not None:
         rows = rows.filter(created_at__lte=up_to.created_at)
-    return _Rows(rows=list(rows.values_list(*_TURN_FIELDS)))
+    skipped = _history_start(rows.count() + to_come, max_messages=max_messages)
+    return _Rows(rows=list(rows.values_list(*_TURN_FIELDS)[skipped:]), skipped=skipped)
 
 
 def _shown_to_the_model(conversation: Conversation) -> QuerySet[Message]:
@@ -142,7 +162,7 @@ def generation_context(
     """Everything the worker needs for the next answer: history, system prompt, sampling."""
     conversation = Conversation.objects.select_related("template_version").get(id=conversation_id)
     return _context(
-        rows=_history_rows(conversation, up_to=up_to),
+        rows=_history_rows(conversation, up_to=up_to, max_messages=max_messages),
         max_messages=max_messages,
         version=conversation.template_version,
     )
@@ -171,9 +191,9 @@ def next_turn_context(
     )
     if conversation is None:
         return None
-    rows = _history_rows(conversation).rows
+    history = _history_rows(conversation, max_messages=max_messages, to_come=1)
     return _context(
-        rows=_Rows(rows=[*rows, question]),
+        rows=_Rows(rows=[*history.rows, question], skipped=history.skipped),
         max_messages=max_messages,
         version=conversation.template_version,
     )
@@ -188,7 +208,7 @@ def _context(
         sampling=dict(version.sampling) if version else {},
         template_id=version.template_id if version else None,
         repeats_suggestion=rows.repeats_suggestion(),
-        first_question=len(rows.rows) == 1 and rows.rows[0][0] == "user",
+        first_question=rows.first_question,
     )
 
 

@@ -71,3 +71,38 @@ def test_the_first_question_stands_alone() -> None:
     conversation, last = conversation_of(("user", "Where is my order?", "complete"))
     context = generation_context(conversation_id=conversation.id, up_to=last, max_messages=50)
     assert context.standalone
+
+
+def test_a_long_conversations_context_reads_only_the_window_the_model_sees() -> None:
+    """Issue 31 defect 1: the context read had no LIMIT, so a send into a conversation of
+    thousands of messages read them all on the database thread every socket shares. Only the
+    window (at most `max_messages`) is read now, and it is the same window as before."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from chatapp.conversations.selectors import next_turn_context
+
+    conversation, last = conversation_of(
+        *[("user" if i % 2 == 0 else "assistant", f"m{i}", "complete") for i in range(300)]
+    )
+    with CaptureQueriesContext(connection) as queries:
+        context = generation_context(conversation_id=conversation.id, up_to=last, max_messages=50)
+    # 300 messages, cut in steps of 25: the window starts at message 250
+    assert [t.content for t in context.turns] == [f"m{i}" for i in range(250, 300)]
+    assert not context.first_question
+    fetched = [q["sql"] for q in queries.captured_queries if '"content" AS' in q["sql"]]
+    assert len(fetched) == 1 and "OFFSET 250" in fetched[0]
+
+    follow_up = next_turn_context(
+        owner=conversation.owner,
+        conversation_id=conversation.id,
+        text="and then?",
+        template_version=None,
+        max_messages=50,
+    )
+    assert follow_up is not None
+    # 301 with the new question: the window moves on to message 275 (an answer: dropped)
+    assert [t.content for t in follow_up.turns] == [
+        *(f"m{i}" for i in range(276, 300)),
+        "and then?",
+    ]
