@@ -3,19 +3,20 @@
 A web process that dies takes its relay with it, and the runs it owned would stay "streaming"
 forever, holding admission leases and worker slots. Whoever finds such a run (the reaper of any
 web process, a socket resuming it, the API request watching it) ends it here, and only once
-its owner is known to be silent: the logged end if there is one, otherwise `failed`
-(`interrupted`) with the text that was logged; the write names the run, so it can never land on
-a newer run of the same message. Ending it also frees what the dead owner held: the run's
-admission lease and its request on the worker, and tells the owner, should it still be alive
-but cut off, to stop.
+its owner is known to be dead (`orphan_verdict`): the logged end if there is one, otherwise
+`failed` (`interrupted`) with the text that was logged; the write names the run, so it can
+never land on a newer run of the same message. Ending it also frees what the dead owner held:
+the run's admission lease and its request on the worker, and tells the owner, should it still
+be alive but cut off, to stop.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Literal, Protocol
 
@@ -54,6 +55,8 @@ class Orphans:
     # Runs this process owns itself are alive whatever their heartbeat says (an event loop
     # that stalled a moment must not end its own answers)
     owned_here: Callable[[uuid.UUID], bool] = lambda _run_id: False
+    # runs seen with no owner record, and when first (monotonic): see `orphan_verdict`
+    unknown_since: dict[uuid.UUID, float] = field(default_factory=dict)
 
 
 OwnerState = Literal["alive", "silent", "unknown"]
@@ -63,6 +66,22 @@ def owner_state(owner: Ownership | None, *, silent_after_s: float) -> OwnerState
     if owner is None:
         return "unknown"
     return "alive" if owner.silent_s < silent_after_s else "silent"
+
+
+def orphan_verdict(
+    state: OwnerState, *, unknown_for_s: float | None, silent_after_s: float
+) -> Literal["alive", "dead", "wait"]:
+    """Whether a run's owner is dead. A silent owner is. A missing owner record ("unknown")
+    is not at first sight: Redis restarted without persistence loses every record until each
+    live relay's next heartbeat writes its own again (a heartbeat, not `silent_after_s`,
+    away), so only a record still missing `silent_after_s` after it was first seen missing
+    means the owner is gone. `unknown_for_s`: since when this process has seen it missing
+    (None: this is the first time)."""
+    if state != "unknown":
+        return "dead" if state == "silent" else "alive"
+    if unknown_for_s is None or unknown_for_s < silent_after_s:
+        return "wait"
+    return "dead"
 
 
 async def answer_store(
@@ -134,7 +153,21 @@ async def run_abandon_if_orphaned(
     if orphans.owned_here(run_id):
         return None
     owner = await orphans.log.ownership(run_id=run_id)
-    if owner_state(owner, silent_after_s=orphans.silent_after_s) == "alive":
+    state = owner_state(owner, silent_after_s=orphans.silent_after_s)
+    now = time.monotonic()
+    first_unknown = orphans.unknown_since.get(run_id)
+    verdict = orphan_verdict(
+        state,
+        unknown_for_s=None if first_unknown is None else now - first_unknown,
+        silent_after_s=orphans.silent_after_s,
+    )
+    if state == "unknown" and first_unknown is None:
+        for seen in [r for r, t in orphans.unknown_since.items() if now - t > 60]:
+            del orphans.unknown_since[seen]  # ended meanwhile by another process
+        orphans.unknown_since[run_id] = now
+    elif state != "unknown" or verdict == "dead":
+        orphans.unknown_since.pop(run_id, None)
+    if verdict != "dead":
         return None
     logger.warning(
         "run %s of answer %s lost its owner: storing it from the log", run_id, message_id

@@ -167,21 +167,20 @@ class AnswerRelay:
         # Appending to a run's memory and to its log happen together under this lock, so a
         # heartbeat that compares the two never sees one ahead of the other.
         self._log_lock = asyncio.Lock()
+        # one per process: it remembers which runs it has seen without an owner record, and since
+        # when (recovery.orphan_verdict)
+        self.orphans = Orphans(
+            log=log,
+            admission=admission,
+            layer=layer,
+            silent_after_s=settings.owner_silent_after_s,
+            owned_here=self.owns,
+        )
         metrics.relay_started(self)
 
     @property
     def active_answers(self) -> int:
         return len(self._runs)
-
-    @property
-    def orphans(self) -> Orphans:
-        return Orphans(
-            log=self._log,
-            admission=self._admission,
-            layer=self._layer,
-            silent_after_s=self._settings.owner_silent_after_s,
-            owned_here=self.owns,
-        )
 
     async def run(self) -> None:
         # The default prefix: channels_redis lets one receiver per prefix hold the process's read

@@ -419,3 +419,46 @@ async def test_a_stalled_database_thread_does_not_silence_the_relays_heartbeat(
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_a_run_whose_owner_record_vanished_is_not_reaped_until_it_stays_gone(
+    alice: User,
+) -> None:
+    """Issue 31 defect 9: Redis restarted without persistence, so every run's owner record is
+    gone until each live relay's next heartbeat writes it again. A reaper tick in that moment
+    must not take the missing record for a dead owner and cut the live answer short; a record
+    still missing after the owner's silence bound means the owner is really gone."""
+    log = LocalAnswerLog(ttl_s=60)
+    live = await sync_to_async(_turn)(alice, "live")
+    dead = await sync_to_async(_turn)(alice, "dead")
+    await asyncio.sleep(0.25)  # both older than the reap age: candidates for the reaper
+    orphans = _orphans(log, silent_after_s=0.2)
+
+    # Redis is empty: neither run has an owner record
+    assert await orphaned_runs_finish(orphans=orphans) == 0
+    # the live relay's heartbeat writes its record again; the dead one never does
+    await log.begin(run_id=live.run_id, relay_channel="live-relay", user_key="u")
+    await asyncio.sleep(0.1)
+    assert await orphaned_runs_finish(orphans=orphans) == 0  # the dead one: 0.1 s unknown
+    await log.heartbeat(relay_channel="live-relay", lengths={live.run_id: 0})
+    await asyncio.sleep(0.15)
+    await log.heartbeat(relay_channel="live-relay", lengths={live.run_id: 0})
+
+    assert await orphaned_runs_finish(orphans=orphans) == 1  # unknown for 0.25 s: gone
+    rows = {m.id: m async for m in Message.objects.filter(role="assistant").order_by("created_at")}
+    assert rows[live.assistant_message.id].status == "streaming"
+    assert (rows[dead.assistant_message.id].status, rows[dead.assistant_message.id].error_code) == (
+        "failed",
+        "interrupted",
+    )
+
+
+def test_an_owner_is_dead_when_silent_or_missing_for_the_whole_bound() -> None:
+    from chatapp.answers.recovery import orphan_verdict
+
+    bound = {"silent_after_s": 5.0}
+    assert orphan_verdict("alive", unknown_for_s=None, **bound) == "alive"
+    assert orphan_verdict("silent", unknown_for_s=None, **bound) == "dead"
+    assert orphan_verdict("unknown", unknown_for_s=None, **bound) == "wait"  # first sight
+    assert orphan_verdict("unknown", unknown_for_s=4.9, **bound) == "wait"
+    assert orphan_verdict("unknown", unknown_for_s=5.0, **bound) == "dead"

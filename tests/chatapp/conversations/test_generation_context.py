@@ -91,7 +91,8 @@ def test_a_long_conversations_context_reads_only_the_window_the_model_sees() -> 
     assert [t.content for t in context.turns] == [f"m{i}" for i in range(250, 300)]
     assert not context.first_question
     fetched = [q["sql"] for q in queries.captured_queries if '"content" AS' in q["sql"]]
-    assert len(fetched) == 1 and "OFFSET 250" in fetched[0]
+    assert len(fetched) == 1
+    assert "OFFSET 250" in fetched[0]
 
     follow_up = next_turn_context(
         owner=conversation.owner,
