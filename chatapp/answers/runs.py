@@ -331,6 +331,12 @@ def _turn_or_context(question: NewQuestion) -> services.TurnStart | selectors.Ge
     )
 
 
+# A typing prefill is not queued behind this many requests on its queue: one that waits that long
+# is stale when a worker reaches it, and the bound keeps a queue no worker reads (its worker
+# died) from growing with every draft.
+DRAFTS_QUEUED_MAX = 8
+
+
 @dataclass(frozen=True, slots=True)
 class TemplateKey:
     """A published template version, by its id and version number."""
@@ -370,4 +376,6 @@ async def draft_prefill(
         affinity=runtime.affinity,
         registry=runtime.registry,
     )
+    if await runtime.queue.depth(queue) >= DRAFTS_QUEUED_MAX:
+        return  # the workers are behind (or gone): a draft would only be stale by then
     await runtime.queue.put(queue, request.to_channel())

@@ -31,7 +31,7 @@ from chatapp.errors import ApplicationError
 from chatapp.metrics import recording as metrics
 from chatapp.prompts.events import TEMPLATES_GROUP
 from chatapp.prompts.resolution import ResendFull, templated_message_resolve
-from chatapp.realtime.frame_budget import FRAME, RESUME, FrameBudget
+from chatapp.realtime.frame_budget import DRAFT, FRAME, RESUME, FrameBudget
 from chatapp.realtime.intake import Refusal, frame_read
 from chatapp.realtime.schemas import (
     ERROR_CODES,
@@ -402,6 +402,8 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
         an answer streams here: the engine is busy with this user's answer already."""
         if self._generating() or not settings.CHAT_TYPING_PREFILL:
             return
+        if self.budget.take(kind=DRAFT, now=time.monotonic()) is not None:
+            return  # past the socket's draft budget: a hint dropped, nothing lost
         if await self._refused_text(frame.text, client_id=frame.id):
             return
         try:

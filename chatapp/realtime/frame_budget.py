@@ -2,7 +2,9 @@
 
 Every frame costs a little (parsing, a database or Redis round trip), and a `chat.resume` of
 ~120 bytes may replay a whole answer log, so a socket gets a general frame budget and a
-separate, smaller one for resumes. The defaults sit far above what a person typing, a
+separate, smaller one for resumes. A `chat.draft` queues a prefill of the whole conversation on
+a worker, so drafts have a smaller one too (a draft past it is dropped, not refused: it is a
+hint, and the page waits for no reply). The defaults sit far above what a person typing, a
 reconnect (one resume per socket) or feedback clicks produce; they only stop a script.
 
 Pure and synchronous: the caller passes the clock (`time.monotonic()`), so tests need no sleep.
@@ -19,6 +21,7 @@ from django.conf import settings
 # charged again as RESUME once its type is known.
 FRAME = "frame"
 RESUME = "chat.resume"
+DRAFT = "chat.draft"
 
 
 @dataclass
@@ -54,20 +57,28 @@ class FrameBudget:
     `take(kind=RESUME, ...)` for a `chat.resume`."""
 
     def __init__(
-        self, *, frames_per_s: float, burst: int, resumes_per_s: float, resume_burst: int
+        self,
+        *,
+        frames_per_s: float,
+        burst: int,
+        resumes_per_s: float,
+        resume_burst: int,
+        drafts_per_s: float = 0.5,
+        draft_burst: int = 3,
     ) -> None:
-        for name, rate, size in (
-            ("frames_per_s", frames_per_s, burst),
-            ("resumes_per_s", resumes_per_s, resume_burst),
+        for name, rate, burst_name, size in (
+            ("frames_per_s", frames_per_s, "burst", burst),
+            ("resumes_per_s", resumes_per_s, "resume_burst", resume_burst),
+            ("drafts_per_s", drafts_per_s, "draft_burst", draft_burst),
         ):
             if rate < 0:
                 raise ValueError(f"{name} must be >= 0 (0: no limit), got {rate}")
             if size < 1:
-                burst_name = "burst" if name == "frames_per_s" else "resume_burst"
                 raise ValueError(f"{burst_name} must be >= 1, got {size}")
         self._buckets = {
             FRAME: TokenBucket(rate=frames_per_s, burst=burst),
             RESUME: TokenBucket(rate=resumes_per_s, burst=resume_burst),
+            DRAFT: TokenBucket(rate=drafts_per_s, burst=draft_burst),
         }
 
     @classmethod
@@ -77,11 +88,13 @@ class FrameBudget:
             burst=int(settings.CHAT_SOCKET_FRAME_BURST),
             resumes_per_s=float(settings.CHAT_SOCKET_RESUMES_PER_S),
             resume_burst=int(settings.CHAT_SOCKET_RESUME_BURST),
+            drafts_per_s=float(settings.CHAT_SOCKET_DRAFTS_PER_S),
+            draft_burst=int(settings.CHAT_SOCKET_DRAFT_BURST),
         )
 
     def take(self, *, kind: str, now: float) -> float | None:
         """None when the frame may go on; else the retry-after in seconds (frame refused)."""
         bucket = self._buckets.get(kind)
         if bucket is None:
-            raise ValueError(f"kind must be {FRAME!r} or {RESUME!r}, got {kind!r}")
+            raise ValueError(f"kind must be one of {sorted(self._buckets)}, got {kind!r}")
         return bucket.take(now)

@@ -217,6 +217,12 @@ VARIABLES: dict[str, Var] = {
         _ADMIT, "`chat.resume` frames one socket may send (each can replay a whole answer log)"
     ),
     "CHAT_SOCKET_RESUME_BURST": Var(_ADMIT, "their bucket's size"),
+    "CHAT_SOCKET_DRAFTS_PER_S": Var(
+        _ADMIT,
+        "`chat.draft` frames (typing prefill) one socket may send; past it they are dropped "
+        "quietly (each queues a prefill of the whole conversation on a worker)",
+    ),
+    "CHAT_SOCKET_DRAFT_BURST": Var(_ADMIT, "their bucket's size"),
     "INFERENCE_MAX_QUEUE": Var(
         _ADMIT,
         "requests that may wait for one worker beyond its `INFERENCE_MAX_ACTIVE`; past the sum "

@@ -79,6 +79,10 @@ class ChatSettings(BaseSettings):
     socket_frame_burst: int = Field(20, ge=1)
     socket_resumes_per_s: float = Field(0.2, ge=0)
     socket_resume_burst: int = Field(3, ge=1)
+    # chat.draft (typing prefill) frames: a person pausing while typing sends one every few
+    # seconds; past this they are dropped (a hint: nothing is lost)
+    socket_drafts_per_s: float = Field(0.5, ge=0)
+    socket_draft_burst: int = Field(3, ge=1)
 
     @model_validator(mode="after")
     def _liveness_bounds(self) -> ChatSettings:

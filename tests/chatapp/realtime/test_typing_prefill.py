@@ -156,3 +156,27 @@ async def test_a_worker_answering_chat_drops_drafts_and_stale_drafts_are_dropped
     assert prefills("dropped_stale") == stale + 1
     assert [p for p in engine.prompts if "typed a minute ago" in p] == []
     assert not [p for p in engine.prompts if "where is my parcel right now?" in p]
+
+
+async def test_drafts_are_bounded_per_socket_and_in_the_queue(
+    connect: Connect, alice: User, settings: object
+) -> None:
+    """Issue 31 defect 3: a script sending drafts as fast as the frame budget allows queued a
+    prefill (with the conversation's history) for each, without bound, even with no worker
+    reading the queue. A socket's drafts have a small budget of their own (past it they are
+    dropped: a draft is a hint, nothing is lost), and no more than a few wait in a queue."""
+    from chatapp.answers.runs import DRAFTS_QUEUED_MAX
+
+    queue = local_request_queue()
+    ws = await open_socket(connect, alice)
+    for i in range(10):
+        await ws.send_json_to(draft_frame(f"a draft of a question, take {i}", None))
+    assert await ws.receive_nothing(timeout=0.3)  # dropped quietly, no error frames
+    assert await queue.depth(BACKGROUND_CHANNEL) == 3  # the socket's draft burst
+
+    settings.CHAT_SOCKET_DRAFT_BURST = 100  # type: ignore[attr-defined]
+    other = await open_socket(connect, alice)
+    for i in range(20):
+        await other.send_json_to(draft_frame(f"another draft, take {i}", None))
+    assert await other.receive_nothing(timeout=0.3)
+    assert await queue.depth(BACKGROUND_CHANNEL) == DRAFTS_QUEUED_MAX
