@@ -32,6 +32,7 @@ class Ownership:
     silent_s: float  # since the owner's last heartbeat, on the log's clock, when read
     user_key: str = ""  # who holds the run's admission lease
     worker_channel: str = ""  # the worker serving it, once one accepted it
+    worker_request_id: str = ""  # the request that worker runs (`<run>~<n>` once moved)
 
 
 class AnswerLog(Protocol):
@@ -40,8 +41,11 @@ class AnswerLog(Protocol):
 
     async def append(self, *, run_id: uuid.UUID, entry: LogEntry) -> None: ...
 
-    async def worker_taken(self, *, run_id: uuid.UUID, worker_channel: str) -> None:
-        """Record which worker serves the run (so another process can cancel it)."""
+    async def worker_taken(
+        self, *, run_id: uuid.UUID, worker_channel: str, request_id: str
+    ) -> None:
+        """Record which worker serves the run, as which request (so another process can
+        cancel it)."""
 
     async def heartbeat(
         self, *, relay_channel: str, lengths: dict[uuid.UUID, int]
@@ -89,9 +93,11 @@ class RedisAnswerLog:
             pipe.pexpire(log, self._ttl_ms)
             await pipe.execute()
 
-    async def worker_taken(self, *, run_id: uuid.UUID, worker_channel: str) -> None:
+    async def worker_taken(
+        self, *, run_id: uuid.UUID, worker_channel: str, request_id: str
+    ) -> None:
         _, owner = self._keys(run_id)
-        await self._redis.hset(owner, "worker", worker_channel)
+        await self._redis.hset(owner, mapping={"worker": worker_channel, "request": request_id})
 
     async def heartbeat(
         self, *, relay_channel: str, lengths: dict[uuid.UUID, int]
@@ -139,6 +145,7 @@ class RedisAnswerLog:
             silent_s=(self._ttl_ms - ttl_left_ms) / 1000 if ttl_left_ms >= 0 else float("inf"),
             user_key=raw.get("user", ""),
             worker_channel=raw.get("worker", ""),
+            worker_request_id=raw.get("request", ""),
         )
 
     async def entries_after(self, *, run_id: uuid.UUID, seq: int) -> list[LogEntry] | None:
@@ -166,6 +173,7 @@ class _Local:
     heartbeat_at: float  # monotonic
     expires_at: float  # monotonic
     worker_channel: str = ""
+    worker_request_id: str = ""
     entries: list[LogEntry] = field(default_factory=list)
 
 
@@ -199,10 +207,12 @@ class LocalAnswerLog:
         log.entries.append(entry)
         log.expires_at = time.monotonic() + self._ttl_s
 
-    async def worker_taken(self, *, run_id: uuid.UUID, worker_channel: str) -> None:
+    async def worker_taken(
+        self, *, run_id: uuid.UUID, worker_channel: str, request_id: str
+    ) -> None:
         log = self._live(run_id)
         if log is not None:
-            log.worker_channel = worker_channel
+            log.worker_channel, log.worker_request_id = worker_channel, request_id
 
     async def heartbeat(
         self, *, relay_channel: str, lengths: dict[uuid.UUID, int]
@@ -234,6 +244,7 @@ class LocalAnswerLog:
             silent_s=time.monotonic() - log.heartbeat_at,
             user_key=log.user_key,
             worker_channel=log.worker_channel,
+            worker_request_id=log.worker_request_id,
         )
 
     async def entries_after(self, *, run_id: uuid.UUID, seq: int) -> list[LogEntry] | None:

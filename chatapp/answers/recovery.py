@@ -135,7 +135,10 @@ async def run_abandon(
             except Exception as exc:  # the lease still expires on its own, a few heartbeats on
                 logger.warning("could not release the lease of run %s: %s", run_id, exc)
         for channel, message in (
-            (owner.worker_channel, CancelRequest(request_id=str(run_id)).to_channel()),
+            (
+                owner.worker_channel,
+                CancelRequest(request_id=owner.worker_request_id or str(run_id)).to_channel(),
+            ),
             (owner.relay_channel, StopAnswer(message_id=message_id, run_id=run_id).to_channel()),
         ):
             if channel:

@@ -120,6 +120,7 @@ class _Run:
     finish_unwatched: bool = False  # a client said it will retry (Idempotency-Key): no abort
     completion_tokens: int = 0  # generated so far, over all its workers
     accepted_at: float | None = None  # monotonic: a worker started it (its latest worker)
+    seq_at_accept: int = 1  # next_seq when its latest worker accepted: no token from it yet
     clock: FirstTokenClock | None = None  # marked here: queued, first delta received
     # resolved by whoever started the run once its row is written (True) or not (False): the
     # request was queued before the row existed (`runs.send_run_start`); None: it existed
@@ -325,6 +326,7 @@ class AnswerRelay:
                 return
             run.worker_channel = event.worker_channel
             run.accepted_at = time.monotonic()
+            run.seq_at_accept = run.next_seq
             run.queued = None
             if run.next_seq == 1:  # nothing shown yet: the page says it is being read
                 started = AnswerStarted(message_id=run.message_id, run_id=run.run_id)
@@ -332,7 +334,9 @@ class AnswerRelay:
             if self._affinity is not None and run.session_id is not None:
                 self._background(self._remember(run.session_id, event.worker_channel))
             # Off the receive loop: the first delta often follows at once (a FAQ answer).
-            self._background(self._worker_record(run.run_id, event.worker_channel))
+            self._background(
+                self._worker_record(run.run_id, event.worker_channel, event.request_id)
+            )
             if run.stop_code is not None:
                 await self._cancel_upstream(run)
         elif isinstance(event, Heartbeat):
@@ -379,9 +383,11 @@ class AnswerRelay:
         except Exception as exc:  # a worker that takes it later is sent a cancel on `accepted`
             logger.warning("could not take run %s off the queue: %s", run_id, exc)
 
-    async def _worker_record(self, run_id: uuid.UUID, worker_channel: str) -> None:
+    async def _worker_record(self, run_id: uuid.UUID, worker_channel: str, request_id: str) -> None:
         try:
-            await self._log.worker_taken(run_id=run_id, worker_channel=worker_channel)
+            await self._log.worker_taken(
+                run_id=run_id, worker_channel=worker_channel, request_id=request_id
+            )
         except Exception as exc:  # only a dead owner's cleanup needs it
             logger.warning("could not record the worker of run %s: %s", run_id, exc)
 
@@ -438,7 +444,12 @@ class AnswerRelay:
             finish_reason=done.finish_reason,
             error_code=(run.stop_code or "") if stopped else "",
             worker_hops=done.hops,
-            **{**stats_of(done).model_dump(), "resumed": run.migrations > 0},
+            **{
+                **stats_of(done).model_dump(),
+                "resumed": run.migrations > 0,
+                # every worker's tokens (the prompt's are the last worker's own prompt)
+                "completion_tokens": max(run.completion_tokens, done.completion_tokens),
+            },
         )
 
     async def _attach(self, attach: AttachAnswer) -> None:
@@ -567,7 +578,7 @@ class AnswerRelay:
             elif (
                 run.accepted_at is not None
                 and s.first_token_timeout_s > 0
-                and run.next_seq == 1
+                and run.next_seq == run.seq_at_accept  # its worker wrote nothing yet
                 and now - run.accepted_at >= s.first_token_timeout_s
             ):
                 await self._cancel_upstream(run)
@@ -581,6 +592,10 @@ class AnswerRelay:
                             f"The assistant did not start answering within "
                             f"{s.first_token_timeout_s:g} s. Please try again; a shorter "
                             "message is answered sooner."
+                            if run.next_seq == 1
+                            else "The assistant did not go on with the answer within "
+                            f"{s.first_token_timeout_s:g} s. What it wrote so far is kept; "
+                            "please ask again."
                         ),
                     ),
                 )
@@ -703,7 +718,11 @@ class AnswerRelay:
                     entries=owned.entries,
                 )
                 if owned.worker_channel:
-                    await self._log.worker_taken(run_id=run_id, worker_channel=owned.worker_channel)
+                    await self._log.worker_taken(
+                        run_id=run_id,
+                        worker_channel=owned.worker_channel,
+                        request_id=owned.upstream_id,
+                    )
 
     # ---- helpers -----------------------------------------------------------------------
 

@@ -462,3 +462,141 @@ def test_an_owner_is_dead_when_silent_or_missing_for_the_whole_bound() -> None:
     assert orphan_verdict("unknown", unknown_for_s=None, **bound) == "wait"  # first sight
     assert orphan_verdict("unknown", unknown_for_s=4.9, **bound) == "wait"
     assert orphan_verdict("unknown", unknown_for_s=5.0, **bound) == "dead"
+
+
+# ---- after a migration (issue 31 defect 8) ----------------------------------------------------
+
+
+async def test_a_dead_owners_moved_run_is_cancelled_on_the_worker_now_serving_it(
+    alice: User,
+) -> None:
+    """The run went on on a second worker (request `<run>~1`); then its web process died. The
+    reaper must cancel the request that worker runs, not the first worker's id."""
+    from inference.protocol import CancelRequest
+
+    log = LocalAnswerLog(ttl_s=60)
+    turn = await sync_to_async(_turn)(alice, "question")
+    await log.begin(run_id=turn.run_id, relay_channel="dead-relay", user_key="u")
+    await log.worker_taken(
+        run_id=turn.run_id, worker_channel="worker-2", request_id=f"{turn.run_id}~1"
+    )
+    await asyncio.sleep(0.3)
+    orphans = _orphans(log, silent_after_s=0.2)
+    assert await orphaned_runs_finish(orphans=orphans) == 1
+    layer = orphans.layer
+    assert isinstance(layer, InMemoryChannelLayer)
+    cancel = await asyncio.wait_for(layer.receive("worker-2"), 1)
+    assert CancelRequest.model_validate(cancel).request_id == f"{turn.run_id}~1"
+
+
+async def _migrated_run(
+    alice: User, *, first_token_timeout_s: float = 0.0
+) -> tuple[AnswerRelay, InMemoryChannelLayer, services.TurnStart, asyncio.Task[None]]:
+    """A run that streamed 2 deltas on worker w1, then w1 left the registry: the relay moved it
+    to the shared queue, and w2 accepted it as `<run>~1`."""
+    layer = InMemoryChannelLayer(capacity=10_000)
+    registry_ = LocalWorkerRegistry()
+    for worker in ("w1", "w2"):
+        await registry_.announce(worker_id=worker, capacity=4, ttl_s=60)
+    relay = AnswerRelay(
+        layer=layer,
+        log=LocalAnswerLog(ttl_s=60),
+        admission=LocalAdmission(limits=admission_limits()),
+        registry=registry_,
+        queue=LocalRequestQueue(),
+        settings=RelaySettings(
+            accept_timeout_s=10,
+            queue_timeout_s=10,
+            stall_timeout_s=10,
+            first_token_timeout_s=first_token_timeout_s,
+            disconnect_grace_s=10,
+            heartbeat_s=0.1,
+            reap_every_s=60,
+            owner_silent_after_s=60,
+        ),
+    )
+    task = asyncio.create_task(relay.run())
+    await relay.ready.wait()
+    turn = await sync_to_async(_turn)(alice, "question")
+    run = str(turn.run_id)
+    await relay.start(
+        message_id=turn.assistant_message.id,
+        user_key="u",
+        watcher="watcher-1",
+        request=GenerateRequest(request_id=run, reply_channel=relay.channel, submitted_at=0.0),
+        request_channel="test.requests",
+    )
+    send = layer.send
+    await send(
+        relay.channel, Accepted(request_id=run, worker_channel="w1", queue_wait_ms=1).to_channel()
+    )
+    for seq in (1, 2):
+        await send(
+            relay.channel, Delta(request_id=run, seq=seq, text=f"w{seq} ", tokens=5).to_channel()
+        )
+    await asyncio.sleep(0.1)
+    await registry_.withdraw(worker_id="w1")
+    for _ in range(100):
+        if relay._runs[turn.run_id].migrations:
+            break
+        await asyncio.sleep(0.02)
+    await send(
+        relay.channel,
+        Accepted(request_id=f"{run}~1", worker_channel="w2", queue_wait_ms=1).to_channel(),
+    )
+    await asyncio.sleep(0.05)
+    return relay, layer, turn, task
+
+
+async def _stored_end(turn: services.TurnStart) -> Message:
+    for _ in range(300):
+        row = await Message.objects.aget(id=turn.assistant_message.id)
+        if row.status != "streaming":
+            return row
+        await asyncio.sleep(0.02)
+    raise AssertionError("the answer never ended")
+
+
+async def test_a_moved_answer_whose_new_worker_never_starts_writing_times_out(
+    alice: User,
+) -> None:
+    """The first-token bound applies to the continuation too, not only to an answer's start:
+    a second worker that accepts and never sends a token ends the answer `timeout` (its text
+    kept), not after the much longer stall timeout."""
+    _relay, _layer, turn, task = await _migrated_run(alice, first_token_timeout_s=0.5)
+    try:
+        row = await asyncio.wait_for(_stored_end(turn), 5)
+        assert (row.status, row.error_code, row.content) == ("failed", "timeout", "w1 w2 ")
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_a_moved_answers_stats_count_the_tokens_of_every_worker(alice: User) -> None:
+    relay, layer, turn, task = await _migrated_run(alice)
+    try:
+        run = f"{turn.run_id}~1"
+        await layer.send(
+            relay.channel, Delta(request_id=run, seq=3, text="w3", tokens=4).to_channel()
+        )
+        await layer.send(
+            relay.channel,
+            Done(
+                request_id=run,
+                seq=4,
+                finish_reason="stop",
+                prompt_tokens=30,
+                completion_tokens=4,
+                cached_prompt_tokens=0,
+                queue_wait_ms=1,
+                ttft_ms=1,
+                total_ms=1,
+            ).to_channel(),
+        )
+        row = await asyncio.wait_for(_stored_end(turn), 5)
+        assert (row.status, row.content) == ("complete", "w1 w2 w3")
+        assert row.completion_tokens == 14  # 10 on w1, 4 on w2
+        assert row.resumed
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
