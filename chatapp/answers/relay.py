@@ -121,6 +121,8 @@ class _Run:
     completion_tokens: int = 0  # generated so far, over all its workers
     accepted_at: float | None = None  # monotonic: a worker started it (its latest worker)
     seq_at_accept: int = 1  # next_seq when its latest worker accepted: no token from it yet
+    # worker requests it moved away from -> their worker: one still heard from is cancelled
+    left_behind: dict[str, str] = field(default_factory=dict)
     clock: FirstTokenClock | None = None  # marked here: queued, first delta received
     # resolved by whoever started the run once its row is written (True) or not (False): the
     # request was queued before the row existed (`runs.send_run_start`); None: it existed
@@ -313,6 +315,10 @@ class AnswerRelay:
                 await self._send(
                     event.worker_channel, CancelRequest(request_id=event.request_id).to_channel()
                 )
+            elif isinstance(event, Heartbeat):  # a worker we moved away from still runs it
+                left = self._left_behind_by(event.request_id)
+                if left is not None:
+                    await self._send(left, CancelRequest(request_id=event.request_id).to_channel())
             return
         run.last_event = time.monotonic()
         if isinstance(event, Accepted):
@@ -395,6 +401,14 @@ class AnswerRelay:
         task = asyncio.create_task(work)
         self._tasks.add(task)  # held until done: the loop keeps only weak references
         task.add_done_callback(self._tasks.discard)
+
+    def _left_behind_by(self, request_id: str) -> str | None:
+        """The worker of a request its run moved away from (None: not such a request)."""
+        try:
+            run = self._runs.get(uuid.UUID(request_id.partition("~")[0]))
+        except ValueError:
+            return None
+        return None if run is None else run.left_behind.get(request_id)
 
     def _live(self, request_id: str) -> _Run | None:
         """The running run whose current worker request this is (an event of a worker the
@@ -653,6 +667,8 @@ class AnswerRelay:
             left = original.sampling.max_tokens - run.completion_tokens
             if left < 1:
                 return False  # it had said all it was allowed to
+        if run.worker_channel is not None:
+            run.left_behind[run.upstream_id] = run.worker_channel
         run.migrations += 1
         request = original.model_copy(
             update={

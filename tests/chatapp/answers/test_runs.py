@@ -29,7 +29,7 @@ from chatapp.answers.runtime import admission_limits
 from chatapp.conversations import services
 from chatapp.conversations.models import Message
 from chatapp.metrics import registry
-from inference.protocol import Accepted, Delta, Done, GenerateRequest
+from inference.protocol import Accepted, Delta, Done, GenerateRequest, Heartbeat
 from inference.registry import LocalWorkerRegistry
 from inference.request_queue import LocalRequestQueue
 
@@ -597,6 +597,25 @@ async def test_a_moved_answers_stats_count_the_tokens_of_every_worker(alice: Use
         assert (row.status, row.content) == ("complete", "w1 w2 w3")
         assert row.completion_tokens == 14  # 10 on w1, 4 on w2
         assert row.resumed
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_a_stalled_worker_that_comes_back_after_the_move_is_cancelled_again(
+    alice: User,
+) -> None:
+    """The first worker was only stalled (or cut off when the cancel was sent): it goes on
+    generating an answer nobody reads. Its next heartbeat gets it another cancel."""
+    from inference.protocol import CancelRequest
+
+    relay, layer, turn, task = await _migrated_run(alice)
+    try:
+        first = await asyncio.wait_for(layer.receive("w1"), 1)  # sent when it moved
+        assert CancelRequest.model_validate(first).request_id == str(turn.run_id)
+        await layer.send(relay.channel, Heartbeat(request_id=str(turn.run_id)).to_channel())
+        again = await asyncio.wait_for(layer.receive("w1"), 1)
+        assert CancelRequest.model_validate(again).request_id == str(turn.run_id)
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
