@@ -39,6 +39,7 @@ from chatapp.answers.messages import (
     relay_control_adapter,
 )
 from chatapp.answers.recovery import Orphans, answer_store, orphaned_runs_finish
+from chatapp.answers.run_timeouts import Due, RunTimes, timeout_end, timeouts_due
 from chatapp.answers.timeline import FirstTokenClock
 from chatapp.metrics import recording as metrics
 from inference import retry
@@ -538,89 +539,44 @@ class AnswerRelay:
         await orphaned_runs_finish(orphans=self.orphans)
 
     async def _check_timeouts(self, now: float) -> None:
-        s = self._settings
         gone = await self._workers_gone()
         for run in [r for r in self._runs.values() if not r.ending]:
-            silence = now - run.last_event
-            if (
-                run.worker_channel is None
-                and run.queued is not None
-                and run.queued[0] != run.shared_queue
-                and silence >= s.affinity_wait_s
-            ):
-                try:
-                    await self._move_to_shared(run)
-                except Exception as exc:  # Redis away: tried again next tick
-                    logger.warning("could not move run %s to the shared queue: %s", run.run_id, exc)
-            if run.worker_channel is None and silence >= s.accept_timeout_s:
-                if silence < s.queue_timeout_s and await self._registry.capacity() > 0:
-                    continue  # queued behind other answers of live workers: keep waiting
-                alive = silence < s.queue_timeout_s
-                await self._end(
-                    run,
-                    LoggedEnd(
-                        seq=run.next_seq,
-                        status="failed",
-                        error_code="no_worker" if alive else "busy",
-                        error_message=(
-                            "No inference worker is available right now. "
-                            "Please try again in a moment."
-                            if alive
-                            else "The assistant was too busy to start your answer. "
-                            "Please try again in a moment."
-                        ),
-                    ),
-                )
-            elif run.worker_channel is not None and (
-                silence >= s.stall_timeout_s or run.worker_channel in gone
-            ):
-                await self._cancel_upstream(run)  # in case it is alive but cut off
-                if await self._migrate(run):
-                    continue
-                await self._end(
-                    run,
-                    LoggedEnd(
-                        seq=run.next_seq,
-                        status="failed",
-                        error_code="worker_lost",
-                        error_message=(
-                            "The assistant stopped responding (its worker was lost). What it "
-                            "wrote so far is kept; please ask again."
-                        ),
-                    ),
-                )
-            elif (
-                run.accepted_at is not None
-                and s.first_token_timeout_s > 0
-                and run.next_seq == run.seq_at_accept  # its worker wrote nothing yet
-                and now - run.accepted_at >= s.first_token_timeout_s
-            ):
-                await self._cancel_upstream(run)
-                await self._end(
-                    run,
-                    LoggedEnd(
-                        seq=run.next_seq,
-                        status="failed",
-                        error_code="timeout",
-                        error_message=(
-                            f"The assistant did not start answering within "
-                            f"{s.first_token_timeout_s:g} s. Please try again; a shorter "
-                            "message is answered sooner."
-                            if run.next_seq == 1
-                            else "The assistant did not go on with the answer within "
-                            f"{s.first_token_timeout_s:g} s. What it wrote so far is kept; "
-                            "please ask again."
-                        ),
-                    ),
-                )
-            elif (
-                run.unwatched_since is not None
-                and run.stop_code is None
-                and not run.finish_unwatched
-                and now - run.unwatched_since >= s.disconnect_grace_s
-            ):
-                logger.info("nobody came back for run %s: aborting it", run.run_id)
-                await self.stop(run.run_id, code="client_disconnected")
+            times = RunTimes(
+                silent_s=now - run.last_event,
+                accepted=run.worker_channel is not None,
+                on_own_queue=run.queued is not None and run.queued[0] != run.shared_queue,
+                worker_gone=run.worker_channel in gone,
+                since_accept_s=None
+                if run.accepted_at is None or run.worker_channel is None
+                else now - run.accepted_at,
+                wrote_since_accept=run.next_seq > run.seq_at_accept,
+                unwatched_s=None if run.unwatched_since is None else now - run.unwatched_since,
+                stopping=run.stop_code is not None,
+                finish_unwatched=run.finish_unwatched,
+            )
+            for due in timeouts_due(times, self._settings):
+                await self._on_due(run, due)
+
+    async def _on_due(self, run: _Run, due: Due) -> None:
+        """Do what a run's expired bound calls for (`run_timeouts.timeouts_due`)."""
+        if due == "to_shared":
+            try:
+                await self._move_to_shared(run)
+            except Exception as exc:  # Redis away: tried again next tick
+                logger.warning("could not move run %s to the shared queue: %s", run.run_id, exc)
+            return
+        if due == "grace_over":
+            logger.info("nobody came back for run %s: aborting it", run.run_id)
+            await self.stop(run.run_id, code="client_disconnected")
+            return
+        if due == "unstarted" and await self._registry.capacity() > 0:
+            return  # queued behind other answers of live workers: keep waiting
+        if due in ("worker_lost", "first_token"):
+            await self._cancel_upstream(run)  # in case it is alive but cut off
+        if due == "worker_lost" and await self._migrate(run):
+            return
+        end = timeout_end(due, seq=run.next_seq, bounds=self._settings, has_text=run.next_seq > 1)
+        await self._end(run, end)
 
     async def _workers_gone(self) -> set[str]:
         """Workers of running answers that left the registry (killed: they stopped announcing
