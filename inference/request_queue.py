@@ -201,6 +201,13 @@ def _set_once(woken: asyncio.Future[None]) -> None:
         woken.set_result(None)
 
 
+def moved_queue(queue: str) -> str:
+    """Where an answer whose worker died waits to go on (`chatapp/answers/relay.py`): every
+    worker takes from it before `queue`, so it is not put behind the questions that came after
+    it (nor timed out `busy` there)."""
+    return f"{queue}.moved"
+
+
 def worker_queue(queue: str, worker_id: str) -> str:
     """The queue of one worker only (routing affinity, a warm-up of every worker): the worker
     takes from it before `queue`. Whatever waits there when the worker is gone is moved to

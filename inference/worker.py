@@ -63,7 +63,13 @@ from inference.protocol import (
     worker_inbound_adapter,
 )
 from inference.registry import WorkerRegistry, worker_registry
-from inference.request_queue import RequestQueue, Taken, request_queue, worker_queue
+from inference.request_queue import (
+    RequestQueue,
+    Taken,
+    moved_queue,
+    request_queue,
+    worker_queue,
+)
 from inference.settings import WorkerSettings
 from inference.start_warmup import engine_warm_at_start
 from inference.transport import Transport
@@ -238,7 +244,11 @@ class InferenceWorker:
             return 0
         total = 0
         shared = (self._settings.request_channel, self._settings.background_channel)
-        for queue in (*shared, *(worker_queue(q, self.channel) for q in shared)):
+        for queue in (
+            *shared,
+            *(moved_queue(q) for q in shared),
+            *(worker_queue(q, self.channel) for q in shared),
+        ):
             try:
                 total += await self._queue.hand_back_all(queue, consumer=self.channel)
             except Exception as exc:  # another worker reclaims them after reclaim_after_s
@@ -246,8 +256,9 @@ class InferenceWorker:
         return total
 
     async def _pull(self, queue: str, *, background: bool = False) -> None:
-        """Take from this worker's own queue (affinity, warm-ups), else from `queue`, whenever
-        a slot is free (and, for background work, a background slot).
+        """Take from this worker's own queue (affinity, warm-ups), else from the queue of
+        answers moved from a dead worker, else from `queue`, whenever a slot is free (and, for
+        background work, a background slot).
 
         No slot is held while waiting for a request: an idle chat taker must not keep
         background work out (with one slot it did). So two takers can each take one request
@@ -263,7 +274,9 @@ class InferenceWorker:
                 await self._slots.acquire()  # wait for a free slot...
                 self._slots.release()  # ...without holding it while idle
                 assert self.channel is not None
-                taken = await self._take([worker_queue(queue, self.channel), queue])
+                taken = await self._take(
+                    [worker_queue(queue, self.channel), moved_queue(queue), queue]
+                )
                 await self._slots.acquire()
                 holds_slot = True
                 # shielded: a stop between the accept and the start would lose the request

@@ -56,7 +56,7 @@ from inference.protocol import (
     worker_event_adapter,
 )
 from inference.registry import WorkerRegistry
-from inference.request_queue import RequestQueue
+from inference.request_queue import RequestQueue, moved_queue
 
 logger = logging.getLogger(__name__)
 
@@ -544,7 +544,8 @@ class AnswerRelay:
             times = RunTimes(
                 silent_s=now - run.last_event,
                 accepted=run.worker_channel is not None,
-                on_own_queue=run.queued is not None and run.queued[0] != run.shared_queue,
+                on_own_queue=run.queued is not None
+                and run.queued[0] not in (run.shared_queue, moved_queue(run.shared_queue)),
                 worker_gone=run.worker_channel in gone,
                 since_accept_s=None
                 if run.accepted_at is None or run.worker_channel is None
@@ -641,11 +642,9 @@ class AnswerRelay:
         lost = run.worker_channel
         run.worker_channel = None
         run.last_event = time.monotonic()
-        try:
-            run.queued = (
-                run.shared_queue,
-                await self._queue.put(run.shared_queue, request.to_channel()),
-            )
+        try:  # ahead of the questions that came after it
+            moved = moved_queue(run.shared_queue)
+            run.queued = (moved, await self._queue.put(moved, request.to_channel()))
         except Exception as exc:
             logger.warning("could not queue the migration of run %s: %s", run.run_id, exc)
             return False  # fails as worker_lost

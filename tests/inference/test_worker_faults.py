@@ -528,3 +528,31 @@ def test_the_fault_bounds_come_from_the_environment(monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv("INFERENCE_HEALTH_FAILURES", "0")
     with pytest.raises(ValueError, match="INFERENCE_HEALTH_FAILURES must be at least 1"):
         WorkerSettings.from_env()
+
+
+async def test_a_moved_answer_is_served_before_the_questions_waiting_in_the_queue(
+    layer: InMemoryChannelLayer, engine: ScriptedEngine, stopper: list[asyncio.Task[None]]
+) -> None:
+    """Issue 31 defect 8: an answer whose worker died went on at the back of the queue, behind
+    every question that came after it (and could end `busy` there). It waits on the moved
+    queue now, which every worker takes from before the shared one."""
+    from inference.request_queue import moved_queue
+
+    started = await start(layer=layer, engine=engine, settings=worker_settings(max_active=1))
+    stopper.append(started.task)
+    queue = local_request_queue()
+    reply = await layer.new_channel()
+    await queue.put(REQUEST_CHANNEL, generate(reply, "[[slow]] " + "w " * 10, request_id="busy"))
+    await until(lambda: engine.stats().running_requests == 1)
+    for n in (1, 2):
+        await queue.put(REQUEST_CHANNEL, generate(reply, f"question {n}", request_id=f"q{n}"))
+    await queue.put(moved_queue(REQUEST_CHANNEL), generate(reply, "moved on", request_id="m~1"))
+
+    served: list[str] = []
+    while len(served) < 4:
+        event = worker_event_adapter.validate_python(
+            await asyncio.wait_for(layer.receive(reply), 5)
+        )
+        if event.type == "inference.accepted":
+            served.append(event.request_id)
+    assert served == ["busy", "m~1", "q1", "q2"]
