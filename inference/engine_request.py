@@ -28,6 +28,7 @@ def engine_request_of(
                 messages=request.messages,
                 answer_so_far=request.continue_from,
                 max_tokens=sampling.max_tokens or defaults.max_tokens,
+                continued_tokens=request.continued_tokens,
                 trim=request.trim_history,
             )
         else:

@@ -215,24 +215,44 @@ class PromptBuilder:
         answer_so_far: str,
         max_tokens: int,
         trim: bool,
+        continued_tokens: int = 0,
     ) -> BuiltPrompt:
         """The prompt of an answer that another engine began: the conversation, then the
         assistant turn open with `answer_so_far` (what the template renders for it, cut after
         its content, as Hugging Face's `continue_final_message` does), so the model goes on
-        from the last character the user saw."""
+        from the last character the user saw.
+
+        `max_tokens` is the whole answer's budget and `continued_tokens` what the engines before
+        generated of it: the history keeps the window the first engine's prompt had (cut for
+        the whole budget, so prompt and answer fitted the context), and the rest of the budget
+        is what is left. Should the text so far re-encode longer than it was generated, the
+        window starts at a later question: the answer is never refused half-way."""
         kept_from = self.build(
             system=system, messages=messages, max_tokens=max_tokens, trim=trim
         ).kept_from
-        kept = [*messages[kept_from:], ChatTurn(role="assistant", content=answer_so_far)]
+        starts = [kept_from]
+        if trim:
+            starts += [i for i, m in enumerate(messages) if m.role == "user" and i > kept_from]
+        left = max(1, max_tokens - continued_tokens)
+        for start in starts:
+            cut = self._open_turn(system, messages[start:], answer_so_far)
+            ids = self.encode(cut)
+            if len(ids) < self.context_tokens or start == starts[-1]:
+                break
+        return self._fitted(cut, ids, max_tokens=left, kept_from=start)
+
+    def _open_turn(
+        self, system: str | None, messages: Sequence[ChatTurn], answer_so_far: str
+    ) -> RenderedChat:
+        kept = [*messages, ChatTurn(role="assistant", content=answer_so_far)]
         rendered = self.template.render(system=system, messages=kept, add_generation_prompt=False)
         start, end = rendered.content_spans[-1]
         # the template strips the content; what the user saw ended with that whitespace
         tail = answer_so_far[len(answer_so_far.rstrip()) :]
-        cut = RenderedChat(
+        return RenderedChat(
             text=rendered.text[:end] + tail,
             content_spans=(*rendered.content_spans[:-1], (start, end + len(tail))),
         )
-        return self._fitted(cut, self.encode(cut), max_tokens=max_tokens, kept_from=kept_from)
 
     def _budget(self, max_tokens: int) -> int:
         return self.context_tokens - max_tokens - self._margin

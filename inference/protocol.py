@@ -99,9 +99,12 @@ class GenerateRequest(WireMessage):
     # engine gets it as X-Session-ID). None: no affinity.
     session_id: str | None = Field(default=None, max_length=100)
     # A migrated answer (its first worker died mid-answer): the answer text so far, which the
-    # prompt ends with as the open assistant turn, and the seq of its first new event.
+    # prompt ends with as the open assistant turn, the seq of its first new event, and the
+    # tokens generated before (the rest of `max_tokens` is what is left of the answer's budget;
+    # the history keeps the window cut for the whole of it, `PromptBuilder.build_continuation`).
     continue_from: str | None = Field(default=None, max_length=400_000)
     first_seq: int = Field(default=1, ge=1)
+    continued_tokens: int = Field(default=0, ge=0)
 
 
 # A typing prefill older than this when a worker takes it is dropped: the user sent, or left.

@@ -619,24 +619,20 @@ class AnswerRelay:
             # a structured answer cannot go on from half a document (the new worker's grammar
             # starts a second one): it fails clearly, as Dynamo does
             return False
-        left = None
-        if original.sampling.max_tokens:
-            left = original.sampling.max_tokens - run.completion_tokens
-            if left < 1:
-                return False  # it had said all it was allowed to
+        limit = original.sampling.max_tokens
+        if limit and limit - run.completion_tokens < 1:
+            return False  # it had said all it was allowed to
         if run.worker_channel is not None:
             run.left_behind[run.upstream_id] = run.worker_channel
         run.migrations += 1
-        request = original.model_copy(
+        request = original.model_copy(  # the same sampling: the worker counts what is left
             update={
                 "request_id": run.upstream_id,
                 "continue_from": text_of(run.entries),
                 "first_seq": run.next_seq,
+                "continued_tokens": run.completion_tokens,
                 "faq_lookup": None,
                 "submitted_at": time.time(),
-                "sampling": original.sampling.model_copy(update={"max_tokens": left})
-                if left is not None
-                else original.sampling,
             }
         )
         lost = run.worker_channel

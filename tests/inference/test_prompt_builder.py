@@ -220,3 +220,52 @@ def test_a_question_longer_than_the_reserve_cuts_further_and_still_fits() -> Non
     )
     assert 0 < built.kept_from < len(history)
     assert len(built.token_ids) <= 600 - 100 - 8
+
+
+def test_a_moved_answer_in_a_trimmed_conversation_keeps_its_window_and_fits() -> None:
+    """Issue 31 defect 5: the continuation of an answer in a long, trimmed conversation was cut
+    for the tokens left to the answer (more room: an earlier, longer window than the first
+    worker's), so with the text so far it no longer fit and was refused `too_long` half-way.
+    It keeps the first worker's window (cut for the whole answer's budget), fits, and gets
+    the rest of the budget."""
+    builder = _builder(600)
+    messages = _next_turn(_conversation(12), 12)
+    first = builder.build(system=SYSTEM, messages=messages, max_tokens=200, trim=True)
+    assert first.kept_from > 0  # trimmed
+    so_far = " ".join(f"s{i}" for i in range(180))  # 180 of its 200 tokens were streamed
+
+    going_on = builder.build_continuation(
+        system=SYSTEM,
+        messages=messages,
+        answer_so_far=so_far,
+        max_tokens=200,
+        continued_tokens=180,
+        trim=True,
+    )
+    assert going_on.kept_from == first.kept_from
+    assert going_on.text.startswith(first.text)
+    assert going_on.text.endswith(so_far)
+    assert going_on.max_tokens == 20
+    assert len(going_on.token_ids) + going_on.max_tokens <= 600
+
+
+def test_a_continuation_that_outgrows_its_window_drops_more_history_not_the_answer() -> None:
+    """Re-encoded, the text so far can take more tokens than were generated: the window then
+    starts at a later question rather than the answer being refused."""
+    builder = _builder(600)
+    messages = _next_turn(_conversation(12), 12)
+    first = builder.build(system=SYSTEM, messages=messages, max_tokens=200, trim=True)
+    so_far = " ".join(f"s{i}" for i in range(400))  # far more than the 200 it was allowed
+    going_on = builder.build_continuation(
+        system=SYSTEM,
+        messages=messages,
+        answer_so_far=so_far,
+        max_tokens=200,
+        continued_tokens=199,
+        trim=True,
+    )
+    assert going_on.kept_from > first.kept_from
+    assert messages[going_on.kept_from].role == "user"
+    assert going_on.text.endswith(so_far)
+    assert len(going_on.token_ids) < 600
+    assert going_on.max_tokens == 1

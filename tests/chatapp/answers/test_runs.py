@@ -29,7 +29,14 @@ from chatapp.answers.runtime import admission_limits
 from chatapp.conversations import services
 from chatapp.conversations.models import Message
 from chatapp.metrics import registry
-from inference.protocol import Accepted, Delta, Done, GenerateRequest, Heartbeat
+from inference.protocol import (
+    Accepted,
+    Delta,
+    Done,
+    GenerateRequest,
+    Heartbeat,
+    SamplingOptions,
+)
 from inference.registry import LocalWorkerRegistry
 from inference.request_queue import LocalRequestQueue
 
@@ -490,7 +497,7 @@ async def test_a_dead_owners_moved_run_is_cancelled_on_the_worker_now_serving_it
 
 
 async def _migrated_run(
-    alice: User, *, first_token_timeout_s: float = 0.0
+    alice: User, *, first_token_timeout_s: float = 0.0, max_tokens: int | None = None
 ) -> tuple[AnswerRelay, InMemoryChannelLayer, services.TurnStart, asyncio.Task[None]]:
     """A run that streamed 2 deltas on worker w1, then w1 left the registry: the relay moved it
     to the shared queue, and w2 accepted it as `<run>~1`."""
@@ -523,7 +530,12 @@ async def _migrated_run(
         message_id=turn.assistant_message.id,
         user_key="u",
         watcher="watcher-1",
-        request=GenerateRequest(request_id=run, reply_channel=relay.channel, submitted_at=0.0),
+        request=GenerateRequest(
+            request_id=run,
+            reply_channel=relay.channel,
+            submitted_at=0.0,
+            sampling=SamplingOptions(max_tokens=max_tokens),
+        ),
         request_channel="test.requests",
     )
     send = layer.send
@@ -616,6 +628,28 @@ async def test_a_stalled_worker_that_comes_back_after_the_move_is_cancelled_agai
         await layer.send(relay.channel, Heartbeat(request_id=str(turn.run_id)).to_channel())
         again = await asyncio.wait_for(layer.receive("w1"), 1)
         assert CancelRequest.model_validate(again).request_id == str(turn.run_id)
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_a_moved_request_keeps_the_answers_budget_and_says_what_was_spent(
+    alice: User,
+) -> None:
+    """Issue 31 defect 5: the relay cut `max_tokens` to what was left, so the new worker cut
+    the history for a smaller answer (another, longer window). It keeps the budget and sends
+    the tokens already generated; the worker keeps the first window and counts the rest."""
+    from inference.request_queue import moved_queue
+
+    relay, _layer, turn, task = await _migrated_run(alice, max_tokens=300)
+    try:
+        queue = relay._queue  # the request as the relay queued it
+        taken = await asyncio.wait_for(queue.take(moved_queue("test.requests"), consumer="test"), 1)
+        moved = GenerateRequest.model_validate(taken.message)
+        assert moved.request_id == f"{turn.run_id}~1"
+        assert moved.sampling.max_tokens == 300
+        assert moved.continued_tokens == 10  # 5 + 5 on the first worker
+        assert moved.continue_from == "w1 w2 "
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
