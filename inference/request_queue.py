@@ -65,6 +65,10 @@ class RequestQueue(Protocol):
     async def depth(self, queue: str) -> int:
         """Requests waiting or taken but not yet accepted."""
 
+    async def lost(self, queue: str, entry_id: str) -> bool:
+        """The entry is gone though nobody accepted or withdrew it: Redis restarted without
+        persistence under it. Its requester puts it again."""
+
     async def aclose(self) -> None: ...
 
 
@@ -182,6 +186,9 @@ class LocalRequestQueue:
         with self._lock:
             state = self._queue(queue)
             return len(state.waiting) + len(state.taken)
+
+    async def lost(self, queue: str, entry_id: str) -> bool:
+        return False  # it lives and dies with the process that asks
 
     async def aclose(self) -> None:
         return None

@@ -14,8 +14,9 @@
   `withdraw`s it when it gives up. The length of a stream is bounded by admission (requests
   waiting for workers), not here.
 
-A Redis restart loses what Redis did not persist (configure AOF to keep queued requests); the
-group is created again on the first read that finds it gone (NOGROUP).
+A Redis restart loses what Redis did not persist (configure AOF to keep queued requests): a
+requester asks `lost` about its waiting requests and puts them again; the group is created
+again on the first read that finds it gone (NOGROUP).
 """
 
 from __future__ import annotations
@@ -182,6 +183,13 @@ class RedisStreamQueue:
 
     async def depth(self, queue: str) -> int:
         return int(await self._redis.xlen(_stream(queue)))
+
+    async def lost(self, queue: str, entry_id: str) -> bool:
+        async with self._redis.pipeline(transaction=True) as pipe:
+            pipe.xrange(_stream(queue), min=entry_id, max=entry_id, count=1)
+            pipe.exists(f"{KEY_PREFIX}{queue}:accepted:{entry_id}")
+            entries, accepted = await pipe.execute()
+        return not entries and not accepted
 
     async def aclose(self) -> None:
         await self._redis.aclose()

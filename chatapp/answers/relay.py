@@ -114,6 +114,7 @@ class _Run:
     queued: tuple[str, str] | None = None  # (queue, entry id) until a worker accepts it
     shared_queue: str = ""  # where any worker takes it (`queued` may be one worker's own)
     request: dict[str, Any] = field(default_factory=dict)  # as put, to move it
+    queued_message: dict[str, Any] = field(default_factory=dict)  # what `queued` holds
     session_id: str | None = None
     started_at: float = field(default_factory=time.monotonic)
     ending: bool = False  # its end is logged; the final write is under way
@@ -171,6 +172,7 @@ class AnswerRelay:
         # Appending to a run's memory and to its log happen together under this lock, so a
         # heartbeat that compares the two never sees one ahead of the other.
         self._log_lock = asyncio.Lock()
+        self._lost_checked_at = 0.0  # monotonic: the last look for requests Redis lost
         # one per process: it remembers which runs it has seen without an owner record, and since
         # when (recovery.orphan_verdict)
         self.orphans = Orphans(
@@ -248,7 +250,7 @@ class AnswerRelay:
         try:
             queue = await self._route(run)
             entry_id = await self._queue.put(queue, run.request)
-            run.queued = (queue, entry_id)
+            run.queued, run.queued_message = (queue, entry_id), run.request
             if clock is not None:
                 clock.queued = time.monotonic()
         except Exception as exc:
@@ -382,6 +384,7 @@ class AnswerRelay:
         if run.worker_channel is not None or run.ending:
             return
         run.queued = (run.shared_queue, await self._queue.put(run.shared_queue, run.request))
+        run.queued_message = run.request
         logger.info("run %s: moved from %s to the shared queue", run.run_id, queue)
 
     async def _withdraw(self, run_id: uuid.UUID, queue: str, entry_id: str) -> None:
@@ -539,6 +542,9 @@ class AnswerRelay:
         await orphaned_runs_finish(orphans=self.orphans)
 
     async def _check_timeouts(self, now: float) -> None:
+        if now - self._lost_checked_at >= self._settings.heartbeat_s:
+            self._lost_checked_at = now
+            await self._requeue_lost()
         gone = await self._workers_gone()
         for run in [r for r in self._runs.values() if not r.ending]:
             times = RunTimes(
@@ -578,6 +584,18 @@ class AnswerRelay:
             return
         end = timeout_end(due, seq=run.next_seq, bounds=self._settings, has_text=run.next_seq > 1)
         await self._end(run, end)
+
+    async def _requeue_lost(self) -> None:
+        """Put again the requests no worker took that Redis lost (it restarted without
+        persistence): otherwise they would wait for nothing and end `no_worker` or `busy`.
+        On the timeouts loop, like `_move_to_shared`, so the two never race."""
+        for run in [r for r in self._runs.values() if r.queued and r.worker_channel is None]:
+            assert run.queued is not None
+            queue, entry_id = run.queued
+            if run.ending or not await self._queue.lost(queue, entry_id):
+                continue
+            run.queued = (queue, await self._queue.put(queue, run.queued_message))
+            logger.warning("run %s: its queued request was lost; queued again", run.run_id)
 
     async def _workers_gone(self) -> set[str]:
         """Workers of running answers that left the registry (killed: they stopped announcing
@@ -640,7 +658,8 @@ class AnswerRelay:
         run.last_event = time.monotonic()
         try:  # ahead of the questions that came after it
             moved = moved_queue(run.shared_queue)
-            run.queued = (moved, await self._queue.put(moved, request.to_channel()))
+            run.queued_message = request.to_channel()
+            run.queued = (moved, await self._queue.put(moved, run.queued_message))
         except Exception as exc:
             logger.warning("could not queue the migration of run %s: %s", run.run_id, exc)
             return False  # fails as worker_lost

@@ -218,3 +218,25 @@ async def test_the_local_queue_passes_a_request_on_when_its_woken_taker_is_cance
     first.cancel()  # ...which goes away before it runs
     taken = await asyncio.wait_for(second, 2)
     assert taken.message["n"] == 1
+
+
+async def test_a_request_waiting_taken_or_accepted_is_not_lost(queue: RequestQueue) -> None:
+    waiting = await queue.put("q", job(1))
+    assert await queue.lost("q", waiting) is False
+    taken = await take(queue, "w")
+    assert await queue.lost("q", taken.entry_id) is False
+    assert await queue.accept(taken)
+    assert await queue.lost("q", taken.entry_id) is False  # served, not lost
+
+
+@pytest.mark.redis
+async def test_a_request_a_redis_restart_dropped_is_lost(redis_db: aioredis.Redis) -> None:
+    queue = RedisStreamQueue(redis_url=REDIS_URL)
+    try:
+        entry = await queue.put("q", job(1))
+        await redis_db.flushdb()  # restarted without persistence
+        assert await queue.lost("q", entry) is True
+        await queue.put("q", job(1))  # its put key went too: it is queued anew
+        assert await queue.depth("q") == 1
+    finally:
+        await queue.aclose()

@@ -653,3 +653,59 @@ async def test_a_moved_request_keeps_the_answers_budget_and_says_what_was_spent(
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+
+
+@pytest.mark.redis
+async def test_a_queued_request_redis_lost_is_queued_again(alice: User) -> None:
+    """Issue 31 defect 9: Redis restarted without persistence while a question waited in the
+    queue (every worker busy). The request was gone, and the answer waited for nothing until it
+    failed `busy`. The relay notices within a heartbeat and queues it again."""
+    from inference.stream_queue import RedisStreamQueue
+
+    client = aioredis.Redis.from_url(REDIS_URL)
+    await client.flushdb()
+    layer = InMemoryChannelLayer(capacity=10_000)
+    registry_ = LocalWorkerRegistry()
+    await registry_.announce(worker_id="w", capacity=4, ttl_s=60)
+    queue = RedisStreamQueue(redis_url=REDIS_URL)
+    relay = AnswerRelay(
+        layer=layer,
+        log=LocalAnswerLog(ttl_s=60),
+        admission=LocalAdmission(limits=admission_limits()),
+        registry=registry_,
+        queue=queue,
+        settings=RelaySettings(
+            accept_timeout_s=10,
+            queue_timeout_s=10,
+            stall_timeout_s=10,
+            disconnect_grace_s=10,
+            heartbeat_s=0.1,
+            reap_every_s=60,
+            owner_silent_after_s=60,
+        ),
+    )
+    task = asyncio.create_task(relay.run())
+    await relay.ready.wait()
+    try:
+        turn = await sync_to_async(_turn)(alice, "question")
+        await relay.start(
+            message_id=turn.assistant_message.id,
+            user_key="u",
+            watcher="watcher-1",
+            request=GenerateRequest(
+                request_id=str(turn.run_id), reply_channel=relay.channel, submitted_at=0.0
+            ),
+            request_channel="test.requests",
+        )
+        assert await queue.depth("test.requests") == 1
+        await client.flushdb()  # the restart: nothing persisted
+        await asyncio.sleep(0.5)
+        taken = await asyncio.wait_for(queue.take("test.requests", consumer="w"), 2)
+        assert taken.message["request_id"] == str(turn.run_id)
+        assert await queue.lost("test.requests", taken.entry_id) is False
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await client.flushdb()
+        await client.aclose()
+        await queue.aclose()
