@@ -38,7 +38,7 @@ from inference.protocol import (
     SamplingOptions,
 )
 from inference.registry import LocalWorkerRegistry
-from inference.request_queue import LocalRequestQueue
+from inference.request_queue import LocalRequestQueue, RequestQueue
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -216,35 +216,55 @@ class RunningRelay:
     relay: AnswerRelay
     layer: InMemoryChannelLayer
     task: asyncio.Task[None]
+    registry: LocalWorkerRegistry
+
+
+async def _relay_running(
+    *,
+    log: AnswerLog | None = None,
+    queue: RequestQueue | None = None,
+    workers: tuple[str, ...] = ("w",),
+    **bounds: float,
+) -> RunningRelay:
+    """A relay on the in-memory layer with live `workers`, running; 10 s bounds unless given."""
+    layer = InMemoryChannelLayer(capacity=10_000)
+    registry_ = LocalWorkerRegistry()
+    for worker in workers:
+        await registry_.announce(worker_id=worker, capacity=4, ttl_s=60)
+    values: dict[str, float] = {
+        "accept_timeout_s": 10,
+        "queue_timeout_s": 10,
+        "stall_timeout_s": 10,
+        "disconnect_grace_s": 10,
+        "heartbeat_s": 0.1,
+        "reap_every_s": 60,
+        "owner_silent_after_s": 60,
+        **bounds,
+    }
+    relay = AnswerRelay(
+        layer=layer,
+        log=log or LocalAnswerLog(ttl_s=60),
+        admission=LocalAdmission(limits=admission_limits()),
+        registry=registry_,
+        queue=queue or LocalRequestQueue(),
+        settings=RelaySettings(**values),  # type: ignore[arg-type]
+    )
+    task = asyncio.create_task(relay.run())
+    await relay.ready.wait()
+    return RunningRelay(relay=relay, layer=layer, task=task, registry=registry_)
+
+
+async def _stopped(running: RunningRelay) -> None:
+    running.task.cancel()
+    await asyncio.gather(running.task, return_exceptions=True)
 
 
 @pytest.fixture
 async def running_relay() -> AsyncIterator[RunningRelay]:
-    layer = InMemoryChannelLayer(capacity=10_000)
-    log = SlowLog(ttl_s=60)
-    registry_ = LocalWorkerRegistry()
-    await registry_.announce(worker_id="w", capacity=4, ttl_s=60)
-    relay = AnswerRelay(
-        layer=layer,
-        log=log,
-        admission=LocalAdmission(limits=admission_limits()),
-        registry=registry_,
-        queue=LocalRequestQueue(),
-        settings=RelaySettings(
-            accept_timeout_s=10,
-            queue_timeout_s=10,
-            stall_timeout_s=10,
-            disconnect_grace_s=10,
-            heartbeat_s=0.003,  # a heartbeat lands between almost every pair of entries
-            reap_every_s=60,
-            owner_silent_after_s=60,
-        ),
-    )
-    task = asyncio.create_task(relay.run())
-    await relay.ready.wait()
-    yield RunningRelay(relay=relay, layer=layer, task=task)
-    task.cancel()
-    await asyncio.gather(task, return_exceptions=True)
+    # a heartbeat lands between almost every pair of entries
+    running = await _relay_running(log=SlowLog(ttl_s=60), heartbeat_s=0.003)
+    yield running
+    await _stopped(running)
 
 
 async def test_heartbeats_during_a_stream_never_rewrite_a_healthy_log(
@@ -374,28 +394,10 @@ async def test_a_stalled_database_thread_does_not_silence_the_relays_heartbeat(
 
     from channels.db import database_sync_to_async
 
-    layer = InMemoryChannelLayer(capacity=10_000)
     log = LocalAnswerLog(ttl_s=60)
-    registry_ = LocalWorkerRegistry()
-    await registry_.announce(worker_id="w", capacity=4, ttl_s=60)
-    relay = AnswerRelay(
-        layer=layer,
-        log=log,
-        admission=LocalAdmission(limits=admission_limits()),
-        registry=registry_,
-        queue=LocalRequestQueue(),
-        settings=RelaySettings(
-            accept_timeout_s=10,
-            queue_timeout_s=10,
-            stall_timeout_s=10,
-            disconnect_grace_s=10,
-            heartbeat_s=0.1,
-            reap_every_s=0.2,  # the reaper reads the database often
-            owner_silent_after_s=1.0,
-        ),
-    )
-    task = asyncio.create_task(relay.run())
-    await relay.ready.wait()
+    # the reaper reads the database often
+    running = await _relay_running(log=log, reap_every_s=0.2, owner_silent_after_s=1.0)
+    relay, layer, task = running.relay, running.layer, running.task
     try:
         turn = await sync_to_async(_turn)(alice, "question")
         request_id = str(turn.run_id)
@@ -501,29 +503,10 @@ async def _migrated_run(
 ) -> tuple[AnswerRelay, InMemoryChannelLayer, services.TurnStart, asyncio.Task[None]]:
     """A run that streamed 2 deltas on worker w1, then w1 left the registry: the relay moved it
     to the shared queue, and w2 accepted it as `<run>~1`."""
-    layer = InMemoryChannelLayer(capacity=10_000)
-    registry_ = LocalWorkerRegistry()
-    for worker in ("w1", "w2"):
-        await registry_.announce(worker_id=worker, capacity=4, ttl_s=60)
-    relay = AnswerRelay(
-        layer=layer,
-        log=LocalAnswerLog(ttl_s=60),
-        admission=LocalAdmission(limits=admission_limits()),
-        registry=registry_,
-        queue=LocalRequestQueue(),
-        settings=RelaySettings(
-            accept_timeout_s=10,
-            queue_timeout_s=10,
-            stall_timeout_s=10,
-            first_token_timeout_s=first_token_timeout_s,
-            disconnect_grace_s=10,
-            heartbeat_s=0.1,
-            reap_every_s=60,
-            owner_silent_after_s=60,
-        ),
+    running = await _relay_running(
+        workers=("w1", "w2"), first_token_timeout_s=first_token_timeout_s
     )
-    task = asyncio.create_task(relay.run())
-    await relay.ready.wait()
+    relay, layer, task, registry_ = running.relay, running.layer, running.task, running.registry
     turn = await sync_to_async(_turn)(alice, "question")
     run = str(turn.run_id)
     await relay.start(
@@ -664,28 +647,9 @@ async def test_a_queued_request_redis_lost_is_queued_again(alice: User) -> None:
 
     client = aioredis.Redis.from_url(REDIS_URL)
     await client.flushdb()
-    layer = InMemoryChannelLayer(capacity=10_000)
-    registry_ = LocalWorkerRegistry()
-    await registry_.announce(worker_id="w", capacity=4, ttl_s=60)
     queue = RedisStreamQueue(redis_url=REDIS_URL)
-    relay = AnswerRelay(
-        layer=layer,
-        log=LocalAnswerLog(ttl_s=60),
-        admission=LocalAdmission(limits=admission_limits()),
-        registry=registry_,
-        queue=queue,
-        settings=RelaySettings(
-            accept_timeout_s=10,
-            queue_timeout_s=10,
-            stall_timeout_s=10,
-            disconnect_grace_s=10,
-            heartbeat_s=0.1,
-            reap_every_s=60,
-            owner_silent_after_s=60,
-        ),
-    )
-    task = asyncio.create_task(relay.run())
-    await relay.ready.wait()
+    running = await _relay_running(queue=queue)
+    relay, task = running.relay, running.task
     try:
         turn = await sync_to_async(_turn)(alice, "question")
         await relay.start(
