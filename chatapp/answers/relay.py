@@ -201,7 +201,7 @@ class AnswerRelay:
                 # Three loops, so none waits behind another: above all the heartbeat never
                 # waits behind the reaper's database read (a stalled database must not make
                 # other processes think this one's live answers lost their owner).
-                group.create_task(self._every(self._tick_s(), self._timeouts_check, "timeouts"))
+                group.create_task(self._every(self._tick_s(), self._check_timeouts, "timeouts"))
                 group.create_task(self._every(s.heartbeat_s, self._heartbeat, "heartbeat"))
                 group.create_task(self._every(s.reap_every_s, self._reap, "reaper"))
         finally:
@@ -406,21 +406,22 @@ class AnswerRelay:
         self._tasks.add(task)  # held until done: the loop keeps only weak references
         task.add_done_callback(self._tasks.discard)
 
-    def _left_behind_by(self, request_id: str) -> str | None:
-        """The worker of a request its run moved away from (None: not such a request)."""
+    def _run_of(self, request_id: str) -> _Run | None:
+        """The run a worker request (`<run>` or `<run>~<n>`) belongs to, if it is ours."""
         try:
-            run = self._runs.get(uuid.UUID(request_id.partition("~")[0]))
+            return self._runs.get(uuid.UUID(request_id.partition("~")[0]))
         except ValueError:
             return None
+
+    def _left_behind_by(self, request_id: str) -> str | None:
+        """The worker of a request its run moved away from (None: not such a request)."""
+        run = self._run_of(request_id)
         return None if run is None else run.left_behind.get(request_id)
 
     def _live(self, request_id: str) -> _Run | None:
         """The running run whose current worker request this is (an event of a worker the
         run migrated away from is not its own any more)."""
-        try:
-            run = self._runs.get(uuid.UUID(request_id.partition("~")[0]))
-        except ValueError:
-            return None
+        run = self._run_of(request_id)
         if run is None or run.ending or request_id != run.upstream_id:
             return None
         return run
@@ -535,13 +536,11 @@ class AnswerRelay:
                 logger.exception("relay %s failed", what)
             await asyncio.sleep(interval)
 
-    async def _timeouts_check(self) -> None:
-        await self._check_timeouts(time.monotonic())
-
     async def _reap(self) -> None:
         await orphaned_runs_finish(orphans=self.orphans)
 
-    async def _check_timeouts(self, now: float) -> None:
+    async def _check_timeouts(self) -> None:
+        now = time.monotonic()
         if now - self._lost_checked_at >= self._settings.heartbeat_s:
             self._lost_checked_at = now
             await self._requeue_lost()
