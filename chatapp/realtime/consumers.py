@@ -19,6 +19,7 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
+from channels.consumer import get_handler_name
 from django.conf import settings
 
 from chatapp import unavailable
@@ -66,6 +67,17 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
     _frame_bytes = 0  # size of the frame being handled, as received
     _received_at = 0.0  # monotonic: when the frame being handled was read (first-token clock)
     watchdog: asyncio.Task[None] | None = None
+
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        """Channels' own dispatch, without its `close_old_connections` before every handler:
+        that call runs on the one thread all sockets of the process share for database work,
+        so every delta of every answer waited behind any slow query there (a send held 8 s by
+        a row lock froze all streams for 8 s). Our database work goes through
+        `database_sync_to_async`, which closes stale connections on that thread itself."""
+        handler = getattr(self, get_handler_name(message), None)
+        if handler is None:
+            raise ValueError(f"No handler for message type {message['type']}")
+        await handler(message)
 
     async def connect(self) -> None:
         user = self.scope.get("user")
