@@ -8,8 +8,8 @@ mid-answer at a known point:
 1. the worker is killed with SIGKILL mid-answer: the user gets `worker_lost` in bounded time
    and the stored answer keeps exactly the text shown; with no worker left a send is refused
    `no_worker` with a retry-after; once a new worker announces itself the same send is answered;
-2. Redis is killed and restarted mid-answer: the answer does not stay streaming, what the user
-   already read is not taken away, and a new message is answered;
+2. Redis is killed and restarted without persistence mid-answer (0.08 s and 0.7 s down): the
+   answer completes on the same socket, exactly once, and a new message is answered;
 3. a browser drops mid-answer on web process A and resumes on web process B: exactly the rest,
    at once, no gap, no duplicate, one generation;
 4. load: 50 sockets send 2,000 messages through two web processes to three workers on the
@@ -188,9 +188,14 @@ async def test_killed_worker_fails_the_answer_in_bounded_time_and_a_new_worker_s
 # ---- 2. Redis restarts mid-answer -----------------------------------------------------------
 
 
-async def test_redis_restart_mid_answer_ends_the_answer_and_service_recovers(
-    restart_stack: Stack,
+@pytest.mark.parametrize("outage_s", [0.08, 0.7])
+async def test_a_redis_restart_mid_answer_costs_the_answer_nothing(
+    restart_stack: Stack, outage_s: float
 ) -> None:
+    """Redis restarted on its port without persistence while an answer streams: the registry,
+    the owner records and the answer's log are gone for a moment. The user must see the whole
+    answer, once, on the same socket, and the stored answer must be complete (issue 31 defect 9:
+    a 0.08 s blip ended every streaming answer `worker_lost` with a fraction of its text)."""
     stack = restart_stack
     host = stack.hosts[0]
     await workers_become(stack, lambda w: len(w) == 1, "one live worker", 10)
@@ -201,54 +206,24 @@ async def test_redis_restart_mid_answer_ends_the_answer_and_service_recovers(
         accepted = await chat.accepted(send_frame(question))
         answer = Answer(accepted["assistant_message_id"])
         await chat.follow(answer, timeout=15, until_deltas=3)
-        read_before_fault = answer.shown
 
         stack.kill_redis()
         down_at = time.monotonic()
-        await asyncio.sleep(0.7)  # the outage itself: Redis is away this long
+        await asyncio.sleep(outage_s)
         stack.start_redis()
         print(f"\n[redis restart] Redis was down {time.monotonic() - down_at:.2f} s")
 
-        bound = STALL_TIMEOUT_S + 15
-        try:
-            await chat.follow(answer, timeout=bound)
-            outcome = f"stayed open; the answer ended with {answer.end}"
-        except websockets.ConnectionClosed as closed:
-            outcome = f"was closed by the server ({closed.rcvd}) after {len(answer.deltas)} deltas"
-        print(
-            f"[redis restart] the open socket {outcome}, "
-            f"{time.monotonic() - down_at:.2f} s after Redis went down"
-        )
-        if answer.end is None:  # the socket was closed: reconnect and resume, as the page does
-            with contextlib.suppress(Exception):
-                await chat.close()
-            chat = await Chat.open(host, session)
-            last_seq = answer.seqs[-1] if answer.seqs else 0
-            await chat.send(resume_frame(answer.message_id, last_seq))
-            await chat.follow(answer, timeout=bound)
-            print(
-                f"[redis restart] the resume after seq {last_seq} ended with {answer.end}, "
-                f"snapshot {answer.snapshot!r}, {time.monotonic() - down_at:.2f} s after the fault"
-            )
-
-        end = answer.ended()
-        if end["type"] == "chat.done":
-            assert answer.done_complete() == full
-        else:
-            assert end["code"] in ("interrupted", "worker_lost"), end
-        # What the user read before the fault is still on screen, and the rest fits.
-        assert answer.shown.startswith(read_before_fault), (read_before_fault, answer.shown)
-        assert full.startswith(answer.shown), answer.shown
-
-        status, error_code, content = stored_when_ended(stack, answer.message_id, bound)
-        print(f"[redis restart] stored: {status} {error_code!r}, {len(content)} characters")
-        assert content == answer.shown, (status, error_code, content, answer.shown)
-        assert status == ("complete" if end["type"] == "chat.done" else "failed")
+        await chat.follow(answer, timeout=STALL_TIMEOUT_S + 15)
+        assert answer.done_complete() == full
+        assert answer.contiguous  # no gap, no repeat
+        assert answer.snapshot is None
+        assert answer.ended()["resumed"] is False  # the live worker kept it
+        assert stored_when_ended(stack, answer.message_id, 10)[0::2] == ("complete", full)
 
         # Web and worker are back on the new Redis: a new message is answered completely.
         await workers_become(stack, lambda w: len(w) == 1, "the worker announced again", 10)
-        fresh = await chat.ask(send_frame("after the restart"), timeout=bound)
-        assert fresh.done_complete() == "You said: after the restart"
+        fresh = await chat.ask(send_frame(f"after the restart {outage_s}"), timeout=15)
+        assert fresh.done_complete() == f"You said: after the restart {outage_s}"
         assert stored_when_ended(stack, fresh.message_id, 10)[0] == "complete"
     finally:
         with contextlib.suppress(Exception):
