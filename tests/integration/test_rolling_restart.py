@@ -1,6 +1,6 @@
 """A rolling restart of the workers under load loses nothing and keeps no one waiting.
 
-Two scripted workers on the request queue, questions sent at 5 a second over 10 sockets (some
+1. Two scripted workers on the request queue, questions sent at 5 a second over 10 sockets (some
 answers take about a second, so a stop lands mid-answer). Worker A gets SIGTERM: it stops
 taking, hands back what it took, finishes its running answers and exits; a new A starts; then
 B gets SIGTERM the same way. Every answer must complete with the right text, none may wait more
@@ -27,6 +27,8 @@ from tests.integration.stack import (
     running_stack,
     send_frame,
     session_for,
+    slow_question,
+    stored,
     workers_become,
 )
 
@@ -114,3 +116,41 @@ async def test_a_rolling_restart_under_load_keeps_every_answer_and_no_one_waits(
     assert waits[-1] <= LONGEST_WAIT_S
     drained = "".join(stack.output.get("worker", []))
     assert "Stopping: finishing running answers" in drained
+
+
+@pytest.fixture(scope="module")
+def short_drain_stack(workdir: Path, databases: Databases) -> Iterator[Stack]:
+    env = {"INFERENCE_DRAIN_S": "1.5"}
+    with running_stack("short-drain", workdir, databases, webs=1, workers=1, env=env) as started:
+        yield started
+
+
+@pytest.mark.asyncio(loop_scope="session")
+async def test_answers_longer_than_the_drain_go_on_on_the_other_worker(
+    short_drain_stack: Stack,
+) -> None:
+    stack = short_drain_stack
+    host = stack.hosts[0]
+    session = await session_for(host)
+    chats = [await Chat.open(host, session) for _ in range(3)]
+    asked = [slow_question(150 + n) for n in range(3)]  # ~8 s each at 50 ms a word
+    answers = []
+    for chat, (question, _) in zip(chats, asked, strict=True):
+        accepted = await chat.accepted(send_frame(question))
+        answers.append(Answer(accepted["assistant_message_id"]))
+    for chat, answer in zip(chats, answers, strict=True):
+        await chat.follow(answer, timeout=10, until_deltas=3)
+    await asyncio.to_thread(stack.add_worker)  # B, idle
+    await workers_become(stack, lambda w: len(w) == 2, "two live workers", 10)
+    first = stack.worker
+    assert first is not None
+    stopping = asyncio.create_task(asyncio.to_thread(_stop_gracefully, first, 30))
+
+    for chat, answer, (_, expected) in zip(chats, answers, asked, strict=True):
+        await chat.follow(answer, timeout=30)
+        assert answer.done_complete() == expected
+        assert answer.contiguous  # no gap, no repeat
+        assert answer.ended()["resumed"] is True  # B finished it
+        assert stored(stack, answer.message_id)[0::2] == ("complete", expected)
+        await chat.close()
+    assert await stopping == 0
