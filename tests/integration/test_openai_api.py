@@ -278,6 +278,35 @@ def test_a_client_that_goes_away_aborts_the_answer(scripted: LiveServer) -> None
     assert 0 < len(str(stored["content"]).split()) < 100  # 400 words would take 20 s
 
 
+def test_a_retry_with_the_same_idempotency_key_after_a_drop_gets_the_whole_answer(
+    scripted: LiveServer,
+) -> None:
+    """An SDK's connection drops mid-stream and it retries with its `Idempotency-Key`: the retry
+    gets the whole answer, never the part made before the drop passed off as complete (issue 31
+    defect 2: HTTP 200, `finish_reason: "stop"`, 148 of 908 characters)."""
+    key = scripted.key("idempotent")
+    question = "[[slow]] " + " ".join(f"w{i}" for i in range(60))  # ~3 s of answer
+    headers = {"Authorization": f"Bearer {key}", "Idempotency-Key": "order-7-reply"}
+    body = {"model": scripted.model, "messages": [{"role": "user", "content": question}]}
+    url = f"{scripted.base_url}/v1/chat/completions"
+    with httpx.stream("POST", url, json={**body, "stream": True}, headers=headers) as response:
+        first = next(line for line in response.iter_lines() if line.startswith("data: "))
+    completion_id = json.loads(first.removeprefix("data: "))["id"]
+    time.sleep(1)  # the SDK's backoff
+
+    retry = httpx.post(url, json=body, headers=headers, timeout=30)
+
+    assert retry.status_code == 200, retry.text
+    assert retry.json()["id"] == completion_id  # the same answer, not a second one
+    choice = retry.json()["choices"][0]
+    assert (choice["message"]["content"], choice["finish_reason"]) == (
+        f"You said: {question}",
+        "stop",
+    )
+    stored = scripted.stored(completion_id)
+    assert (stored["status"], stored["content"]) == ("complete", f"You said: {question}")
+
+
 def test_a_rate_limited_key_gets_429_with_retry_after(scripted: LiveServer) -> None:
     client = scripted.client(scripted.key("tight", rate=1))
     messages: list[openai.types.chat.ChatCompletionMessageParam] = [
