@@ -44,6 +44,14 @@ class Sender(Protocol):
     async def send(self, channel: str, message: dict[str, Any]) -> None: ...
 
 
+REAP_PAGE = 500  # streaming runs one reaper pass reads
+
+
+@dataclass
+class ReapCursor:
+    up_to: selectors.StreamingRun | None = None
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Orphans:
     """What ending a dead owner's runs needs: its log, the shared admission and the layer."""
@@ -57,6 +65,8 @@ class Orphans:
     owned_here: Callable[[uuid.UUID], bool] = lambda _run_id: False
     # runs seen with no owner record, and when first (monotonic): see `orphan_verdict`
     unknown_since: dict[uuid.UUID, float] = field(default_factory=dict)
+    # where the reaper's last pass stopped: the next one reads the page after it
+    reaped: ReapCursor = field(default_factory=ReapCursor)
 
 
 OwnerState = Literal["alive", "silent", "unknown"]
@@ -188,8 +198,11 @@ async def orphaned_runs_finish(*, orphans: Orphans) -> int:
     # Not on the shared thread every socket's database work queues on: a row lock or a long
     # read there must not hold the reaper (nor anything waiting on it) for seconds.
     candidates = await database_sync_to_async(selectors.streaming_runs, thread_sensitive=False)(
-        started_before=started_before
+        started_before=started_before, after=orphans.reaped.up_to, limit=REAP_PAGE
     )
+    # One page a pass, so a pass stays short however many answers stream; the passes walk
+    # them all, oldest first, and start over after a short page.
+    orphans.reaped.up_to = candidates[-1] if len(candidates) == REAP_PAGE else None
     finished = 0
     for run in candidates:
         ended = await run_abandon_if_orphaned(

@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from django.contrib.auth.models import User
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
 from chatapp.conversations.models import Conversation, Message
 from chatapp.faq.models import FaqEntry
@@ -239,6 +239,7 @@ def answer_suggestions(*, messages: Sequence[Message]) -> dict[uuid.UUID, list[d
 class StreamingRun:
     message_id: uuid.UUID
     run_id: uuid.UUID
+    started_at: datetime
 
 
 def streaming_runs_query(*, started_before: datetime) -> QuerySet[Message]:
@@ -250,12 +251,21 @@ def streaming_runs_query(*, started_before: datetime) -> QuerySet[Message]:
     )
 
 
-def streaming_runs(*, started_before: datetime) -> list[StreamingRun]:
-    rows = streaming_runs_query(started_before=started_before).values_list("id", "run_id")[:500]
+def streaming_runs(
+    *, started_before: datetime, after: StreamingRun | None, limit: int
+) -> list[StreamingRun]:
+    """Up to `limit` of them, oldest first, from just after `after` (None: from the oldest)."""
+    query = streaming_runs_query(started_before=started_before)
+    if after is not None:
+        query = query.filter(
+            Q(run_started_at__gt=after.started_at)
+            | Q(run_started_at=after.started_at, id__gt=after.message_id)
+        )
+    rows = query.order_by("run_started_at", "id").values_list("id", "run_id", "run_started_at")
     return [
-        StreamingRun(message_id=message_id, run_id=run_id)
-        for message_id, run_id in rows
-        if run_id is not None
+        StreamingRun(message_id=message_id, run_id=run_id, started_at=started_at)
+        for message_id, run_id, started_at in rows[:limit]
+        if run_id is not None and started_at is not None
     ]
 
 

@@ -147,6 +147,40 @@ async def test_a_process_never_reaps_a_run_it_owns_itself(alice: User) -> None:
     assert row.status == "streaming"
 
 
+async def test_the_reaper_reaches_an_orphan_behind_more_live_runs_than_it_reads_at_once(
+    alice: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 31 defect 12: each pass read the same first 500 streaming runs, in no order, so
+    with more live answers than that an orphan beyond them was never ended. Passes now walk
+    all of them, oldest first, a page at a time."""
+    from chatapp.answers import recovery
+
+    monkeypatch.setattr(recovery, "REAP_PAGE", 3)
+    log = LocalAnswerLog(ttl_s=60)
+    live = [await sync_to_async(_turn)(alice, f"live {n}") for n in range(5)]
+    for turn in live:
+        await log.begin(run_id=turn.run_id, relay_channel="this-relay", user_key="u")
+    orphan = await sync_to_async(_turn)(alice, "the orphan")
+    await log.begin(run_id=orphan.run_id, relay_channel="dead-relay", user_key="u")
+    await asyncio.sleep(0.3)
+    live_ids = {turn.run_id for turn in live}
+    orphans = Orphans(
+        log=log,
+        admission=LocalAdmission(limits=admission_limits()),
+        layer=InMemoryChannelLayer(),
+        silent_after_s=0.2,
+        owned_here=lambda run_id: run_id in live_ids,
+    )
+
+    ended = [await orphaned_runs_finish(orphans=orphans) for _ in range(3)]
+
+    assert ended == [0, 1, 0]  # the second page has it; the third pass starts over
+    row = await Message.objects.aget(id=orphan.assistant_message.id)
+    assert (row.status, row.error_code) == ("failed", "interrupted")
+    for turn in live:
+        assert (await Message.objects.aget(id=turn.assistant_message.id)).status == "streaming"
+
+
 async def test_a_resume_waits_while_a_live_owner_stores_the_answer(alice: User) -> None:
     """The end is logged before the row is written: a watcher must not be told the answer
     is complete while a reload would still find it streaming."""
