@@ -222,6 +222,10 @@ def worker_queue(queue: str, worker_id: str) -> str:
     return f"{queue}@{worker_id}"
 
 
+def is_worker_queue(queue: str) -> bool:
+    return "@" in queue
+
+
 _local_queue = LocalRequestQueue()
 
 

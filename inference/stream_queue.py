@@ -12,7 +12,9 @@
   takes it at once, in its original place (entries are claimed oldest first).
 - Nothing expires: a request waits as long as its requester does, and the requester
   `withdraw`s it when it gives up. The length of a stream is bounded by admission (requests
-  waiting for workers), not here.
+  waiting for workers), not here. Only a worker's own queue (`<queue>@<worker>`) goes away,
+  `WORKER_QUEUE_IDLE_S` after its last put or its worker's last take: what waits there when
+  its worker is gone was moved on by its requester long before.
 
 A Redis restart loses what Redis did not persist (configure AOF to keep queued requests): a
 requester asks `lost` about its waiting requests and puts them again; the group is created
@@ -23,6 +25,8 @@ from __future__ import annotations
 
 import json
 import logging
+import math
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -31,7 +35,7 @@ from redis.exceptions import ResponseError
 
 from inference import retry
 from inference.redis_client import redis_client
-from inference.request_queue import Taken
+from inference.request_queue import Taken, is_worker_queue
 
 logger = logging.getLogger(__name__)
 
@@ -44,15 +48,19 @@ BLOCK_MS = 1000
 _HANDED_BACK_IDLE_MS = 24 * 3600 * 1000
 # how long a put's key remembers its entry (a retried put within this adds nothing)
 _PUT_KEY_TTL_S = 3600
+# a worker's own queue is deleted this long after its last put or take (its worker is gone)
+WORKER_QUEUE_IDLE_S = 600.0
 # how long an accept remembers its taker (a retried accept within this still succeeds)
 _ACCEPTED_MARKER_TTL_S = 60
 
-# KEYS: stream, put key. ARGV: payload, key ttl s. Returns the entry id (new or earlier).
+# KEYS: stream, put key. ARGV: payload, key ttl s, stream idle ttl ms (0: none). Returns
+# the entry id (new or earlier).
 _PUT = """
 local earlier = redis.call('GET', KEYS[2])
 if earlier then return earlier end
 local id = redis.call('XADD', KEYS[1], '*', 'm', ARGV[1])
 redis.call('SET', KEYS[2], id, 'EX', tonumber(ARGV[2]))
+if tonumber(ARGV[3]) > 0 then redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[3])) end
 return id
 """
 
@@ -101,14 +109,20 @@ class RedisStreamQueue:
         self._hand_back = self._redis.register_script(_HAND_BACK)
         self._withdraw = self._redis.register_script(_WITHDRAW)
         self._groups: set[str] = set()
+        self._kept: dict[str, float] = {}  # worker queue -> when its idle expiry was renewed
 
     async def put(self, queue: str, message: dict[str, Any]) -> str:
         key = str(message.get("request_id") or "")
+        idle_ms = _idle_ms(queue)
         if not key:  # nothing to make it idempotent by: a plain XADD
-            return str(await self._redis.xadd(_stream(queue), {"m": json.dumps(message)}))
+            async with self._redis.pipeline(transaction=True) as pipe:
+                pipe.xadd(_stream(queue), {"m": json.dumps(message)})
+                if idle_ms:
+                    pipe.pexpire(_stream(queue), idle_ms)
+                return str((await pipe.execute())[0])
         entry_id = await self._put(
             keys=[_stream(queue), f"{KEY_PREFIX}{queue}:put:{key}"],
-            args=[json.dumps(message), _PUT_KEY_TTL_S],
+            args=[json.dumps(message), _PUT_KEY_TTL_S, idle_ms],
         )
         return str(entry_id)
 
@@ -122,6 +136,7 @@ class RedisStreamQueue:
             try:
                 for queue in queues:
                     await self._group_ready(queue)
+                await self._keep(queues)
                 for queue in queues:
                     reclaimed = await self._reclaim(queue, consumer=consumer)
                     if reclaimed is not None:
@@ -132,7 +147,9 @@ class RedisStreamQueue:
             except ResponseError as exc:
                 if "NOGROUP" not in str(exc):
                     raise
-                self._groups.difference_update(queues)  # Redis restarted or a key was deleted
+                self._groups.difference_update(queues)  # Redis restarted or a key expired
+                for queue in queues:
+                    self._kept.pop(queue, None)
                 continue
             read: dict[str, Taken] = {}
             for stream_name, entries in reply or []:
@@ -208,6 +225,16 @@ class RedisStreamQueue:
                 raise
         self._groups.add(queue)
 
+    async def _keep(self, queues: Sequence[str]) -> None:
+        """Renew the idle expiry of the worker queues taken from (a quarter of it at most):
+        the queue of a live worker, which takes from it all the time, never expires."""
+        now = time.monotonic()
+        for queue in queues:
+            idle_ms = _idle_ms(queue)
+            if idle_ms and now - self._kept.get(queue, -math.inf) >= WORKER_QUEUE_IDLE_S / 4:
+                await self._redis.pexpire(_stream(queue), idle_ms)
+                self._kept[queue] = now
+
     async def _reclaim(self, queue: str, *, consumer: str) -> Taken | None:
         """The oldest entry a taker held longer than the reclaim age, now this consumer's.
 
@@ -247,6 +274,10 @@ class RedisStreamQueue:
     async def _drop(self, queue: str, entry_id: str) -> None:
         logger.warning("dropping unreadable queue entry %s of %s", entry_id, queue)
         await self._withdraw(keys=[_stream(queue)], args=[GROUP, entry_id])
+
+
+def _idle_ms(queue: str) -> int:
+    return int(WORKER_QUEUE_IDLE_S * 1000) if is_worker_queue(queue) else 0
 
 
 def _stream(queue: str) -> str:

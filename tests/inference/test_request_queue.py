@@ -240,3 +240,29 @@ async def test_a_request_a_redis_restart_dropped_is_lost(redis_db: aioredis.Redi
         assert await queue.depth("q") == 1
     finally:
         await queue.aclose()
+
+
+@pytest.mark.redis
+async def test_a_gone_workers_own_queue_expires_and_a_live_ones_does_not(
+    redis_db: aioredis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 31 defect 12: a worker's own queue (`<queue>@<worker>`, affinity and warm-ups)
+    stayed in Redis forever after the worker was gone, one stream and group per worker ever
+    started. It now expires a while after its last put or take; the shared queue never does."""
+    from inference import stream_queue
+
+    monkeypatch.setattr(stream_queue, "WORKER_QUEUE_IDLE_S", 1.0)
+    queue = RedisStreamQueue(redis_url=REDIS_URL, reclaim_after_s=RECLAIM_S)
+    try:
+        await queue.put("q", job(1))
+        await queue.put("q@gone", job(2))  # routed to a worker that died just then
+        live = asyncio.create_task(queue.take_any(["q@live"], consumer="live"))
+        await asyncio.sleep(2.0)  # the live worker waits, taking
+        assert await redis_db.exists(f"{KEY_PREFIX}q@live") == 1
+        assert await redis_db.exists(f"{KEY_PREFIX}q@gone") == 0
+        assert await redis_db.ttl(f"{KEY_PREFIX}q") == -1  # the shared queue: kept
+        await queue.put("q@live", job(3))
+        taken = await asyncio.wait_for(live, 3)
+        assert taken.message["n"] == 3
+    finally:
+        await queue.aclose()
