@@ -242,29 +242,33 @@ class StreamingRun:
     started_at: datetime
 
 
-def streaming_runs_query(*, started_before: datetime) -> QuerySet[Message]:
-    """Runs still streaming that started before the given time (index answer_streaming_run)."""
-    return Message.objects.filter(
+def streaming_runs_query(
+    *, started_before: datetime, after: StreamingRun | None = None
+) -> QuerySet[Message]:
+    """Runs still streaming that started before the given time, oldest first, from just after
+    `after` (None: from the oldest), read by the reaper (index answer_streaming_run)."""
+    query = Message.objects.filter(
         status=Message.Status.STREAMING,
         run_started_at__lt=started_before,
         run_id__isnull=False,
     )
-
-
-def streaming_runs(
-    *, started_before: datetime, after: StreamingRun | None, limit: int
-) -> list[StreamingRun]:
-    """Up to `limit` of them, oldest first, from just after `after` (None: from the oldest)."""
-    query = streaming_runs_query(started_before=started_before)
     if after is not None:
         query = query.filter(
             Q(run_started_at__gt=after.started_at)
             | Q(run_started_at=after.started_at, id__gt=after.message_id)
         )
-    rows = query.order_by("run_started_at", "id").values_list("id", "run_id", "run_started_at")
+    return query.order_by("run_started_at", "id")
+
+
+def streaming_runs(
+    *, started_before: datetime, after: StreamingRun | None, limit: int
+) -> list[StreamingRun]:
+    """The first `limit` of `streaming_runs_query`."""
+    query = streaming_runs_query(started_before=started_before, after=after)
+    rows = query.values_list("id", "run_id", "run_started_at")[:limit]
     return [
         StreamingRun(message_id=message_id, run_id=run_id, started_at=started_at)
-        for message_id, run_id, started_at in rows[:limit]
+        for message_id, run_id, started_at in rows
         if run_id is not None and started_at is not None
     ]
 
