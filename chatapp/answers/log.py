@@ -15,6 +15,7 @@ runs). Without Redis (the embedded default, one process) the same thing lives in
 
 from __future__ import annotations
 
+import collections
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -180,13 +181,22 @@ class _Local:
 class LocalAnswerLog:
     def __init__(self, *, ttl_s: float) -> None:
         self._ttl_s = ttl_s
-        self._logs: dict[uuid.UUID, _Local] = {}
+        # oldest expiry first: every write moves its log to the end (the ttl is one for all),
+        # so expiring is popping from the front, not a scan of every kept log on each delta
+        self._logs: collections.OrderedDict[uuid.UUID, _Local] = collections.OrderedDict()
 
     def _live(self, run_id: uuid.UUID) -> _Local | None:
         now = time.monotonic()
-        for key in [k for k, v in self._logs.items() if v.expires_at <= now]:
-            del self._logs[key]
+        while self._logs:
+            first = next(iter(self._logs.values()))
+            if first.expires_at > now:
+                break
+            self._logs.popitem(last=False)
         return self._logs.get(run_id)
+
+    def _kept(self, run_id: uuid.UUID, log: _Local) -> None:
+        log.expires_at = time.monotonic() + self._ttl_s
+        self._logs.move_to_end(run_id)
 
     async def begin(self, *, run_id: uuid.UUID, relay_channel: str, user_key: str) -> None:
         now = time.monotonic()
@@ -196,6 +206,7 @@ class LocalAnswerLog:
             heartbeat_at=now,
             expires_at=now + self._ttl_s,
         )
+        self._logs.move_to_end(run_id)  # a rewrite: its log was kept further up
 
     async def append(self, *, run_id: uuid.UUID, entry: LogEntry) -> None:
         log = self._live(run_id)
@@ -205,7 +216,7 @@ class LocalAnswerLog:
         if entry.seq != expected:  # the same rule Redis applies to stream ids
             raise ValueError(f"seq {entry.seq} appended where {expected} was due")
         log.entries.append(entry)
-        log.expires_at = time.monotonic() + self._ttl_s
+        self._kept(run_id, log)
 
     async def worker_taken(
         self, *, run_id: uuid.UUID, worker_channel: str, request_id: str
@@ -226,7 +237,7 @@ class LocalAnswerLog:
                 continue
             log.relay_channel = relay_channel
             log.heartbeat_at = now
-            log.expires_at = now + self._ttl_s
+            self._kept(run_id, log)
         return broken
 
     async def rewrite(
