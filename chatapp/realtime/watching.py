@@ -48,6 +48,7 @@ from chatapp.realtime.schemas import (
     Timings,
     Usage,
 )
+from chatapp.unavailable import retry_after_s
 from inference.protocol import stats_of
 
 logger = logging.getLogger(__name__)
@@ -289,6 +290,8 @@ class SocketWatching:
                     message_id=message_id,
                     code=code,
                     message=end.error_message or "The answer failed.",
+                    # overloaded or no worker: asking again later works, and the page says when
+                    retry_after_s=retry_after_s() if code in ("busy", "no_worker") else None,
                 )
             )
             return

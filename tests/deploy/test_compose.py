@@ -114,6 +114,16 @@ def test_web_waits_for_migrations_and_the_databases() -> None:
     assert web["environment"]["DJANGO_SETTINGS_MODULE"] == "chatapp.settings.production"
 
 
+def test_redis_memory_is_bounded_and_nothing_is_evicted() -> None:
+    """Issue 31 defect 3: Redis had no memory limit. Evicting instead of refusing would drop
+    owner records, queued requests or answer logs (tests/integration/test_faults.py shows
+    what a full Redis costs: new answers end `busy` at once)."""
+    command = _config()["services"]["redis"]["command"]
+    assert command[command.index("--maxmemory") + 1] == "512mb"
+    assert command[command.index("--maxmemory-policy") + 1] == "noeviction"
+    assert command[command.index("--appendonly") + 1] == "yes"
+
+
 def test_every_role_is_documented_and_every_documented_role_exists() -> None:
     table = re.findall(r"^\| `([a-z-]+)` \|", OPERATIONS.read_text(), re.M)
     assert set(table) == _roles()

@@ -230,6 +230,42 @@ async def test_a_redis_restart_mid_answer_costs_the_answer_nothing(
             await chat.close()
 
 
+async def test_a_full_redis_ends_the_answer_busy_at_once_and_loses_nothing(
+    restart_stack: Stack,
+) -> None:
+    """Redis at its `maxmemory` with `noeviction` (as compose runs it: evicting would drop
+    owner records, queued requests or logs) refuses writes. The question is stored (it is in
+    PostgreSQL) and its answer ends `busy` at once, with a retry-after, instead of waiting;
+    once Redis has room a new question is answered."""
+    import redis
+
+    stack = restart_stack
+    host = stack.hosts[0]
+    await workers_become(stack, lambda w: len(w) == 1, "one live worker", 10)
+    chat = await Chat.open(host, await session_for(host))
+    admin = redis.Redis.from_url(stack.redis_url)
+    try:
+        admin.config_set("maxmemory-policy", "noeviction")
+        admin.config_set("maxmemory", 1)  # full: every write is refused (OOM)
+        sent_at = time.monotonic()
+        accepted = await chat.accepted(send_frame("while redis is full"))
+        end = await chat.recv(5)
+        assert time.monotonic() - sent_at < 2
+        assert (end["type"], end["code"]) == ("chat.error", "busy"), end
+        assert end["message_id"] == accepted["assistant_message_id"]
+        assert end["retry_after_s"] >= 1
+        assert stored(stack, accepted["assistant_message_id"]) == ("failed", "busy", "")
+
+        admin.config_set("maxmemory", 0)
+        again = await chat.ask(send_frame("room again"))
+        assert again.done_complete() == "You said: room again"
+    finally:
+        admin.config_set("maxmemory", 0)
+        admin.close()
+        with contextlib.suppress(Exception):
+            await chat.close()
+
+
 # ---- 3. a reconnect to another web process resumes the stream -------------------------------
 
 
