@@ -5,7 +5,7 @@
 What it runs: its own redis-server on a free port and two `python -m inference` workers, each
 with its own vLLM engine (`--model`, default the tiny locally built model) on that Redis.
 The bench is the requester, exactly as a web process's relay is: it puts each turn on the
-request queue through `inference.affinity.route` (affinity on: the conversation's last
+request queue through `inference.wire.affinity.route` (affinity on: the conversation's last
 worker's own queue while it is alive with a free slot; off: always the shared queue, any
 worker takes it) and reads the worker's events from the Redis channel layer.
 
@@ -132,16 +132,16 @@ async def run_conversation(
     layer: Any,
     affinity_on: bool,
 ) -> None:
-    from inference.affinity import affinity_map, route
-    from inference.protocol import (
+    from inference.wire.affinity import affinity_map, route
+    from inference.wire.protocol import (
         REQUEST_CHANNEL,
         ChatTurn,
         GenerateRequest,
         SamplingOptions,
         worker_event_adapter,
     )
-    from inference.registry import RedisWorkerRegistry
-    from inference.stream_queue import RedisStreamQueue
+    from inference.wire.registry import RedisWorkerRegistry
+    from inference.wire.stream_queue import RedisStreamQueue
 
     rng = random.Random(number)  # noqa: S311 - reproducible text, not a secret
     queue = RedisStreamQueue(redis_url=redis_url)
@@ -252,8 +252,8 @@ def worker_env(*, redis_url: str, model: str, data_dir: Path) -> dict[str, str]:
 
 
 async def main_async(args: argparse.Namespace) -> int:
-    from inference.registry import RedisWorkerRegistry
-    from inference.transport import redis_channel_layer
+    from inference.wire.registry import RedisWorkerRegistry
+    from inference.wire.transport import redis_channel_layer
 
     stamp = timestamp()
     logs = REPO_ROOT / "bench" / "results" / f"affinity-{stamp}-logs"

@@ -45,8 +45,8 @@ async def _timed(layer: Any, *, messages: int) -> list[float]:
 async def run(args: argparse.Namespace) -> dict[str, list[float]]:
     from channels_redis.core import RedisChannelLayer
 
-    from inference.resilient_layer import ResilientRedisChannelLayer
-    from inference.transport import redis_layer_config
+    from inference.wire.resilient_layer import ResilientRedisChannelLayer
+    from inference.wire.transport import redis_layer_config
 
     config = {**redis_layer_config(redis_url=args.redis_url), "prefix": "bench-channel-hop"}
     arms: dict[str, Any] = {

@@ -95,7 +95,7 @@ def lookup_costs(
     """Milliseconds per question through the worker's own `FaqCache.lookup` (embedding,
     search and decision), for the first set's questions."""
     from inference.faq.cache import FaqCache, vectors_to_wire
-    from inference.protocol import FaqEntryData, FaqUpsert
+    from inference.wire.protocol import FaqEntryData, FaqUpsert
 
     labelled = sets[0]
     cache = FaqCache(embedder=embedder, decider=decider)  # type: ignore[arg-type]

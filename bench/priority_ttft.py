@@ -253,7 +253,7 @@ class BackgroundLoad:
         """Stop sending, cancel what is in flight, wait for it; returns requests lost."""
         from channels.layers import get_channel_layer
 
-        from inference.protocol import CancelRequest
+        from inference.wire.protocol import CancelRequest
 
         self._stopping = True
         layer = get_channel_layer()
@@ -284,7 +284,7 @@ class BackgroundLoad:
         from channels.layers import get_channel_layer
         from django.conf import settings
 
-        from inference.protocol import (
+        from inference.wire.protocol import (
             Accepted,
             CancelRequest,
             ChatTurn,
@@ -295,7 +295,7 @@ class BackgroundLoad:
             SamplingOptions,
             worker_event_adapter,
         )
-        from inference.request_queue import request_queue
+        from inference.wire.request_queue import request_queue
 
         layer = get_channel_layer()
         reply = await layer.new_channel(prefix="bench-bg")
@@ -673,8 +673,8 @@ def schedule(*, phases: str, rounds: int) -> list[tuple[int, str]]:
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     from chatapp.answers.runtime import answer_runtime_close
-    from inference.protocol import BACKGROUND_PRIORITY, INTERACTIVE_PRIORITY
     from inference.settings import EngineSettings, WorkerSettings
+    from inference.wire.protocol import BACKGROUND_PRIORITY, INTERACTIVE_PRIORITY
 
     settings: WorkerSettings = WorkerSettings.from_env()
     uncapped = dataclasses.replace(

@@ -66,7 +66,7 @@ from chatapp.prompts.textpatch import sha256_hex as text_sha256_hex
 from chatapp.realtime.schemas import SendFrame, client_frame_adapter
 from inference.models.paths import SMOLLM2_DIR_NAME
 from inference.prompt_builder import PromptBuilder
-from inference.protocol import ChatTurn
+from inference.wire.protocol import ChatTurn
 
 MODULE = "bench.template_bytes"
 

@@ -57,8 +57,8 @@ from websockets.asyncio.client import ClientConnection
 from bench import harness
 from inference.engine_request import engine_request_of
 from inference.engines.vllm import VllmEngine
-from inference.protocol import ChatTurn, GenerateRequest, SamplingOptions
 from inference.settings import DEFAULT_MODEL_DIR_NAME, EngineSettings
+from inference.wire.protocol import ChatTurn, GenerateRequest, SamplingOptions
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 RESULTS_DIR = REPO_ROOT / "bench" / "results"

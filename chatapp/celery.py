@@ -10,7 +10,7 @@ import os
 
 from celery import Celery
 
-from inference.redis_client import BROKER_SOCKET_TIMEOUT_S, SOCKET_TIMEOUT_S, keepalive_options
+from inference.wire.redis_client import BROKER_SOCKET_TIMEOUT_S, SOCKET_TIMEOUT_S, keepalive_options
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "chatapp.settings.local")
 

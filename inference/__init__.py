@@ -1,4 +1,4 @@
 """Inference worker: hosts one engine and streams answers over the channel layer.
 
-Never imports Django or `chatapp`: `inference.protocol` is the only contract with the web side.
+Never imports Django or `chatapp`: `inference.wire.protocol` is the only contract with the web side.
 """

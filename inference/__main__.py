@@ -15,7 +15,7 @@ from inference.metrics import MetricsPortError, serve_metrics
 from inference.models import ModelNotReadyError
 from inference.runtime import build_engine, build_faq_cache, start_worker
 from inference.settings import WorkerSettings
-from inference.transport import redis_channel_layer
+from inference.wire.transport import redis_channel_layer
 
 
 async def _serve(settings: WorkerSettings) -> None:

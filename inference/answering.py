@@ -33,7 +33,9 @@ from inference.engines.base import (
     RequestRejectedError,
 )
 from inference.faq.cache import FaqCache, FaqHit, FaqNear
-from inference.protocol import (
+from inference.settings import WorkerSettings
+from inference.streaming import coalesce
+from inference.wire.protocol import (
     Accepted,
     Delta,
     Done,
@@ -45,9 +47,7 @@ from inference.protocol import (
     TokenLogprob,
     WorkerHops,
 )
-from inference.settings import WorkerSettings
-from inference.streaming import coalesce
-from inference.transport import SendResult, Transport
+from inference.wire.transport import SendResult, Transport
 
 logger = logging.getLogger(__name__)
 

@@ -30,7 +30,7 @@ import jinja2
 import jinja2.ext
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from inference.protocol import ChatTurn
+from inference.wire.protocol import ChatTurn
 
 # Private-use code points: no tokenizer has them in a special token, no template edits them.
 _MARK_OPEN, _MARK_CLOSE = "\ue000", "\ue001"

@@ -12,7 +12,7 @@ from inference.chat_prompt import ChatTemplateError
 from inference.engines.base import EngineRequest, RequestRejectedError
 from inference.generation_config import GenerationDefaults
 from inference.prompt_builder import PromptBuilder
-from inference.protocol import GenerateRequest
+from inference.wire.protocol import GenerateRequest
 
 
 def engine_request_of(

@@ -19,7 +19,7 @@ from inference.engine_request import engine_request_of
 from inference.engines.base import Engine
 from inference.generation_config import GenerationDefaults
 from inference.prompt_builder import PromptBuilder
-from inference.protocol import GenerateRequest, PrefillRequest
+from inference.wire.protocol import GenerateRequest, PrefillRequest
 
 TYPING_PREFILLS = Counter(
     "inference_typing_prefills",

@@ -14,7 +14,7 @@ import datetime as dt
 from dataclasses import dataclass
 
 from inference.prompt_builder import PromptBuilder
-from inference.protocol import ChatTurn
+from inference.wire.protocol import ChatTurn
 
 PROBE_SYSTEM = "You are the support agent of an online store. Answer briefly and politely."
 _DAY_A = dt.datetime(2025, 1, 2, 9, 30)

@@ -28,7 +28,7 @@ from typing import Any
 
 from inference.chat_prompt import ChatTemplate, RenderedChat, special_token_ids, token_ids
 from inference.engines.base import PromptTooLongError, prompt_too_long_message
-from inference.protocol import ChatTurn
+from inference.wire.protocol import ChatTurn
 
 # Chat markup per turn (role markers, separators) for the cut arithmetic; the real count of
 # the final prompt is always measured.

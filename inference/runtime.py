@@ -12,9 +12,9 @@ from inference.faq.cache import FaqCache
 from inference.faq.deciders import ExactRepeatDecision, FaqDecider, VerifierDecision
 from inference.faq.verifier import FaqVerifier
 from inference.prefix_check import prefix_report
-from inference.registry import WorkerRegistry
 from inference.settings import EngineSettings, OpenAIEngineSettings, WorkerSettings
-from inference.transport import ChannelLayer, Transport
+from inference.wire.registry import WorkerRegistry
+from inference.wire.transport import ChannelLayer, Transport
 from inference.worker import InferenceWorker
 
 logger = logging.getLogger(__name__)

@@ -11,7 +11,7 @@ from typing import Literal
 from urllib.parse import urlsplit
 
 from inference.engines.dtype import DtypeSetting, parse_dtype_setting
-from inference.protocol import BACKGROUND_CHANNEL, REQUEST_CHANNEL
+from inference.wire.protocol import BACKGROUND_CHANNEL, REQUEST_CHANNEL
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 

@@ -24,7 +24,7 @@ from pydantic import ValidationError
 
 from inference.engines.base import Engine
 from inference.prefill import engine_prefill
-from inference.protocol import (
+from inference.wire.protocol import (
     BACKGROUND_PRIORITY,
     PREFIX_LIST_CHANNEL,
     ChatTurn,
@@ -33,7 +33,7 @@ from inference.protocol import (
     PrefixListRequest,
     SamplingOptions,
 )
-from inference.transport import Transport
+from inference.wire.transport import Transport
 
 logger = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """The inference worker: pulls generate requests, streams coalesced deltas to the requester.
 
-A worker takes from the shared request queue (`inference/request_queue.py`) only while it has
+A worker takes from the shared request queue (`inference/wire/request_queue.py`) only while it has
 a free slot, so several workers on one Redis share the load and a busy one leaves requests to
 idle ones; it accepts a request when it starts serving it, and a request taken by a worker
 that died before accepting it is served by another. Background work comes on its own queue
@@ -36,7 +36,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from inference import metrics, retry
+from inference import metrics
 from inference.answering import Progress, RequestAnswerer
 from inference.engine_health import HealthWatch
 from inference.engines.base import (
@@ -49,7 +49,10 @@ from inference.faq.cache import FaqCache
 from inference.faq.sync import faq_resync
 from inference.healthcheck import mark_alive
 from inference.prefill import TRIM_PREFILLS, TYPING_PREFILLS, engine_prefill, trim_prefill
-from inference.protocol import (
+from inference.settings import WorkerSettings
+from inference.start_warmup import engine_warm_at_start
+from inference.wire import retry
+from inference.wire.protocol import (
     FAQ_WORKERS_GROUP,
     PREFILL_MAX_AGE_S,
     CancelRequest,
@@ -62,17 +65,15 @@ from inference.protocol import (
     PrefillRequest,
     worker_inbound_adapter,
 )
-from inference.registry import WorkerRegistry, worker_registry
-from inference.request_queue import (
+from inference.wire.registry import WorkerRegistry, worker_registry
+from inference.wire.request_queue import (
     RequestQueue,
     Taken,
     moved_queue,
     request_queue,
     worker_queue,
 )
-from inference.settings import WorkerSettings
-from inference.start_warmup import engine_warm_at_start
-from inference.transport import Transport
+from inference.wire.transport import Transport
 
 logger = logging.getLogger(__name__)
 

@@ -17,8 +17,8 @@ from django.test import Client
 from chatapp.answers.runtime import answer_runtime_close
 from chatapp.asgi import application
 from inference.engines.scripted import ScriptedEngine
-from inference.request_queue import local_request_queue
-from inference.transport import Transport
+from inference.wire.request_queue import local_request_queue
+from inference.wire.transport import Transport
 from inference.worker import InferenceWorker
 from tests.support.workers import worker_settings
 

@@ -33,7 +33,7 @@ from bench.priority_ttft import ticket
 from bench.template_bytes import TEMPLATES, TemplateSpec
 from chatapp.prompts.rendering import parse_variables, render_body
 from inference.prompt_builder import BuiltPrompt, PromptBuilder
-from inference.protocol import ChatTurn
+from inference.wire.protocol import ChatTurn
 
 Kind = Literal["faq", "template", "free"]
 KINDS: tuple[Kind, ...] = ("faq", "template", "free")

@@ -23,7 +23,7 @@ from typing import Any, Literal, Protocol
 import redis.asyncio as redis
 
 from chatapp.metrics import recording as metrics
-from inference.redis_client import retrying_redis
+from inference.wire.redis_client import retrying_redis
 
 RefusalReason = Literal["busy", "user_concurrency", "rate_limited", "no_worker"]
 

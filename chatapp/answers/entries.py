@@ -17,7 +17,7 @@ from pydantic import (
     model_serializer,
 )
 
-from inference.protocol import AnswerStats, TokenLogprob, WorkerHops, drop_absent_logprobs
+from inference.wire.protocol import AnswerStats, TokenLogprob, WorkerHops, drop_absent_logprobs
 
 EndStatus = Literal["complete", "stopped", "failed"]
 

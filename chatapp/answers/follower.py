@@ -22,7 +22,7 @@ from chatapp.answers.messages import AttachAnswer
 from chatapp.answers.recovery import Orphans, run_abandon_if_orphaned
 from chatapp.answers.timeline import FirstTokenClock
 from chatapp.conversations.models import Message
-from inference.protocol import stats_of
+from inference.wire.protocol import stats_of
 
 Taken = Literal["show", "repeat", "gap"]
 

@@ -24,7 +24,7 @@ from typing import Protocol
 import redis.asyncio as aioredis
 
 from chatapp.answers.entries import LogEntry, log_entry_adapter
-from inference.redis_client import redis_client
+from inference.wire.redis_client import redis_client
 
 
 @dataclass(frozen=True, slots=True)

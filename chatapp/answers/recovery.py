@@ -30,7 +30,7 @@ from chatapp.answers.messages import StopAnswer
 from chatapp.conversations import selectors, services
 from chatapp.conversations.models import Message
 from chatapp.metrics import recording as metrics
-from inference.protocol import CancelRequest, stats_of
+from inference.wire.protocol import CancelRequest, stats_of
 
 logger = logging.getLogger(__name__)
 

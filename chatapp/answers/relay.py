@@ -42,9 +42,9 @@ from chatapp.answers.recovery import Orphans, answer_store, orphaned_runs_finish
 from chatapp.answers.run_timeouts import Due, RunTimes, timeout_end, timeouts_due
 from chatapp.answers.timeline import FirstTokenClock
 from chatapp.metrics import recording as metrics
-from inference import retry
-from inference.affinity import AffinityMap, route
-from inference.protocol import (
+from inference.wire import retry
+from inference.wire.affinity import AffinityMap, route
+from inference.wire.protocol import (
     Accepted,
     CancelRequest,
     Delta,
@@ -55,8 +55,8 @@ from inference.protocol import (
     stats_of,
     worker_event_adapter,
 )
-from inference.registry import WorkerRegistry
-from inference.request_queue import RequestQueue, moved_queue
+from inference.wire.registry import WorkerRegistry
+from inference.wire.request_queue import RequestQueue, moved_queue
 
 logger = logging.getLogger(__name__)
 
@@ -91,7 +91,7 @@ class RelaySettings:
     reap_every_s: float  # how often runs orphaned by a dead web process are ended
     owner_silent_after_s: float  # an owner not heard from this long is dead
     # a request routed to its conversation's last worker that it has not taken this long is
-    # moved to the shared queue (inference/affinity.py)
+    # moved to the shared queue (inference/wire/affinity.py)
     affinity_wait_s: float = 1.0
     # an answer whose worker died goes on on another worker at most this often (0: it fails
     # `worker_lost` at once, as before)

@@ -29,9 +29,9 @@ from chatapp.conversations import selectors, services
 from chatapp.errors import ApplicationError, NotFoundError
 from chatapp.prompts.models import PromptTemplateVersion
 from chatapp.prompts.resolution import published_version_get
-from inference.affinity import route
 from inference.faq.index import GLOBAL_SCOPE, template_scope
-from inference.protocol import (
+from inference.wire.affinity import route
+from inference.wire.protocol import (
     BACKGROUND_CHANNEL,
     REQUEST_CHANNEL,
     ChatTurn,

@@ -19,9 +19,9 @@ from django.conf import settings
 from chatapp.admission.limiter import Admission, AdmissionLimits, admission_for
 from chatapp.answers.log import AnswerLog, LocalAnswerLog, RedisAnswerLog
 from chatapp.answers.relay import AnswerRelay, RelaySettings
-from inference.affinity import AffinityMap, affinity_map
-from inference.registry import WorkerRegistry, worker_registry
-from inference.request_queue import RequestQueue, local_request_queue, request_queue
+from inference.wire.affinity import AffinityMap, affinity_map
+from inference.wire.registry import WorkerRegistry, worker_registry
+from inference.wire.request_queue import RequestQueue, local_request_queue, request_queue
 
 
 @dataclass(frozen=True, slots=True)

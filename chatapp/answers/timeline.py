@@ -4,7 +4,7 @@ The consumer that reads a send starts the clock; admission, the stored turn and 
 request mark it (`runs`), the relay marks the first delta it receives, the watching socket the
 first delta frame it writes. Each mark has one writer, and all are `time.monotonic()` of this
 process, so their differences are exact; the worker's own hops come with its done
-(`inference.protocol.WorkerHops`, on the worker's clock). `docs/architecture.md` shows them.
+(`inference.wire.protocol.WorkerHops`, on the worker's clock). `docs/architecture.md` shows them.
 """
 
 from __future__ import annotations

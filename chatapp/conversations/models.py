@@ -89,7 +89,7 @@ class Message(models.Model):
         "faq.FaqEntry", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     # A model answer to a question the FAQ decision was unsure about: the likely entries,
-    # [{"entry_id", "question"}] (`inference.protocol.SuggestedEntry`), offered under the
+    # [{"entry_id", "question"}] (`inference.wire.protocol.SuggestedEntry`), offered under the
     # answer as "Did you mean ...?"; sending one's question back is answered from that entry.
     suggested_entries = models.JSONField(default=list, blank=True)
     feedback = models.CharField(max_length=8, blank=True)

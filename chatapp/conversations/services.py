@@ -17,7 +17,7 @@ from chatapp.errors import ApplicationError, ConflictError, NotFoundError
 from chatapp.faq import services as faq_services
 from chatapp.faq.models import FaqEntry, FaqSuggestion
 from chatapp.prompts.models import PromptTemplateVersion
-from inference.protocol import AnswerStats
+from inference.wire.protocol import AnswerStats
 
 TITLE_CHARS = 60
 

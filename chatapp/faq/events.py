@@ -5,7 +5,7 @@ from __future__ import annotations
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
-from inference.protocol import FAQ_WORKERS_GROUP, FaqEntryData, FaqRemove, FaqUpsert
+from inference.wire.protocol import FAQ_WORKERS_GROUP, FaqEntryData, FaqRemove, FaqUpsert
 
 
 def faq_upsert_broadcast(*, entries: list[FaqEntryData]) -> None:

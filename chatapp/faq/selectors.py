@@ -9,7 +9,7 @@ import numpy as np
 from chatapp.faq.models import FaqEntry
 from inference.faq.cache import vectors_to_wire
 from inference.faq.sync import entry_version, set_version
-from inference.protocol import FaqEntryData
+from inference.wire.protocol import FaqEntryData
 
 SNAPSHOT_CHUNK = 500
 

@@ -15,7 +15,7 @@ from channels.layers import get_channel_layer
 
 from chatapp.faq import selectors, worker_status
 from inference.faq.sync import data_version, set_version
-from inference.protocol import (
+from inference.wire.protocol import (
     FAQ_SNAPSHOT_CHANNEL,
     FaqEntryData,
     FaqInSync,
@@ -23,7 +23,7 @@ from inference.protocol import (
     FaqSyncRequest,
     faq_snapshot_serve_adapter,
 )
-from inference.transport import ChannelLayer
+from inference.wire.transport import ChannelLayer
 
 logger = logging.getLogger(__name__)
 

@@ -44,7 +44,7 @@ from chatapp.apikeys.models import ApiKey
 from chatapp.conversations import selectors, services
 from chatapp.openai_api.errors import ApiError, refused
 from chatapp.openai_api.prompting import ApiPrompt
-from inference.protocol import (
+from inference.wire.protocol import (
     BACKGROUND_CHANNEL,
     BACKGROUND_PRIORITY,
     INTERACTIVE_PRIORITY,

@@ -27,9 +27,9 @@ from chatapp.prompts.rendering import (
     render_body,
 )
 from inference.faq.index import GLOBAL_SCOPE, template_scope
-from inference.protocol import ChatTurn, FaqLookup, SamplingOptions
+from inference.wire.protocol import ChatTurn, FaqLookup, SamplingOptions
 
-MAX_SYSTEM_CHARS = 100_000  # the wire's limit (inference/protocol.py)
+MAX_SYSTEM_CHARS = 100_000  # the wire's limit (inference/wire/protocol.py)
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,7 +24,7 @@ from chatapp.openai_api.schemas import (
     TopLogprob,
     Usage,
 )
-from inference import protocol
+from inference.wire import protocol
 
 FAQ_FINGERPRINT = "faq"
 

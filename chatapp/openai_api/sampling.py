@@ -1,5 +1,5 @@
 """The sampling parameters of a chat completion request, checked like OpenAI checks them and
-mapped to what the worker asks vLLM for (`inference.protocol.SamplingOptions`).
+mapped to what the worker asks vLLM for (`inference.wire.protocol.SamplingOptions`).
 
 Types and ranges are checked by `schemas.ChatCompletionRequest`; here are the shapes a type
 cannot say. Each refusal is a 400 naming the parameter.
@@ -12,7 +12,7 @@ from typing import Any
 
 from chatapp.openai_api.errors import invalid
 from chatapp.openai_api.schemas import ChatCompletionRequest
-from inference.protocol import ResponseFormat
+from inference.wire.protocol import ResponseFormat
 
 MAX_STOP = 4  # OpenAI's limit
 _SCHEMA_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")

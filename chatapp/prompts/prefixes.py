@@ -10,8 +10,8 @@ from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 
 from chatapp.prompts import selectors
-from inference.protocol import PREFIX_LIST_CHANNEL, PrefixList, PrefixListRequest
-from inference.transport import ChannelLayer
+from inference.wire.protocol import PREFIX_LIST_CHANNEL, PrefixList, PrefixListRequest
+from inference.wire.transport import ChannelLayer
 
 logger = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from channels.layers import get_channel_layer
 from django.conf import settings
 
-from inference.protocol import (
+from inference.wire.protocol import (
     BACKGROUND_CHANNEL,
     BACKGROUND_PRIORITY,
     Done,
@@ -21,8 +21,8 @@ from inference.protocol import (
     SamplingOptions,
     worker_event_adapter,
 )
-from inference.registry import worker_registry
-from inference.request_queue import local_request_queue, request_queue, worker_queue
+from inference.wire.registry import worker_registry
+from inference.wire.request_queue import local_request_queue, request_queue, worker_queue
 
 # Background work: behind chat in vLLM's scheduler, and capped per worker (see the worker).
 WARMUP_PRIORITY = BACKGROUND_PRIORITY

@@ -49,7 +49,7 @@ from chatapp.realtime.schemas import (
     Usage,
 )
 from chatapp.unavailable import retry_after_s
-from inference.protocol import stats_of
+from inference.wire.protocol import stats_of
 
 logger = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ import django_stubs_ext
 from chatapp.settings.database import database_settings
 from chatapp.settings.service import service_settings
 from inference.settings import DEFAULT_MODEL_DIR_NAME, data_dir_from_env
-from inference.transport import redis_layer_config
+from inference.wire.transport import redis_layer_config
 
 # The web process's own settings, typed and bounded in chatapp/settings/service.py (see there
 # for what each one does): a bad CHAT_* or LOGIN_* value stops start-up naming the variable.
@@ -96,7 +96,7 @@ CHANNEL_EXPIRY_S = math.ceil(max(60.0, CHAT.queue_timeout_s + 10))
 if REDIS_URL:
     CHANNEL_LAYERS: dict[str, Any] = {
         "default": {
-            "BACKEND": "inference.resilient_layer.ResilientRedisChannelLayer",
+            "BACKEND": "inference.wire.resilient_layer.ResilientRedisChannelLayer",
             "CONFIG": redis_layer_config(redis_url=REDIS_URL, expiry_s=CHANNEL_EXPIRY_S),
         }
     }

@@ -55,7 +55,7 @@ class ChatSettings(BaseSettings):
     sse_keepalive_s: float = Field(10, gt=0)
     # The page tells the server what the user types (chat.draft) and a worker prefills it.
     typing_prefill: bool = True
-    # Routing affinity (inference/affinity.py): a conversation's next turn goes to the worker
+    # Routing affinity (inference/wire/affinity.py): a conversation's next turn goes to the worker
     # that served its last one (its history is in that engine's prefix cache) while that
     # worker is alive with a free slot; one it has not taken within affinity_wait_s goes to any
     # worker. The conversation -> worker map lives affinity_ttl_s after each turn.

@@ -12,7 +12,7 @@ from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.db import connection
 
-from inference.redis_client import redis_client
+from inference.wire.redis_client import redis_client
 
 
 def database_ok() -> bool:

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from inference.protocol import FinishReason, TokenLogprob
+from inference.wire.protocol import FinishReason, TokenLogprob
 
 if TYPE_CHECKING:
     from inference.generation_config import GenerationDefaults

@@ -45,8 +45,8 @@ from inference.engines.base import (
 )
 from inference.generation_config import GenerationDefaults
 from inference.prompt_builder import PromptBuilder, folder_prompt_builder
-from inference.protocol import FinishReason, TokenLogprob, TopLogprob
 from inference.settings import EngineSettings, OpenAIEngineSettings
+from inference.wire.protocol import FinishReason, TokenLogprob, TopLogprob
 
 logger = logging.getLogger(__name__)
 

@@ -30,7 +30,7 @@ from inference.engines.base import (
 from inference.generation_config import GenerationDefaults
 from inference.models.chat_templates import CHATML_END, CHATML_START, CHATML_TEMPLATE
 from inference.prompt_builder import PromptBuilder
-from inference.protocol import TokenLogprob, TopLogprob
+from inference.wire.protocol import TokenLogprob, TopLogprob
 
 SCRIPTED_DEFAULTS = GenerationDefaults(max_tokens=64, temperature=0.0)
 _LAST_USER = f"{CHATML_START}user\n"

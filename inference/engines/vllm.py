@@ -28,8 +28,8 @@ from inference.engines.orphan_reaper import watch_descendants
 from inference.generation_config import GenerationDefaults
 from inference.models import ensure_model_ready
 from inference.prompt_builder import PromptBuilder, tokenizer_prompt_builder
-from inference.protocol import FinishReason, TokenLogprob, TopLogprob
 from inference.settings import EngineSettings
+from inference.wire.protocol import FinishReason, TokenLogprob, TopLogprob
 
 logger = logging.getLogger(__name__)
 

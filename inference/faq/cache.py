@@ -28,7 +28,7 @@ from inference.faq.deciders import FaqDecider
 from inference.faq.embedder import Embedder
 from inference.faq.index import FaqIndex, IndexedEntry
 from inference.faq.sync import STALE_AFTER_RESYNCS, data_version, resync_s_from_env, set_version
-from inference.protocol import (
+from inference.wire.protocol import (
     FaqEntryData,
     FaqInSync,
     FaqRemove,

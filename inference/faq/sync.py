@@ -29,11 +29,11 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from inference.protocol import FAQ_SNAPSHOT_CHANNEL, FaqEntryData, FaqSyncRequest
+from inference.wire.protocol import FAQ_SNAPSHOT_CHANNEL, FaqEntryData, FaqSyncRequest
 
 if TYPE_CHECKING:
     from inference.faq.cache import FaqCache
-    from inference.transport import Transport
+    from inference.wire.transport import Transport
 
 logger = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from inference.chat_prompt import ChatTemplate, RenderedChat
 from inference.generation_config import GenerationDefaults
 from inference.models.chat_templates import CHATML_TEMPLATE
 from inference.prompt_builder import PromptBuilder
-from inference.protocol import ChatTurn
+from inference.wire.protocol import ChatTurn
 
 
 def words(rendered: RenderedChat) -> list[int]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from chatapp.celery import app
-from inference import redis_client
+from inference.wire import redis_client
 
 
 def test_the_broker_connection_has_timeouts_and_keepalive() -> None:

@@ -4,9 +4,9 @@ while that worker is alive with a free slot, else to the shared queue; and a rou
 
 from __future__ import annotations
 
-from inference.affinity import LocalAffinityMap, RedisAffinityMap, route
-from inference.registry import LocalWorkerRegistry
-from inference.request_queue import worker_queue
+from inference.wire.affinity import LocalAffinityMap, RedisAffinityMap, route
+from inference.wire.registry import LocalWorkerRegistry
+from inference.wire.request_queue import worker_queue
 from tests.support.net import free_port
 
 SHARED = "inference.requests"

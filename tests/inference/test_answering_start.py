@@ -12,14 +12,14 @@ from channels.layers import InMemoryChannelLayer
 from inference.answering import answer_start
 from inference.engines.base import EngineDelta, EngineRequest
 from inference.engines.scripted import ScriptedEngine
-from inference.protocol import (
+from inference.wire.protocol import (
     REQUEST_CHANNEL,
     ChatTurn,
     GenerateRequest,
     worker_event_adapter,
 )
-from inference.request_queue import local_request_queue
-from inference.transport import Transport
+from inference.wire.request_queue import local_request_queue
+from inference.wire.transport import Transport
 from inference.worker import InferenceWorker
 from tests.support.workers import worker_settings
 

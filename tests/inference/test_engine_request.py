@@ -10,7 +10,7 @@ from pathlib import Path
 from inference.engine_request import engine_request_of
 from inference.engines.scripted import ScriptedEngine
 from inference.generation_config import GenerationDefaults
-from inference.protocol import ChatTurn, GenerateRequest, SamplingOptions
+from inference.wire.protocol import ChatTurn, GenerateRequest, SamplingOptions
 
 SMOLLM2_LIKE = {
     "do_sample": True,

@@ -14,8 +14,8 @@ from channels.layers import InMemoryChannelLayer
 
 from inference.engines.scripted import ScriptedEngine
 from inference.healthcheck import main
-from inference.registry import LocalWorkerRegistry
-from inference.transport import Transport
+from inference.wire.registry import LocalWorkerRegistry
+from inference.wire.transport import Transport
 from inference.worker import InferenceWorker
 from tests.support.workers import worker_settings
 

@@ -17,10 +17,10 @@ from inference.__main__ import main, metrics_start
 from inference.engines.base import EngineStats
 from inference.engines.scripted import ScriptedEngine
 from inference.metrics import MetricsPortError, WorkerCollector, serve_metrics
-from inference.protocol import BACKGROUND_CHANNEL, REQUEST_CHANNEL, ChatTurn, GenerateRequest
-from inference.request_queue import local_request_queue
 from inference.settings import WorkerSettings
-from inference.transport import Transport
+from inference.wire.protocol import BACKGROUND_CHANNEL, REQUEST_CHANNEL, ChatTurn, GenerateRequest
+from inference.wire.request_queue import local_request_queue
+from inference.wire.transport import Transport
 from inference.worker import InferenceWorker
 from tests.support.net import free_port
 from tests.support.workers import worker_settings

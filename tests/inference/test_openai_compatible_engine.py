@@ -30,14 +30,6 @@ from inference.engines.base import (
 from inference.engines.openai_compatible import OpenAICompatibleEngine
 from inference.engines.scripted import SCRIPTED_DEFAULTS, ScriptedEngine
 from inference.prompt_builder import folder_prompt_builder
-from inference.protocol import (
-    REQUEST_CHANNEL,
-    CancelRequest,
-    ChatTurn,
-    GenerateRequest,
-    SamplingOptions,
-)
-from inference.request_queue import local_request_queue
 from inference.runtime import build_engine
 from inference.settings import (
     EngineSettings,
@@ -46,7 +38,15 @@ from inference.settings import (
     data_dir_from_env,
     openai_base_url,
 )
-from inference.transport import Transport
+from inference.wire.protocol import (
+    REQUEST_CHANNEL,
+    CancelRequest,
+    ChatTurn,
+    GenerateRequest,
+    SamplingOptions,
+)
+from inference.wire.request_queue import local_request_queue
+from inference.wire.transport import Transport
 from inference.worker import InferenceWorker
 from tests.support.net import free_port
 from tests.support.vllm import next_event

@@ -22,7 +22,7 @@ from inference.prompt_builder import (
     question_reserve,
     stable_cut,
 )
-from inference.protocol import ChatTurn
+from inference.wire.protocol import ChatTurn
 
 SYSTEM = "You are the support agent."
 

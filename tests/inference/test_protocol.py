@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from inference.protocol import ChatTurn, Delta, GenerateRequest, worker_event_adapter
+from inference.wire.protocol import ChatTurn, Delta, GenerateRequest, worker_event_adapter
 
 
 def test_events_round_trip_through_channel_dicts() -> None:

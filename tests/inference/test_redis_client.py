@@ -16,8 +16,8 @@ import pytest
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from chatapp.web import health
-from inference import redis_client as factory
-from inference.transport import redis_layer_config
+from inference.wire import redis_client as factory
+from inference.wire.transport import redis_layer_config
 
 REDIS_URL = "redis://127.0.0.1:6379/11"
 

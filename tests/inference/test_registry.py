@@ -9,7 +9,7 @@ import pytest
 import redis.asyncio as aioredis
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from inference.registry import (
+from inference.wire.registry import (
     LocalWorkerRegistry,
     RedisWorkerRegistry,
     WorkerRegistry,

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 
-from inference.request_queue import LocalRequestQueue, RequestQueue
-from inference.stream_queue import GROUP, KEY_PREFIX, RedisStreamQueue
+from inference.wire.request_queue import LocalRequestQueue, RequestQueue
+from inference.wire.stream_queue import GROUP, KEY_PREFIX, RedisStreamQueue
 
 REDIS_URL = "redis://127.0.0.1:6379/10"
 RECLAIM_S = 0.3
@@ -249,7 +249,7 @@ async def test_a_gone_workers_own_queue_expires_and_a_live_ones_does_not(
     """Issue 31 defect 12: a worker's own queue (`<queue>@<worker>`, affinity and warm-ups)
     stayed in Redis forever after the worker was gone, one stream and group per worker ever
     started. It now expires a while after its last put or take; the shared queue never does."""
-    from inference import stream_queue
+    from inference.wire import stream_queue
 
     monkeypatch.setattr(stream_queue, "WORKER_QUEUE_IDLE_S", 1.0)
     queue = RedisStreamQueue(redis_url=REDIS_URL, reclaim_after_s=RECLAIM_S)

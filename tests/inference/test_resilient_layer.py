@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from inference.resilient_layer import ResilientRedisChannelLayer
-from inference.transport import redis_layer_config
+from inference.wire.resilient_layer import ResilientRedisChannelLayer
+from inference.wire.transport import redis_layer_config
 from tests.support.net import free_port
 
 pytestmark = pytest.mark.redis

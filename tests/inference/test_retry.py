@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from inference.retry import FULL_CHANNEL, RECEIVE, SEND, BackoffPolicy
+from inference.wire.retry import FULL_CHANNEL, RECEIVE, SEND, BackoffPolicy
 
 
 def test_delays_double_up_to_the_cap_and_start_over_on_reset() -> None:

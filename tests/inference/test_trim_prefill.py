@@ -14,15 +14,15 @@ from channels.layers import InMemoryChannelLayer
 from inference.engines.scripted import ScriptedEngine
 from inference.models.chat_templates import CHATML_START
 from inference.prefill import TRIM_PREFILL_PREFIX, trim_prefill
-from inference.protocol import (
+from inference.wire.protocol import (
     BACKGROUND_PRIORITY,
     REQUEST_CHANNEL,
     ChatTurn,
     GenerateRequest,
     SamplingOptions,
 )
-from inference.request_queue import local_request_queue
-from inference.transport import Transport
+from inference.wire.request_queue import local_request_queue
+from inference.wire.transport import Transport
 from inference.worker import InferenceWorker
 from tests.inference.test_worker import collect
 from tests.support.workers import worker_settings

@@ -12,15 +12,15 @@ import pytest
 from channels.layers import InMemoryChannelLayer
 
 from inference.engines.scripted import ScriptedEngine
-from inference.protocol import (
+from inference.wire.protocol import (
     REQUEST_CHANNEL,
     CancelRequest,
     ChatTurn,
     GenerateRequest,
     worker_event_adapter,
 )
-from inference.request_queue import local_request_queue
-from inference.transport import Transport
+from inference.wire.request_queue import local_request_queue
+from inference.wire.transport import Transport
 from inference.worker import InferenceWorker
 from tests.support.workers import worker_settings
 
@@ -202,7 +202,7 @@ async def test_several_workers_share_one_request_channel(layer: InMemoryChannelL
 async def test_background_work_never_takes_more_than_its_share_of_the_slots(
     layer: InMemoryChannelLayer, engine: ScriptedEngine
 ) -> None:
-    from inference.protocol import BACKGROUND_CHANNEL, BACKGROUND_PRIORITY
+    from inference.wire.protocol import BACKGROUND_CHANNEL, BACKGROUND_PRIORITY
 
     worker = InferenceWorker(
         engine=engine,
@@ -242,7 +242,7 @@ async def test_background_work_never_takes_more_than_its_share_of_the_slots(
 async def test_the_worker_announces_its_capacity_and_withdraws_when_it_stops(
     layer: InMemoryChannelLayer, engine: ScriptedEngine
 ) -> None:
-    from inference.registry import LocalWorkerRegistry
+    from inference.wire.registry import LocalWorkerRegistry
 
     registry = LocalWorkerRegistry()
     worker = InferenceWorker(

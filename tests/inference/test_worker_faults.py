@@ -18,7 +18,8 @@ from inference.engines.scripted import ScriptedEngine
 from inference.faq.cache import FaqCache, FaqHit, FaqLookupResult, FaqNear
 from inference.faq.deciders import ExactRepeatDecision
 from inference.faq.embedder import Embedder
-from inference.protocol import (
+from inference.settings import WorkerSettings
+from inference.wire.protocol import (
     REQUEST_CHANNEL,
     Accepted,
     CancelRequest,
@@ -27,10 +28,9 @@ from inference.protocol import (
     GenerateRequest,
     worker_event_adapter,
 )
-from inference.registry import LocalWorkerRegistry
-from inference.request_queue import local_request_queue
-from inference.settings import WorkerSettings
-from inference.transport import Transport
+from inference.wire.registry import LocalWorkerRegistry
+from inference.wire.request_queue import local_request_queue
+from inference.wire.transport import Transport
 from inference.worker import InferenceWorker
 from tests.support.workers import worker_settings
 
@@ -536,7 +536,7 @@ async def test_a_moved_answer_is_served_before_the_questions_waiting_in_the_queu
     """Issue 31 defect 8: an answer whose worker died went on at the back of the queue, behind
     every question that came after it (and could end `busy` there). It waits on the moved
     queue now, which every worker takes from before the shared one."""
-    from inference.request_queue import moved_queue
+    from inference.wire.request_queue import moved_queue
 
     started = await start(layer=layer, engine=engine, settings=worker_settings(max_active=1))
     stopper.append(started.task)

@@ -16,15 +16,15 @@ import redis.asyncio as aioredis
 from channels.layers import InMemoryChannelLayer
 
 from inference.engines.scripted import ScriptedEngine
-from inference.protocol import (
+from inference.wire.protocol import (
     REQUEST_CHANNEL,
     ChatTurn,
     GenerateRequest,
     worker_event_adapter,
 )
-from inference.registry import LocalWorkerRegistry
-from inference.stream_queue import RedisStreamQueue
-from inference.transport import Transport
+from inference.wire.registry import LocalWorkerRegistry
+from inference.wire.stream_queue import RedisStreamQueue
+from inference.wire.transport import Transport
 from inference.worker import MAX_DELIVERIES, InferenceWorker
 from tests.support.workers import worker_settings
 

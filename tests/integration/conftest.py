@@ -51,7 +51,7 @@ async def vllm_worker(vllm_engine: object) -> AsyncIterator[object]:
     """An inference worker on the session's engine, on the in-memory channel layer."""
     from channels.layers import get_channel_layer
 
-    from inference.transport import Transport
+    from inference.wire.transport import Transport
     from inference.worker import InferenceWorker
     from tests.support.workers import worker_settings
 

@@ -37,7 +37,7 @@ import pytest
 import websockets
 from websockets.asyncio.client import ClientConnection
 
-from inference.registry import RedisWorkerRegistry
+from inference.wire.registry import RedisWorkerRegistry
 from tests.integration.processes import (
     keep_draining,
     login,

@@ -14,9 +14,9 @@ from prometheus_client import REGISTRY
 
 from inference.engines.vllm import VllmEngine
 from inference.metrics import serve_metrics
-from inference.protocol import REQUEST_CHANNEL
-from inference.request_queue import local_request_queue
-from inference.transport import Transport
+from inference.wire.protocol import REQUEST_CHANNEL
+from inference.wire.request_queue import local_request_queue
+from inference.wire.transport import Transport
 from inference.worker import InferenceWorker
 from tests.support.net import free_port
 from tests.support.vllm import SHARED, fresh, request, run_to_end

@@ -25,7 +25,7 @@ from asgiref.sync import sync_to_async
 from django.contrib.auth.models import User
 
 from inference.prompt_builder import folder_prompt_builder
-from inference.protocol import ChatTurn
+from inference.wire.protocol import ChatTurn
 from tests.conftest import Connect
 from tests.support.sockets import open_socket, receive_until, send_frame
 

@@ -31,16 +31,16 @@ from inference.engines.base import EngineDelta
 from inference.engines.dtype import engine_dtype
 from inference.engines.openai_compatible import OpenAICompatibleEngine
 from inference.engines.vllm import vllm_environment
-from inference.protocol import (
+from inference.settings import OpenAIEngineSettings, data_dir_from_env
+from inference.wire.protocol import (
     REQUEST_CHANNEL,
     CancelRequest,
     ChatTurn,
     GenerateRequest,
     SamplingOptions,
 )
-from inference.request_queue import local_request_queue
-from inference.settings import OpenAIEngineSettings, data_dir_from_env
-from inference.transport import Transport
+from inference.wire.request_queue import local_request_queue
+from inference.wire.transport import Transport
 from inference.worker import InferenceWorker
 from tests.integration.conftest import tiny_engine_settings
 from tests.support.net import free_port

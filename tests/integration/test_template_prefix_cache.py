@@ -17,7 +17,7 @@ from django.contrib.auth.models import User
 from chatapp.prompts import services, tasks
 from chatapp.prompts.models import PromptTemplateVersion
 from inference.engines.vllm import VllmEngine
-from inference.protocol import ChatTurn
+from inference.wire.protocol import ChatTurn
 from inference.worker import InferenceWorker
 from tests.chatapp.prompts.factories import template_create
 from tests.conftest import Connect

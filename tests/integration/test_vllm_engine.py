@@ -11,13 +11,13 @@ import pytest
 from channels.layers import InMemoryChannelLayer
 
 from inference.engines.vllm import VllmEngine
-from inference.protocol import (
+from inference.wire.protocol import (
     REQUEST_CHANNEL,
     CancelRequest,
     ChatTurn,
 )
-from inference.request_queue import local_request_queue
-from inference.transport import Transport
+from inference.wire.request_queue import local_request_queue
+from inference.wire.transport import Transport
 from inference.worker import InferenceWorker
 from tests.support.vllm import SHARED, fresh, next_event, request, run_to_end
 from tests.support.workers import worker_settings

@@ -27,7 +27,7 @@ from inference.faq.embedder import shared_embedder
 from inference.faq.verifier import FaqVerifier
 from inference.models.faq_verifier import prepare_faq_verifier
 from inference.models.paths import default_data_dir
-from inference.transport import Transport
+from inference.wire.transport import Transport
 from inference.worker import InferenceWorker
 from tests.support.sockets import receive_until
 from tests.support.workers import worker_settings

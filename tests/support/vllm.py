@@ -9,7 +9,7 @@ from typing import Any
 
 from channels.layers import InMemoryChannelLayer
 
-from inference.protocol import ChatTurn, GenerateRequest, SamplingOptions, worker_event_adapter
+from inference.wire.protocol import ChatTurn, GenerateRequest, SamplingOptions, worker_event_adapter
 
 # ~700 tokens of text two users share, e.g. the same long pasted policy
 SHARED = " ".join(

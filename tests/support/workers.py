@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from inference.protocol import REQUEST_CHANNEL
 from inference.settings import WorkerSettings
+from inference.wire.protocol import REQUEST_CHANNEL
 
 
 def worker_settings(**overrides: Any) -> WorkerSettings:

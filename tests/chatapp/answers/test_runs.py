@@ -29,7 +29,7 @@ from chatapp.answers.runtime import admission_limits
 from chatapp.conversations import services
 from chatapp.conversations.models import Message
 from chatapp.metrics import registry
-from inference.protocol import (
+from inference.wire.protocol import (
     Accepted,
     Delta,
     Done,
@@ -37,8 +37,8 @@ from inference.protocol import (
     Heartbeat,
     SamplingOptions,
 )
-from inference.registry import LocalWorkerRegistry
-from inference.request_queue import LocalRequestQueue, RequestQueue
+from inference.wire.registry import LocalWorkerRegistry
+from inference.wire.request_queue import LocalRequestQueue, RequestQueue
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -515,7 +515,7 @@ async def test_a_dead_owners_moved_run_is_cancelled_on_the_worker_now_serving_it
 ) -> None:
     """The run went on on a second worker (request `<run>~1`); then its web process died. The
     reaper must cancel the request that worker runs, not the first worker's id."""
-    from inference.protocol import CancelRequest
+    from inference.wire.protocol import CancelRequest
 
     log = LocalAnswerLog(ttl_s=60)
     turn = await sync_to_async(_turn)(alice, "question")
@@ -636,7 +636,7 @@ async def test_a_stalled_worker_that_comes_back_after_the_move_is_cancelled_agai
 ) -> None:
     """The first worker was only stalled (or cut off when the cancel was sent): it goes on
     generating an answer nobody reads. Its next heartbeat gets it another cancel."""
-    from inference.protocol import CancelRequest
+    from inference.wire.protocol import CancelRequest
 
     relay, layer, turn, task = await _migrated_run(alice)
     try:
@@ -656,7 +656,7 @@ async def test_a_moved_request_keeps_the_answers_budget_and_says_what_was_spent(
     """Issue 31 defect 5: the relay cut `max_tokens` to what was left, so the new worker cut
     the history for a smaller answer (another, longer window). It keeps the budget and sends
     the tokens already generated; the worker keeps the first window and counts the rest."""
-    from inference.request_queue import moved_queue
+    from inference.wire.request_queue import moved_queue
 
     relay, _layer, turn, task = await _migrated_run(alice, max_tokens=300)
     try:
@@ -677,7 +677,7 @@ async def test_a_queued_request_redis_lost_is_queued_again(alice: User) -> None:
     """Issue 31 defect 9: Redis restarted without persistence while a question waited in the
     queue (every worker busy). The request was gone, and the answer waited for nothing until it
     failed `busy`. The relay notices within a heartbeat and queues it again."""
-    from inference.stream_queue import RedisStreamQueue
+    from inference.wire.stream_queue import RedisStreamQueue
 
     client = aioredis.Redis.from_url(REDIS_URL)
     await client.flushdb()

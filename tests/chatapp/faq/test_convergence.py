@@ -25,17 +25,17 @@ from inference.engines.scripted import ScriptedEngine
 from inference.faq.cache import FaqCache
 from inference.faq.deciders import ExactRepeatDecision
 from inference.faq.embedder import Embedder
-from inference.protocol import (
+from inference.settings import WorkerSettings
+from inference.wire.protocol import (
     FAQ_SNAPSHOT_CHANNEL,
     REQUEST_CHANNEL,
     ChatTurn,
     FaqLookup,
     GenerateRequest,
 )
-from inference.registry import LocalWorkerRegistry
-from inference.request_queue import local_request_queue
-from inference.settings import WorkerSettings
-from inference.transport import Transport
+from inference.wire.registry import LocalWorkerRegistry
+from inference.wire.request_queue import local_request_queue
+from inference.wire.transport import Transport
 from inference.worker import InferenceWorker
 from tests.support.faq_standin import QUESTION, StandInEmbedder, entry_create
 

@@ -17,7 +17,7 @@ from django.urls import reverse
 from chatapp.conversations.models import Conversation, Message
 from chatapp.conversations.services import answer_finish
 from chatapp.faq.models import FaqEntry, FaqSuggestion
-from inference.protocol import AnswerStats
+from inference.wire.protocol import AnswerStats
 from tests.support.admin import superuser_client
 from tests.support.faq_standin import entry_create
 

@@ -347,7 +347,7 @@ async def test_a_full_service_is_429_server_busy(http: httpx.AsyncClient) -> Non
     from channels.layers import get_channel_layer
 
     from inference.engines.scripted import ScriptedEngine
-    from inference.transport import Transport
+    from inference.wire.transport import Transport
     from inference.worker import InferenceWorker
     from tests.support.workers import worker_settings
 

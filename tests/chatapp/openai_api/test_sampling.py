@@ -17,7 +17,7 @@ from django.conf import settings
 from chatapp.answers.entries import LoggedDelta, log_entry_adapter
 from chatapp.conversations.models import Message
 from inference.engines.base import EngineRequest
-from inference.protocol import Delta, TokenLogprob, TopLogprob, worker_event_adapter
+from inference.wire.protocol import Delta, TokenLogprob, TopLogprob, worker_event_adapter
 from tests.chatapp.openai_api.conftest import Key, chat, sse_events
 from tests.conftest import RunningWorker
 

@@ -16,7 +16,7 @@ from django.contrib.auth.models import User
 from chatapp.conversations.models import Message
 from chatapp.prompts.models import PromptTemplateVersion
 from inference.engines.scripted import ScriptedEngine
-from inference.transport import Transport
+from inference.wire.transport import Transport
 from inference.worker import InferenceWorker
 from tests.chatapp.openai_api.conftest import Key, chat, key_create
 from tests.chatapp.prompts.factories import SYSTEM

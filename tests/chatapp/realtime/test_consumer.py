@@ -16,7 +16,7 @@ from asgiref.sync import sync_to_async
 from django.contrib.auth.models import User
 
 from chatapp.conversations.models import Conversation, Message
-from inference.request_queue import local_request_queue
+from inference.wire.request_queue import local_request_queue
 from tests.conftest import Connect, RunningWorker
 from tests.support.sockets import (
     answer_text,
@@ -304,8 +304,8 @@ async def test_a_queued_request_waits_for_busy_workers_but_not_forever(
     connect: Connect, alice: User, settings: Any
 ) -> None:
 
-    from inference.protocol import REQUEST_CHANNEL
-    from inference.registry import worker_registry
+    from inference.wire.protocol import REQUEST_CHANNEL
+    from inference.wire.registry import worker_registry
 
     settings.CHAT_ACCEPT_TIMEOUT_S = 0.3
     settings.CHAT_QUEUE_TIMEOUT_S = 1.5
@@ -340,8 +340,8 @@ async def test_an_answer_whose_deltas_were_lost_in_transit_is_never_stored_compl
     a message): the answer ends `interrupted` with the text that arrived, never `complete`."""
     from channels.layers import get_channel_layer
 
-    from inference.protocol import REQUEST_CHANNEL, Accepted, Delta, Done, GenerateRequest
-    from inference.registry import worker_registry
+    from inference.wire.protocol import REQUEST_CHANNEL, Accepted, Delta, Done, GenerateRequest
+    from inference.wire.registry import worker_registry
 
     layer = get_channel_layer()
     registry = worker_registry(redis_url="")
@@ -385,8 +385,8 @@ async def test_a_worker_that_vanishes_before_taking_the_request_gives_no_worker(
     connect: Connect, alice: User, settings: Any
 ) -> None:
 
-    from inference.protocol import REQUEST_CHANNEL
-    from inference.registry import worker_registry
+    from inference.wire.protocol import REQUEST_CHANNEL
+    from inference.wire.registry import worker_registry
 
     settings.CHAT_ACCEPT_TIMEOUT_S = 0.3
     registry = worker_registry(redis_url="")

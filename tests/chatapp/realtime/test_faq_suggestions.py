@@ -32,7 +32,7 @@ from chatapp.faq.models import FaqEntry
 from inference.faq.candidates import Candidate
 from inference.faq.deciders import DecisionName
 from inference.faq.entry_choice import ChoiceRule, EntryChoice, choose
-from inference.protocol import AnswerStats, SuggestedEntry
+from inference.wire.protocol import AnswerStats, SuggestedEntry
 from tests.conftest import Connect
 from tests.support.faq import FaqWorker, ask, entry_create, start_faq_worker
 from tests.support.sockets import answer_text, open_socket

@@ -16,7 +16,7 @@ from django.contrib.auth.models import User
 
 from chatapp.conversations.models import Message
 from inference.engines.scripted import ScriptedEngine
-from inference.transport import Transport
+from inference.wire.transport import Transport
 from inference.worker import InferenceWorker
 from tests.conftest import Connect
 from tests.support.sockets import open_socket, receive_delta, receive_until, send_frame
@@ -179,7 +179,7 @@ async def test_an_emptied_registry_moves_no_answer(
     """Redis restarted without persistence: the registry is empty until the workers announce
     themselves again (their next heartbeat). A live worker that is streaming is not gone: its
     answer must not be moved (issue 31 defect 9: every answer was, or failed worker_lost)."""
-    from inference.registry import worker_registry
+    from inference.wire.registry import worker_registry
 
     await workers.start(2, heartbeat_s=2.0)
     ws = await open_socket(connect, alice)

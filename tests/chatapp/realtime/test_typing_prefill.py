@@ -19,8 +19,8 @@ from prometheus_client import REGISTRY
 
 from chatapp.conversations.models import Message
 from chatapp.prompts.models import PromptTemplateVersion
-from inference.protocol import BACKGROUND_CHANNEL, ChatTurn, PrefillRequest
-from inference.request_queue import local_request_queue
+from inference.wire.protocol import BACKGROUND_CHANNEL, ChatTurn, PrefillRequest
+from inference.wire.request_queue import local_request_queue
 from tests.conftest import Connect, RunningWorker
 from tests.support.sockets import open_socket, receive_until, send_frame
 from tests.support.templates import RENDERED, VALUES, published, ref, templated

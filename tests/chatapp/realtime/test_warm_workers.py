@@ -21,11 +21,11 @@ from django.contrib.auth.models import User
 from chatapp.prompts import services
 from chatapp.prompts.prefixes import serve_prefix_lists
 from inference.engines.scripted import ScriptedEngine
-from inference.protocol import REQUEST_CHANNEL, ChatTurn, GenerateRequest
-from inference.registry import worker_registry
-from inference.request_queue import local_request_queue, worker_queue
 from inference.start_warmup import PLAIN_QUESTION
-from inference.transport import Transport
+from inference.wire.protocol import REQUEST_CHANNEL, ChatTurn, GenerateRequest
+from inference.wire.registry import worker_registry
+from inference.wire.request_queue import local_request_queue, worker_queue
+from inference.wire.transport import Transport
 from inference.worker import InferenceWorker
 from tests.chatapp.prompts.factories import SYSTEM, template_create
 from tests.conftest import Connect

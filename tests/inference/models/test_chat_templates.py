@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from inference.models.chat_templates import CHATML_TEMPLATE
-from inference.protocol import ChatTurn
+from inference.wire.protocol import ChatTurn
 
 pytest.importorskip("transformers")
 pytest.importorskip("jinja2")

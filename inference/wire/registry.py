@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 import redis.asyncio as redis
 
-from inference.redis_client import retrying_redis
+from inference.wire.redis_client import retrying_redis
 
 
 class WorkerRegistry(Protocol):

@@ -12,7 +12,7 @@ later.
 Queues are named (`inference.requests` for chat, `inference.background` for warm-ups and
 batch work); a worker reads each with its own slots, which is how chat stays ahead.
 
-Two implementations: `RedisStreamQueue` (`inference/stream_queue.py`, Redis Streams consumer
+Two implementations: `RedisStreamQueue` (`inference/wire/stream_queue.py`, Redis Streams consumer
 groups) for workers in their own processes, and `LocalRequestQueue` here for the embedded
 default, where the worker runs in the web process. `request_queue(redis_url=...)` picks one.
 """
@@ -238,7 +238,7 @@ def request_queue(*, redis_url: str, reclaim_after_s: float = 10.0) -> RequestQu
     """Redis Streams when `redis_url` is set; else the process's in-memory queue, so the
     embedded worker and the web code of one process share it."""
     if redis_url:
-        from inference.stream_queue import RedisStreamQueue
+        from inference.wire.stream_queue import RedisStreamQueue
 
         return RedisStreamQueue(redis_url=redis_url, reclaim_after_s=reclaim_after_s)
     return _local_queue

@@ -2,7 +2,7 @@
 restarting or a reader lagging. Only the first delay and the cap differ by purpose; what a
 call site retries (and when it gives up) stays with it.
 
-(redis-py's own command retries are configured in `inference/redis_client.py`: they run inside
+(redis-py's own command retries are configured in `inference/wire/redis_client.py`: they run inside
 the client, for single idempotent commands.)
 """
 

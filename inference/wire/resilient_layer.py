@@ -30,7 +30,7 @@ from channels_redis.core import RedisChannelLayer
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from inference import retry
+from inference.wire import retry
 
 logger = logging.getLogger(__name__)
 

@@ -19,9 +19,9 @@ from typing import Protocol
 
 import redis.asyncio as redis
 
-from inference.redis_client import redis_client
-from inference.registry import WorkerRegistry
-from inference.request_queue import worker_queue
+from inference.wire.redis_client import redis_client
+from inference.wire.registry import WorkerRegistry
+from inference.wire.request_queue import worker_queue
 
 logger = logging.getLogger(__name__)
 

@@ -33,9 +33,9 @@ from typing import Any
 import redis.asyncio as redis
 from redis.exceptions import ResponseError
 
-from inference import retry
-from inference.redis_client import redis_client
-from inference.request_queue import Taken, is_worker_queue
+from inference.wire import retry
+from inference.wire.redis_client import redis_client
+from inference.wire.request_queue import Taken, is_worker_queue
 
 logger = logging.getLogger(__name__)
 
@@ -101,7 +101,7 @@ class RedisStreamQueue:
         self._redis: redis.Redis = redis_client(redis_url)
         # Its reads wait BLOCK_MS on the server, so no client read timeout (the server always
         # answers within BLOCK_MS); TCP keepalive notices a peer that vanished (~45 s), as for
-        # the channel layer (inference/transport.py).
+        # the channel layer (inference/wire/transport.py).
         self._blocking: redis.Redis = redis_client(redis_url, socket_timeout_s=None)
         self._reclaim_after_ms = max(1, round(reclaim_after_s * 1000))
         self._put = self._redis.register_script(_PUT)

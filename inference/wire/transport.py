@@ -17,8 +17,8 @@ from channels.exceptions import ChannelFull
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from inference import retry
-from inference.protocol import WireMessage
+from inference.wire import retry
+from inference.wire.protocol import WireMessage
 
 logger = logging.getLogger(__name__)
 
@@ -115,7 +115,7 @@ def redis_layer_config(*, redis_url: str, expiry_s: float = 60) -> dict[str, Any
     drops older ones; its default is 60 s). A web process sends the requests that wait in
     `inference.requests` for a free worker, so its expiry must outlast the queue timeout.
     """
-    from inference.redis_client import SOCKET_TIMEOUT_S, keepalive_options
+    from inference.wire.redis_client import SOCKET_TIMEOUT_S, keepalive_options
 
     return {
         # channels_redis passes every other key of a host to redis-py's ConnectionPool.
@@ -139,7 +139,7 @@ def redis_layer_config(*, redis_url: str, expiry_s: float = 60) -> dict[str, Any
 
 
 def redis_channel_layer(*, redis_url: str) -> ChannelLayer:
-    from inference.resilient_layer import ResilientRedisChannelLayer
+    from inference.wire.resilient_layer import ResilientRedisChannelLayer
 
     layer: ChannelLayer = ResilientRedisChannelLayer(**redis_layer_config(redis_url=redis_url))
     return layer
