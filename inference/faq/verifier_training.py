@@ -279,3 +279,9 @@ def choose_rule(
         threshold=NEVER, margin=MARGINS[-1], cosine_floor=COSINE_FLOORS[-1], suggest_at=SUGGEST_AT
     )
     return RuleChoice(never, 0.0, 0, tallies(sets, never).get(("all", "all"), Tally()))
+
+
+if __name__ == "__main__":  # inference/models/faq_verifier.py trains in a child process
+    import sys
+
+    train_verifier(out_dir=Path(sys.argv[1]), say=lambda line: print(line, flush=True))
