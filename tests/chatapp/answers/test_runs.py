@@ -533,12 +533,16 @@ async def test_a_dead_owners_moved_run_is_cancelled_on_the_worker_now_serving_it
 
 
 async def _migrated_run(
-    alice: User, *, first_token_timeout_s: float = 0.0, max_tokens: int | None = None
+    alice: User,
+    *,
+    first_token_timeout_s: float = 0.0,
+    max_tokens: int | None = None,
+    queue: RequestQueue | None = None,
 ) -> tuple[AnswerRelay, InMemoryChannelLayer, services.TurnStart, asyncio.Task[None]]:
     """A run that streamed 2 deltas on worker w1, then w1 left the registry: the relay moved it
     to the shared queue, and w2 accepted it as `<run>~1`."""
     running = await _relay_running(
-        workers=("w1", "w2"), first_token_timeout_s=first_token_timeout_s
+        workers=("w1", "w2"), first_token_timeout_s=first_token_timeout_s, queue=queue
     )
     relay, layer, task, registry_ = running.relay, running.layer, running.task, running.registry
     turn = await sync_to_async(_turn)(alice, "question")
@@ -658,9 +662,9 @@ async def test_a_moved_request_keeps_the_answers_budget_and_says_what_was_spent(
     the tokens already generated; the worker keeps the first window and counts the rest."""
     from inference.wire.request_queue import moved_queue
 
-    relay, _layer, turn, task = await _migrated_run(alice, max_tokens=300)
+    queue = LocalRequestQueue()
+    _relay, _layer, turn, task = await _migrated_run(alice, max_tokens=300, queue=queue)
     try:
-        queue = relay._queue  # the request as the relay queued it
         taken = await asyncio.wait_for(queue.take(moved_queue("test.requests"), consumer="test"), 1)
         moved = GenerateRequest.model_validate(taken.message)
         assert moved.request_id == f"{turn.run_id}~1"

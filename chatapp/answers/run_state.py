@@ -1,0 +1,63 @@
+"""The state of one run its relay owns (`relay.py`): who watches it, what it streamed, where
+its request waits or which worker serves it, and how it is ending. One owner: the relay (and
+`placement.py`, which it calls to queue, move and migrate the run's request)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from chatapp.answers.entries import LogEntry
+from chatapp.answers.timeline import FirstTokenClock
+
+
+@dataclass
+class Run:
+    """One run a relay owns: what its watchers, its log and its worker request are."""
+
+    message_id: uuid.UUID
+    run_id: uuid.UUID
+    user_key: str
+    watchers: set[str]
+    entries: list[LogEntry] = field(default_factory=list)
+    worker_channel: str | None = None
+    # why we asked the worker to stop: "" the user's Stop, "client_disconnected" the grace ran out
+    stop_code: str | None = None
+    last_event: float = field(default_factory=time.monotonic)
+    unwatched_since: float | None = None
+    faq_lookup: bool = False  # the request asked the FAQ cache first
+    queued: tuple[str, str] | None = None  # (queue, entry id) until a worker accepts it
+    shared_queue: str = ""  # where any worker takes it (`queued` may be one worker's own)
+    request: dict[str, Any] = field(default_factory=dict)  # as put, to move it
+    queued_message: dict[str, Any] = field(default_factory=dict)  # what `queued` holds
+    session_id: str | None = None
+    started_at: float = field(default_factory=time.monotonic)
+    ending: bool = False  # its end is logged; the final write is under way
+    migrations: int = 0  # times it went on on another worker after its worker died
+    finish_unwatched: bool = False  # a client said it will retry (Idempotency-Key): no abort
+    completion_tokens: int = 0  # generated so far, over all its workers
+    accepted_at: float | None = None  # monotonic: a worker started it (its latest worker)
+    seq_at_accept: int = 1  # next_seq when its latest worker accepted: no token from it yet
+    # worker requests it moved away from -> their worker: one still heard from is cancelled
+    left_behind: dict[str, str] = field(default_factory=dict)
+    clock: FirstTokenClock | None = None  # marked here: queued, first delta received
+    # resolved by whoever started the run once its row is written (True) or not (False): the
+    # request was queued before the row existed (`runs.send_run_start`); None: it existed
+    stored: asyncio.Future[bool] | None = None
+
+    @property
+    def next_seq(self) -> int:
+        return len(self.entries) + 1
+
+    @property
+    def request_id(self) -> str:
+        """The run id: its admission lease's id, and the first worker request's."""
+        return str(self.run_id)
+
+    @property
+    def upstream_id(self) -> str:
+        """The id of the worker request now producing it (a new one after each migration)."""
+        return self.request_id if not self.migrations else f"{self.run_id}~{self.migrations}"
