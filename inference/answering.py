@@ -394,19 +394,7 @@ class RequestAnswerer:
     def _start_faq_lookup(self, request: GenerateRequest) -> asyncio.Task[_Verdict] | None:
         if request.faq_lookup is None or self._faq is None:
             return None
-        return asyncio.create_task(self._faq_lookup(request, self._faq))
-
-    @staticmethod
-    async def _faq_lookup(request: GenerateRequest, faq: FaqCache) -> _Verdict:
-        assert request.faq_lookup is not None
-        question = next((m.content for m in reversed(request.messages) if m.role == "user"), "")
-        started = time.monotonic()
-        try:
-            found = await faq.lookup(question=question, scopes=request.faq_lookup.scopes)
-        except Exception:  # the cache is an optimisation: never fail the answer for it
-            logger.exception("FAQ lookup failed; answering with the model")
-            return None
-        return _TimedHit(hit=found, started=started) if isinstance(found, FaqHit) else found
+        return asyncio.create_task(_faq_lookup(request, self._faq))
 
     async def _send_faq_answer(
         self,
@@ -483,3 +471,17 @@ def _near_of(lookup: asyncio.Task[_Verdict] | None) -> FaqNear | None:
         return None
     found = lookup.result()
     return found if isinstance(found, FaqNear) else None
+
+
+async def _faq_lookup(request: GenerateRequest, faq: FaqCache) -> _Verdict:
+    """The FAQ cache's verdict on the request's last question (None: it failed, so the model
+    answers: the cache is an optimisation and never fails an answer)."""
+    assert request.faq_lookup is not None
+    question = next((m.content for m in reversed(request.messages) if m.role == "user"), "")
+    started = time.monotonic()
+    try:
+        found = await faq.lookup(question=question, scopes=request.faq_lookup.scopes)
+    except Exception:
+        logger.exception("FAQ lookup failed; answering with the model")
+        return None
+    return _TimedHit(hit=found, started=started) if isinstance(found, FaqHit) else found

@@ -30,7 +30,6 @@ from chatapp.admission.limiter import Admission, Lease
 from chatapp.answers.entries import LoggedDelta, LoggedEnd, text_of
 from chatapp.answers.log import AnswerLog
 from chatapp.answers.messages import (
-    AnswerEntry,
     AnswerGone,
     AnswerStarted,
     AttachAnswer,
@@ -47,7 +46,7 @@ from chatapp.answers.run_ends import (
     worker_error_end,
 )
 from chatapp.answers.run_output import RunOutput
-from chatapp.answers.run_state import Run
+from chatapp.answers.run_state import Run, RunTable
 from chatapp.answers.run_timeouts import Due, RunTimes, timeout_end, timeouts_due
 from chatapp.answers.timeline import FirstTokenClock
 from chatapp.metrics import recording as metrics
@@ -120,7 +119,7 @@ class AnswerRelay:
         self._admission = admission
         self._registry = registry
         self._settings = settings
-        self._runs: dict[uuid.UUID, Run] = {}
+        self._runs = RunTable()
         self._tasks: set[asyncio.Task[None]] = set()  # final writes, worker records
         self._running = False
         self.channel = ""
@@ -244,14 +243,14 @@ class AnswerRelay:
         except ValidationError:
             logger.warning("relay dropped a malformed %r message", kind)
             return
-        run = self._live(event.request_id)
+        run = self._runs.live(event.request_id)
         if run is None:
             if isinstance(event, Accepted):  # we gave up on it: free the engine
                 await self._output.send(
                     event.worker_channel, CancelRequest(request_id=event.request_id).to_channel()
                 )
             elif isinstance(event, Heartbeat):  # a worker we moved away from still runs it
-                left = self._left_behind_by(event.request_id)
+                left = self._runs.left_behind_by(event.request_id)
                 if left is not None:
                     await self._output.send(
                         left, CancelRequest(request_id=event.request_id).to_channel()
@@ -299,26 +298,6 @@ class AnswerRelay:
         self._tasks.add(task)  # held until done: the loop keeps only weak references
         task.add_done_callback(self._tasks.discard)
 
-    def _run_of(self, request_id: str) -> Run | None:
-        """The run a worker request (`<run>` or `<run>~<n>`) belongs to, if it is ours."""
-        try:
-            return self._runs.get(uuid.UUID(request_id.partition("~")[0]))
-        except ValueError:
-            return None
-
-    def _left_behind_by(self, request_id: str) -> str | None:
-        """The worker of a request its run moved away from (None: not such a request)."""
-        run = self._run_of(request_id)
-        return None if run is None else run.left_behind.get(request_id)
-
-    def _live(self, request_id: str) -> Run | None:
-        """The running run whose current worker request this is (an event of a worker the
-        run migrated away from is not its own any more)."""
-        run = self._run_of(request_id)
-        if run is None or run.ending or request_id != run.upstream_id:
-            return None
-        return run
-
     async def _on_delta(self, run: Run, delta: Delta) -> None:
         if delta.seq < run.next_seq:
             return  # a repeat (a retried send): already have it
@@ -337,30 +316,15 @@ class AnswerRelay:
     async def _attach(self, attach: AttachAnswer) -> None:
         run = self._runs.get(attach.run_id)
         if run is None:
-            await self._output.send(
-                attach.watcher,
-                AnswerGone(message_id=attach.message_id, run_id=attach.run_id).to_channel(),
-            )
+            gone = AnswerGone(message_id=attach.message_id, run_id=attach.run_id)
+            await self._output.send(attach.watcher, gone.to_channel())
             return
-        run.watchers.add(attach.watcher)
-        run.unwatched_since = None
-        # Sequential with the worker's events: nothing between this replay and the live ones.
-        # An ending run's end goes out once it is stored (see _finish).
-        for entry in run.entries[attach.after_seq :]:
-            if run.ending and isinstance(entry, LoggedEnd):
-                break
-            await self._output.send(
-                attach.watcher,
-                AnswerEntry(message_id=run.message_id, run_id=run.run_id, entry=entry).to_channel(),
-            )
+        await self._output.attach(run, watcher=attach.watcher, after_seq=attach.after_seq)
 
     def _detach(self, detach: DetachAnswer) -> None:
         run = self._runs.get(detach.run_id)
-        if run is None:
-            return
-        run.watchers.discard(detach.watcher)
-        if not run.watchers:
-            run.unwatched_since = time.monotonic()
+        if run is not None:
+            self._output.detach(run, watcher=detach.watcher)
 
     async def stop(self, run_id: uuid.UUID, *, code: str = "") -> bool:
         """Abort the generation; the worker answers `done` (abort) and the run ends stopped."""
@@ -404,18 +368,11 @@ class AnswerRelay:
             await self._placement.requeue_lost(list(self._runs.values()))
         gone = await self._placement.workers_gone(list(self._runs.values()))
         for run in [r for r in self._runs.values() if not r.ending]:
-            times = RunTimes(
-                silent_s=now - run.last_event,
-                accepted=run.worker_channel is not None,
-                on_own_queue=self._placement.on_own_queue(run),
+            times = RunTimes.of(
+                run,
+                now=now,
                 worker_gone=run.worker_channel in gone,
-                since_accept_s=None
-                if run.accepted_at is None or run.worker_channel is None
-                else now - run.accepted_at,
-                wrote_since_accept=run.next_seq > run.seq_at_accept,
-                unwatched_s=None if run.unwatched_since is None else now - run.unwatched_since,
-                stopping=run.stop_code is not None,
-                finish_unwatched=run.finish_unwatched,
+                on_own_queue=self._placement.on_own_queue(run),
             )
             for due in timeouts_due(times, self._settings):
                 await self._on_due(run, due)

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import uuid
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from chatapp.answers.entries import LogEntry
+from chatapp.answers.entries import LogEntry, LoggedEnd
 from chatapp.answers.log import AnswerLog
 from chatapp.answers.messages import AnswerAlive, AnswerEntry
 from chatapp.answers.run_state import Run
@@ -71,6 +72,23 @@ class RunOutput:
             await self._layer.send(channel, message)
         except Exception as exc:  # a full or vanished channel: the watcher resyncs on a gap
             logger.warning("send to %s failed: %s", channel, exc)
+
+    async def attach(self, run: Run, *, watcher: str, after_seq: int) -> None:
+        """A watcher (a socket, an API request) follows the run from `after_seq` on."""
+        run.watchers.add(watcher)
+        run.unwatched_since = None
+        # Sequential with the worker's events: nothing between this replay and the live ones.
+        # An ending run's end goes out once it is stored (the relay's final write).
+        for entry in run.entries[after_seq:]:
+            if run.ending and isinstance(entry, LoggedEnd):
+                break
+            message = AnswerEntry(message_id=run.message_id, run_id=run.run_id, entry=entry)
+            await self.send(watcher, message.to_channel())
+
+    def detach(self, run: Run, *, watcher: str) -> None:
+        run.watchers.discard(watcher)
+        if not run.watchers:
+            run.unwatched_since = time.monotonic()
 
     async def heartbeat(
         self, runs: list[Run], *, relay_channel: str, owned: Callable[[uuid.UUID], Run | None]

@@ -61,3 +61,27 @@ class Run:
     def upstream_id(self) -> str:
         """The id of the worker request now producing it (a new one after each migration)."""
         return self.request_id if not self.migrations else f"{self.run_id}~{self.migrations}"
+
+
+class RunTable(dict[uuid.UUID, Run]):
+    """A relay's runs, by run id, and which of them a worker request belongs to."""
+
+    def of_request(self, request_id: str) -> Run | None:
+        """The run a worker request (`<run>` or `<run>~<n>`) belongs to, if it is here."""
+        try:
+            return self.get(uuid.UUID(request_id.partition("~")[0]))
+        except ValueError:
+            return None
+
+    def live(self, request_id: str) -> Run | None:
+        """The running run whose current worker request this is (an event of a worker the
+        run migrated away from is not its own any more)."""
+        run = self.of_request(request_id)
+        if run is None or run.ending or request_id != run.upstream_id:
+            return None
+        return run
+
+    def left_behind_by(self, request_id: str) -> str | None:
+        """The worker of a request its run moved away from (None: not such a request)."""
+        run = self.of_request(request_id)
+        return None if run is None else run.left_behind.get(request_id)

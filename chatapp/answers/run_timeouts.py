@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from chatapp.answers.entries import LoggedEnd
+from chatapp.answers.run_state import Run
 
 # to_shared: its conversation's worker did not take it in time: offer it to every worker
 # unstarted: no worker took it within the accept timeout: fail `no_worker` unless live workers
@@ -50,6 +51,23 @@ class RunTimes:
     unwatched_s: float | None = None  # nobody has watched it for this long
     stopping: bool = False  # a stop was asked (the user's, or the grace ran out)
     finish_unwatched: bool = False  # generate to the end even unwatched (an API retry)
+
+    @classmethod
+    def of(cls, run: Run, *, now: float, worker_gone: bool, on_own_queue: bool) -> RunTimes:
+        """What the bounds read of `run` at `now` (monotonic)."""
+        return cls(
+            silent_s=now - run.last_event,
+            accepted=run.worker_channel is not None,
+            on_own_queue=on_own_queue,
+            worker_gone=worker_gone,
+            since_accept_s=None
+            if run.accepted_at is None or run.worker_channel is None
+            else now - run.accepted_at,
+            wrote_since_accept=run.next_seq > run.seq_at_accept,
+            unwatched_s=None if run.unwatched_since is None else now - run.unwatched_since,
+            stopping=run.stop_code is not None,
+            finish_unwatched=run.finish_unwatched,
+        )
 
 
 def timeouts_due(run: RunTimes, bounds: Bounds) -> list[Due]:
