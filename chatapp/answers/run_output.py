@@ -1,8 +1,9 @@
 """What a run's log and watchers receive (the relay's output side, `relay.py`).
 
 Each entry is appended to the run's memory and its log together (for resume), then sent to
-every watcher; every heartbeat each watcher hears the run is alive and the log is renewed,
-or written again from memory where Redis lost it. A failed send or log write is logged and
+every watcher; a watcher that attaches gets what it missed first; every heartbeat each watcher
+hears the run is alive and the log is renewed, or written again from memory where Redis lost
+it. A failed send or log write is logged and
 passed over: a watcher resyncs on a gap, a heartbeat rewrites the log.
 """
 
