@@ -8,20 +8,26 @@ words already said when its prompt ends in the open assistant turn, so the expec
 exact), and with real vLLM workers on the tiny model. The second needed the orphan reaper
 (inference/engines/orphan_reaper.py): before it, the killed worker's vLLM engine core lived on
 and went on generating the answer, starving the surviving worker on 2 cores.
+
+A JSON-schema answer is the exception: killed mid-answer, it fails (503 `worker_lost` on the
+API) and the other worker never starts it (a second document would follow the first half).
 """
 
 from __future__ import annotations
 
 import asyncio
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.integration.stack import (
+    REPO,
     Answer,
     Chat,
     Databases,
@@ -73,6 +79,80 @@ async def test_a_worker_killed_mid_answer_hands_the_answer_to_the_other_worker(
         is True
     )
     await chat.close()
+
+
+_MAKE_KEY = """
+from django.contrib.auth.models import User
+from chatapp.apikeys.services import api_key_create
+user, _ = User.objects.get_or_create(username="json-client")
+print(api_key_create(user=user, name="json", rate_limit=1000, max_concurrent=8).secret)
+"""
+
+TICKET = {
+    "type": "json_schema",
+    "json_schema": {
+        "name": "ticket",
+        "schema": {"type": "object", "properties": {"id": {"type": "string"}}},
+    },
+}
+
+
+@pytest.mark.asyncio(loop_scope="session")
+async def test_a_json_answer_whose_worker_is_killed_fails_clearly_instead_of_moving(
+    migration_stack: Stack,
+) -> None:
+    """Issue 31 defect 6, on real processes: a structured answer moved to another worker would
+    get a second JSON document after the half-written one, returned as complete. It fails with
+    503 `worker_lost` and a Retry-After, and the other worker never starts it."""
+    stack = migration_stack
+    if stack.worker is None or stack.worker.poll() is not None:
+        await asyncio.to_thread(stack.start_worker)
+    if not any(proc.poll() is None for proc in stack.more_workers):
+        await asyncio.to_thread(stack.add_worker)
+    await workers_become(stack, lambda w: len(w) == 2, "two live workers", 10)
+    workers = [p for p in (stack.worker, *stack.more_workers) if p is not None and p.poll() is None]
+    accepted = "chat:worker_requests_accepted_total"
+    before = {proc.pid: stack.worker_metric(proc, accepted) for proc in workers}
+    made = await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "manage.py", "shell", "-c", _MAKE_KEY],
+        env=stack.env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    headers = {"Authorization": f"Bearer {made.stdout.strip().splitlines()[-1]}"}
+    question, _ = slow_question(200)  # ~10 s of answer
+    async with httpx.AsyncClient(base_url=f"http://{stack.hosts[0]}", timeout=60) as http:
+        model = (await http.get("/v1/models", headers=headers)).json()["data"][0]["id"]
+        body = {
+            "model": model,
+            "messages": [{"role": "user", "content": question}],
+            "response_format": TICKET,
+        }
+        asked = asyncio.create_task(http.post("/v1/chat/completions", json=body, headers=headers))
+
+        def serving() -> subprocess.Popen[str] | None:
+            started = [p for p in workers if stack.worker_metric(p, accepted) > before[p.pid]]
+            return started[0] if started else None
+
+        found = None
+        for _ in range(100):
+            found = await asyncio.to_thread(serving)
+            if found is not None:
+                break
+            await asyncio.sleep(0.05)
+        assert found is not None, "no worker started the answer"
+        await asyncio.sleep(1.0)  # part of the answer is written
+        found.kill()  # SIGKILL mid-answer; the other worker is up
+        response = await asyncio.wait_for(asked, 40)
+
+    assert response.status_code == 503, response.text
+    assert response.json()["error"]["code"] == "worker_lost"
+    assert int(response.headers["Retry-After"]) >= 1
+    (other,) = [p for p in workers if p is not found]
+    assert stack.worker_metric(other, accepted) == before[other.pid]  # never moved there
 
 
 @pytest.fixture(scope="module")
