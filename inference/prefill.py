@@ -10,6 +10,7 @@ turn, routed back to it, finds it in the prefix cache instead of re-reading its 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 import uuid
 
@@ -20,6 +21,9 @@ from inference.engines.base import Engine
 from inference.generation_config import GenerationDefaults
 from inference.prompt_builder import PromptBuilder
 from inference.wire.protocol import GenerateRequest, PrefillRequest
+from inference.wire.request_queue import RequestQueue
+
+logger = logging.getLogger(__name__)
 
 TYPING_PREFILLS = Counter(
     "inference_typing_prefills",
@@ -43,6 +47,34 @@ async def engine_prefill(*, engine: Engine, request: GenerateRequest) -> None:
     )
     async for _delta in engine.stream(engine_request):
         pass
+
+
+async def queue_trim_prefill(
+    request: GenerateRequest, *, answer: str, engine: Engine, queue: RequestQueue, to: str
+) -> None:
+    """Queue `trim_prefill` of the answered `request` on `to` (its worker's own background
+    queue), if there is one; a failure only costs the next turn a longer prefill."""
+    try:
+        prefill = await asyncio.to_thread(
+            trim_prefill,
+            request,
+            answer=answer,
+            builder=engine.prompt_builder,
+            defaults=engine.defaults,
+        )
+        if prefill is None:
+            return
+        await queue.put(to, prefill.to_channel())
+    except Exception as exc:  # an optimisation: the next turn is answered all the same
+        logger.warning("no trim prefill after %s: %s", request.request_id, exc)
+        return
+    TRIM_PREFILLS.inc()
+    logger.info(
+        "queued %s: the next turn of %s keeps its last %d messages",
+        prefill.request_id,
+        request.session_id,
+        len(prefill.messages),
+    )
 
 
 def trim_prefill(

@@ -38,17 +38,16 @@ from pydantic import ValidationError
 
 from inference import metrics
 from inference.answering import Progress, RequestAnswerer
-from inference.engine_health import HealthWatch
+from inference.engine_health import until_unhealthy
 from inference.engines.base import (
     Engine,
-    EngineDeadError,
     EngineError,
     EngineStats,
 )
 from inference.faq.cache import FaqCache
 from inference.faq.sync import faq_resync
 from inference.healthcheck import mark_alive
-from inference.prefill import TRIM_PREFILLS, TYPING_PREFILLS, engine_prefill, trim_prefill
+from inference.prefill import TYPING_PREFILLS, engine_prefill, queue_trim_prefill
 from inference.settings import WorkerSettings
 from inference.start_warmup import engine_warm_at_start
 from inference.wire import retry
@@ -376,41 +375,26 @@ class InferenceWorker:
         )
 
     async def _watch_health(self) -> None:
-        """Ask the engine whether it is healthy; when `HealthWatch` says the failures are not a
-        blip, raise EngineError, stopping `run`."""
-        every, timeout = self._settings.health_every_s, self._settings.health_timeout_s
-        if every <= 0:
+        """Check the engine's health (`until_unhealthy`); when its failures are no blip, raise
+        EngineError, stopping `run`."""
+        settings = self._settings
+        if settings.health_every_s <= 0:
             return
-        watch = HealthWatch(allowed_failures=self._settings.health_failures)
-        while True:
-            await asyncio.sleep(every)
-            error: Exception | None = None
-            try:
-                async with asyncio.timeout(timeout if timeout > 0 else None):  # not wait_for:
-                    await self._engine.check_health()  # on 3.11 it can swallow a shutdown
-            except TimeoutError as exc:
-                error, reason = exc, f"no answer within {timeout:g} s"
-            except Exception as exc:
-                error, reason = exc, f"{type(exc).__name__}: {exc}"
-            if not watch.checked(error):
-                if error is not None:
-                    logger.warning(
-                        "engine health check failed (%s), %d of %d in a row before stopping",
-                        reason,
-                        watch.failures,
-                        watch.allowed_failures,
-                    )
-                continue
-            self._failure = reason
-            self._engine_dead = isinstance(error, EngineDeadError)
-            logger.error(
-                "engine health check failed (%s): withdrawing this worker, %s its %d running "
-                "request(s) and stopping; restart it to serve again",
-                reason,
-                "failing" if self._engine_dead else "handing on",
-                len(self._active),
-            )
-            raise EngineError(f"engine health check failed: {reason}")
+        unhealthy = await until_unhealthy(
+            self._engine,
+            every_s=settings.health_every_s,
+            timeout_s=settings.health_timeout_s,
+            allowed_failures=settings.health_failures,
+        )
+        self._failure, self._engine_dead = unhealthy.reason, unhealthy.engine_dead
+        logger.error(
+            "engine health check failed (%s): withdrawing this worker, %s its %d running "
+            "request(s) and stopping; restart it to serve again",
+            unhealthy.reason,
+            "failing" if self._engine_dead else "handing on",
+            len(self._active),
+        )
+        raise EngineError(f"engine health check failed: {unhealthy.reason}")
 
     async def _pull_control(self, channel: str) -> None:
         while True:
@@ -523,36 +507,20 @@ class InferenceWorker:
         progress = active.progress
         if not progress.done_sent or progress.finish_reason == "abort" or self._draining:
             return
+        if self.channel is None:
+            return
         task = asyncio.create_task(
-            self._queue_trim_prefill(active.request, answer="".join(progress.answer)),
+            queue_trim_prefill(
+                active.request,
+                answer="".join(progress.answer),
+                engine=self._engine,
+                queue=self._queue,
+                to=worker_queue(self._settings.background_channel, self.channel),
+            ),
             name=f"trim-prefill-{active.request.request_id}",
         )
         self._side_tasks.add(task)
         task.add_done_callback(self._side_tasks.discard)
-
-    async def _queue_trim_prefill(self, request: GenerateRequest, *, answer: str) -> None:
-        try:
-            prefill = await asyncio.to_thread(
-                trim_prefill,
-                request,
-                answer=answer,
-                builder=self._engine.prompt_builder,
-                defaults=self._engine.defaults,
-            )
-            if prefill is None or self.channel is None:
-                return
-            queue = worker_queue(self._settings.background_channel, self.channel)
-            await self._queue.put(queue, prefill.to_channel())
-        except Exception as exc:  # an optimisation: the next turn is answered all the same
-            logger.warning("no trim prefill after %s: %s", request.request_id, exc)
-            return
-        TRIM_PREFILLS.inc()
-        logger.info(
-            "queued %s: the next turn of %s keeps its last %d messages",
-            prefill.request_id,
-            request.session_id,
-            len(prefill.messages),
-        )
 
     def _reject_poison(self, request: GenerateRequest, *, deliveries: int) -> None:
         logger.error(
