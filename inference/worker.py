@@ -47,6 +47,7 @@ from inference.engines.base import (
 from inference.faq.cache import FaqCache
 from inference.faq.sync import faq_resync
 from inference.healthcheck import mark_alive
+from inference.intake import RequestIntake
 from inference.prefill import TYPING_PREFILLS, engine_prefill, queue_trim_prefill
 from inference.settings import WorkerSettings
 from inference.start_warmup import engine_warm_at_start
@@ -75,10 +76,6 @@ from inference.wire.request_queue import (
 from inference.wire.transport import Transport
 
 logger = logging.getLogger(__name__)
-
-# A request taken this many times without any taker accepting it stops workers (it crashes
-# them, or kills them by memory): it is failed instead of handed to yet another worker.
-MAX_DELIVERIES = 3
 
 
 @dataclass
@@ -110,6 +107,7 @@ class InferenceWorker:
         self._queue = queue or request_queue(
             redis_url=settings.redis_url, reclaim_after_s=settings.reclaim_after_s
         )
+        self._intake = RequestIntake(queue=self._queue, transport=transport)
         self._pullers: list[asyncio.Task[None]] = []
         self.requests_accepted = 0  # taken from the queue and served here
         self._draining = False
@@ -304,37 +302,13 @@ class InferenceWorker:
 
     async def _accept_and_start(self, taken: Taken, *, background: bool) -> bool:
         """Serve a taken request if it is still this worker's; True if it now runs here."""
-        try:
-            message = worker_inbound_adapter.validate_python(taken.message)
-        except ValidationError as exc:
-            await self._accept(taken)  # off the queue: no worker can serve it
-            self._reject_malformed(taken.message, exc)
-            return False
+        message = await self._intake.accept(taken)
         if isinstance(message, PrefillRequest):
-            return await self._accept(taken) and self._start_prefill(message, background=background)
-        if not isinstance(message, GenerateRequest):
-            await self._accept(taken)
-            logger.warning("ignoring %s on the request queue", message.type)
-            return False
-        if taken.deliveries > MAX_DELIVERIES:
-            if await self._accept(taken):
-                self._reject_poison(message, deliveries=taken.deliveries)
-            return False
-        if not await self._accept(taken):
-            logger.info("request %s is no longer queued for this worker", message.request_id)
+            return self._start_prefill(message, background=background)
+        if message is None:
             return False
         self.requests_accepted += 1
         return self._start(message, background=background)
-
-    async def _accept(self, taken: Taken) -> bool:
-        backoff = retry.SEND.start()
-        for _ in range(5):
-            try:
-                return await self._queue.accept(taken)
-            except Exception as exc:  # the accept is idempotent: try again
-                logger.warning("accepting request %s failed (%s)", taken.entry_id, exc)
-                await backoff.sleep()
-        return False  # still pending here: another worker reclaims it after reclaim_after_s
 
     async def _receive(self, channel: str) -> dict[str, object]:
         """Receive, riding out a Redis restart."""
@@ -521,37 +495,6 @@ class InferenceWorker:
         )
         self._side_tasks.add(task)
         task.add_done_callback(self._side_tasks.discard)
-
-    def _reject_poison(self, request: GenerateRequest, *, deliveries: int) -> None:
-        logger.error(
-            "request %s was taken %d times and never served: failing it",
-            request.request_id,
-            deliveries,
-        )
-        error = Error(
-            request_id=request.request_id,
-            seq=1,
-            code="internal",
-            message=f"this request stopped {deliveries - 1} inference workers; it was not run",
-        )
-        asyncio.create_task(self._transport.send(request.reply_channel, error))  # noqa: RUF006
-
-    def _reject_malformed(self, raw: dict[str, object], exc: ValidationError) -> None:
-        reply, request_id = raw.get("reply_channel"), raw.get("request_id")
-        # fields and what is wrong, never their values: those are what the user wrote
-        problems = [
-            f"{'.'.join(str(part) for part in error['loc'])}: {error['type']}"
-            for error in exc.errors(include_input=False, include_context=False)[:3]
-        ]
-        logger.warning("malformed generate request: %s", "; ".join(problems))
-        if isinstance(reply, str) and isinstance(request_id, str) and request_id:
-            error = Error(
-                request_id=request_id,
-                seq=1,
-                code="invalid_request",
-                message=f"malformed request: {exc.error_count()} invalid field(s)",
-            )
-            asyncio.create_task(self._transport.send(reply, error))  # noqa: RUF006
 
     async def _abort_all(self) -> None:
         """Stop every running request. When the engine died (`EngineDeadError`) each fails

@@ -139,7 +139,7 @@ async def test_a_malformed_request_is_logged_without_what_the_user_wrote(
     reply = await layer.new_channel()
     secret = "my card number is 4111 1111 1111 1111"
     bad_turn = {"role": "customer", "content": secret}  # an unknown role
-    with caplog.at_level(logging.WARNING, logger="inference.worker"):
+    with caplog.at_level(logging.WARNING, logger="inference.intake"):
         await local_request_queue().put(
             REQUEST_CHANNEL,
             {

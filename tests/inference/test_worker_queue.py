@@ -16,6 +16,7 @@ import redis.asyncio as aioredis
 from channels.layers import InMemoryChannelLayer
 
 from inference.engines.scripted import ScriptedEngine
+from inference.intake import MAX_DELIVERIES
 from inference.wire.protocol import (
     REQUEST_CHANNEL,
     ChatTurn,
@@ -25,7 +26,7 @@ from inference.wire.protocol import (
 from inference.wire.registry import LocalWorkerRegistry
 from inference.wire.stream_queue import RedisStreamQueue
 from inference.wire.transport import Transport
-from inference.worker import MAX_DELIVERIES, InferenceWorker
+from inference.worker import InferenceWorker
 from tests.support.workers import worker_settings
 
 pytestmark = pytest.mark.redis
