@@ -57,6 +57,11 @@ class RunPlacement:
             moved_queue(run.shared_queue),
         )
 
+    @property
+    def remembers(self) -> bool:
+        """Conversations are routed back to their last worker (routing affinity is on)."""
+        return self._affinity is not None
+
     async def remember(self, session_id: str, worker_channel: str) -> None:
         if self._affinity is None:
             return

@@ -273,7 +273,7 @@ class AnswerRelay:
             if run.next_seq == 1:  # nothing shown yet: the page says it is being read
                 started = AnswerStarted(message_id=run.message_id, run_id=run.run_id)
                 await self._output.to_watchers(run, started.to_channel())
-            if run.session_id is not None:
+            if self._placement.remembers and run.session_id is not None:
                 self._background(self._placement.remember(run.session_id, event.worker_channel))
             # Off the receive loop: the first delta often follows at once (a FAQ answer).
             self._background(
