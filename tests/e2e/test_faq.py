@@ -23,6 +23,7 @@ from tests.e2e.seed import (
     FAQ_QUESTION,
 )
 from tests.e2e.support import (
+    SAVE_TIMEOUT_MS,
     TIMEOUT_MS,
     VIEWPORT,
     App,
@@ -56,7 +57,7 @@ def faq_entry(browser: Browser, app: App) -> None:
         page.get_by_label("Answer").fill(FAQ_ANSWER)
         page.get_by_role("button", name="Save", exact=True).click()
         row = page.get_by_role("row").filter(has_text=FAQ_QUESTION)
-        expect(row).to_have_count(1)
+        expect(row).to_have_count(1, timeout=SAVE_TIMEOUT_MS)  # the first save loads a model
         expect(row.locator(".field-embedded img")).to_have_attribute("alt", "True")
     finally:
         context.close()

@@ -36,6 +36,7 @@ from tests.e2e.seed import (
     FAQ_QUESTION,
 )
 from tests.e2e.support import (
+    SAVE_TIMEOUT_MS,
     TIMEOUT_MS,
     VIEWPORT,
     App,
@@ -115,7 +116,10 @@ def faq_entries(browser: Browser, app: App) -> None:
             page.get_by_label("Answer").fill(answer)
             page.get_by_role("button", name="Save", exact=True).click()
             row = page.get_by_role("row").filter(has_text=question)
-            expect(row.locator(".field-embedded img")).to_have_attribute("alt", "True")
+            # the first save loads the web process's embedding model
+            expect(row.locator(".field-embedded img")).to_have_attribute(
+                "alt", "True", timeout=SAVE_TIMEOUT_MS
+            )
     finally:
         context.close()
 
