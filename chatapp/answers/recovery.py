@@ -121,6 +121,15 @@ async def answer_store(
     return stored
 
 
+async def lease_release(admission: Admission, *, run_id: uuid.UUID, user_key: str) -> None:
+    """Free a run's admission slot; a failure only delays it (the lease expires on its own a
+    few heartbeats later)."""
+    try:
+        await admission.release(request_id=str(run_id), user_key=user_key)
+    except Exception as exc:
+        logger.warning("could not release the lease of run %s: %s", run_id, exc)
+
+
 async def run_abandon(
     *, orphans: Orphans, message_id: uuid.UUID, run_id: uuid.UUID, owner: Ownership | None
 ) -> LoggedEnd:
@@ -140,10 +149,7 @@ async def run_abandon(
     await answer_store(message_id=message_id, run_id=run_id, content=text_of(entries), end=end)
     if owner is not None:
         if owner.user_key:
-            try:
-                await orphans.admission.release(request_id=str(run_id), user_key=owner.user_key)
-            except Exception as exc:  # the lease still expires on its own, a few heartbeats on
-                logger.warning("could not release the lease of run %s: %s", run_id, exc)
+            await lease_release(orphans.admission, run_id=run_id, user_key=owner.user_key)
         for channel, message in (
             (
                 owner.worker_channel,

@@ -27,43 +27,41 @@ from typing import Any, Protocol
 from pydantic import ValidationError
 
 from chatapp.admission.limiter import Admission, Lease
-from chatapp.answers.entries import LoggedDelta, LoggedEnd, text_of
+from chatapp.answers.entries import LoggedEnd, text_of
 from chatapp.answers.log import AnswerLog
 from chatapp.answers.messages import (
-    AnswerGone,
     AnswerStarted,
     AttachAnswer,
     DetachAnswer,
     relay_control_adapter,
 )
 from chatapp.answers.placement import RunPlacement
-from chatapp.answers.recovery import Orphans, answer_store, orphaned_runs_finish
-from chatapp.answers.run_ends import (
-    done_end,
-    lost_end,
-    stopped_end,
-    unqueued_end,
-    worker_error_end,
+from chatapp.answers.recovery import (
+    Orphans,
+    answer_store,
+    lease_release,
+    orphaned_runs_finish,
+)
+from chatapp.answers.run_ends import stopped_end, unqueued_end
+from chatapp.answers.run_events import (
+    Action,
+    Append,
+    Cancel,
+    ShowStarted,
+    Taken,
+    stop_upstream,
+    worker_event_actions,
 )
 from chatapp.answers.run_output import RunOutput
 from chatapp.answers.run_state import Run, RunTable
 from chatapp.answers.run_timeouts import Due, RunTimes, timeout_end, timeouts_due
 from chatapp.answers.timeline import FirstTokenClock
 from chatapp.metrics import recording as metrics
-from inference.wire import retry
 from inference.wire.affinity import AffinityMap
-from inference.wire.protocol import (
-    Accepted,
-    CancelRequest,
-    Delta,
-    Done,
-    Error,
-    GenerateRequest,
-    Heartbeat,
-    worker_event_adapter,
-)
+from inference.wire.protocol import CancelRequest, GenerateRequest, worker_event_adapter
 from inference.wire.registry import WorkerRegistry
 from inference.wire.request_queue import RequestQueue
+from inference.wire.transport import receive_retrying
 
 logger = logging.getLogger(__name__)
 
@@ -153,9 +151,9 @@ class AnswerRelay:
                 # Three loops, so none waits behind another: above all the heartbeat never
                 # waits behind the reaper's database read (a stalled database must not make
                 # other processes think this one's live answers lost their owner).
-                group.create_task(self._every(self._tick_s(), self._check_timeouts, "timeouts"))
-                group.create_task(self._every(s.heartbeat_s, self._heartbeat, "heartbeat"))
-                group.create_task(self._every(s.reap_every_s, self._reap, "reaper"))
+                group.create_task(_every(self._tick_s(), self._check_timeouts, "timeouts"))
+                group.create_task(_every(s.heartbeat_s, self._heartbeat, "heartbeat"))
+                group.create_task(_every(s.reap_every_s, self._reap, "reaper"))
         finally:
             self._running = False  # its runs are orphans now, like a dead process's
 
@@ -181,15 +179,12 @@ class AnswerRelay:
         run lasts and frees it when the run ends, however it ends.
         """
         assert request.reply_channel == self.channel, "workers must answer this relay"
-        run = Run(
+        run = Run.for_request(
+            request,
             message_id=message_id,
-            run_id=uuid.UUID(request.request_id),
             user_key=user_key,
-            watchers={watcher},
-            faq_lookup=request.faq_lookup is not None,
-            shared_queue=request_channel,
-            request=request.to_channel(),
-            session_id=request.session_id,
+            watcher=watcher,
+            request_channel=request_channel,
             clock=clock,
             stored=stored,
             finish_unwatched=finish_unwatched,
@@ -211,17 +206,8 @@ class AnswerRelay:
     # ---- inbound: worker events and watcher control -------------------------------------
 
     async def _receive_loop(self) -> None:
-        backoff = retry.RECEIVE.start()
         while True:
-            try:
-                raw = await self._layer.receive(self.channel)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # Redis restarting: keep trying, runs fail by watchdog
-                logger.warning("relay receive failed (%s); retrying", exc)
-                await backoff.sleep()
-                continue
-            backoff.reset()
+            raw = await receive_retrying(self._layer, self.channel)
             try:
                 await self._dispatch(raw)
             except Exception:
@@ -233,9 +219,9 @@ class AnswerRelay:
             if kind.startswith("answer."):
                 control = relay_control_adapter.validate_python(raw)
                 if isinstance(control, AttachAnswer):
-                    await self._attach(control)
+                    await self._output.attach(self._runs.get(control.run_id), control)
                 elif isinstance(control, DetachAnswer):
-                    self._detach(control)
+                    self._output.detach(self._runs.get(control.run_id), watcher=control.watcher)
                 else:
                     await self.stop(control.run_id)
                 return
@@ -244,87 +230,42 @@ class AnswerRelay:
             logger.warning("relay dropped a malformed %r message", kind)
             return
         run = self._runs.live(event.request_id)
-        if run is None:
-            if isinstance(event, Accepted):  # we gave up on it: free the engine
-                await self._output.send(
-                    event.worker_channel, CancelRequest(request_id=event.request_id).to_channel()
-                )
-            elif isinstance(event, Heartbeat):  # a worker we moved away from still runs it
-                left = self._runs.left_behind_by(event.request_id)
-                if left is not None:
-                    await self._output.send(
-                        left, CancelRequest(request_id=event.request_id).to_channel()
-                    )
-            return
-        run.last_event = time.monotonic()
-        if isinstance(event, Accepted):
-            if run.worker_channel not in (None, event.worker_channel):
-                # The queue starts a request on one worker; should a second ever start it
-                # too, only the first one's stream is the answer.
-                logger.warning("run %s was started twice: stopping the second", run.run_id)
-                await self._output.send(
-                    event.worker_channel, CancelRequest(request_id=event.request_id).to_channel()
-                )
-                return
-            run.worker_channel = event.worker_channel
-            run.accepted_at = time.monotonic()
-            run.seq_at_accept = run.next_seq
-            run.queued = None
-            if run.next_seq == 1:  # nothing shown yet: the page says it is being read
+        left_behind = self._runs.left_behind_by(event.request_id) if run is None else None
+        now = time.monotonic()
+        await self._carry_out(
+            run, worker_event_actions(run, event, now=now, left_behind=left_behind)
+        )
+
+    async def _carry_out(self, run: Run | None, actions: list[Action]) -> None:
+        """Do what the run's transition (`run_events.py`) decided, in order."""
+        for action in actions:
+            if isinstance(action, Cancel):
+                cancel = CancelRequest(request_id=action.request_id)
+                await self._output.send(action.worker_channel, cancel.to_channel())
+            elif run is None:
+                continue  # every other action is about a run of ours
+            elif isinstance(action, Append):
+                await self._output.record(run, action.entry)
+                await self._output.broadcast(run, action.entry)
+            elif isinstance(action, ShowStarted):
                 started = AnswerStarted(message_id=run.message_id, run_id=run.run_id)
                 await self._output.to_watchers(run, started.to_channel())
-            if self._placement.remembers and run.session_id is not None:
-                self._background(self._placement.remember(run.session_id, event.worker_channel))
-            # Off the receive loop: the first delta often follows at once (a FAQ answer).
-            self._background(
-                self._output.worker_taken(run.run_id, event.worker_channel, event.request_id)
-            )
-            if run.stop_code is not None:
-                await self._cancel_upstream(run)
-        elif isinstance(event, Heartbeat):
-            pass
-        elif isinstance(event, Delta):
-            await self._on_delta(run, event)
-        elif isinstance(event, Done):
-            if event.seq > run.next_seq:  # the last deltas never came: not complete
-                await self._end(run, lost_end(seq=run.next_seq))
-                return
-            await self._end(run, done_end(run, event))
-        elif isinstance(event, Error):
-            await self._end(run, worker_error_end(seq=run.next_seq, error=event))
+            elif isinstance(action, Taken):
+                if self._placement.remembers and run.session_id is not None:
+                    self._background(
+                        self._placement.remember(run.session_id, action.worker_channel)
+                    )
+                # Off the receive loop: the first delta often follows at once (a FAQ answer).
+                self._background(
+                    self._output.worker_taken(run.run_id, action.worker_channel, action.request_id)
+                )
+            else:
+                await self._end(run, action.end)
 
     def _background(self, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.create_task(work)
         self._tasks.add(task)  # held until done: the loop keeps only weak references
         task.add_done_callback(self._tasks.discard)
-
-    async def _on_delta(self, run: Run, delta: Delta) -> None:
-        if delta.seq < run.next_seq:
-            return  # a repeat (a retried send): already have it
-        if delta.seq > run.next_seq:
-            # Events were lost (Redis restarted under the stream): the text has a hole.
-            await self._cancel_upstream(run)
-            await self._end(run, lost_end(seq=run.next_seq))
-            return
-        if run.clock is not None and run.clock.relay_first_delta is None:
-            run.clock.relay_first_delta = time.monotonic()
-        entry = LoggedDelta(seq=delta.seq, text=delta.text, logprobs=delta.logprobs)
-        run.completion_tokens += delta.tokens
-        await self._output.record(run, entry)
-        await self._output.broadcast(run, entry)
-
-    async def _attach(self, attach: AttachAnswer) -> None:
-        run = self._runs.get(attach.run_id)
-        if run is None:
-            gone = AnswerGone(message_id=attach.message_id, run_id=attach.run_id)
-            await self._output.send(attach.watcher, gone.to_channel())
-            return
-        await self._output.attach(run, watcher=attach.watcher, after_seq=attach.after_seq)
-
-    def _detach(self, detach: DetachAnswer) -> None:
-        run = self._runs.get(detach.run_id)
-        if run is not None:
-            self._output.detach(run, watcher=detach.watcher)
 
     async def stop(self, run_id: uuid.UUID, *, code: str = "") -> bool:
         """Abort the generation; the worker answers `done` (abort) and the run ends stopped."""
@@ -349,14 +290,6 @@ class AnswerRelay:
         return min(
             s.accept_timeout_s / 3, s.stall_timeout_s / 3, s.heartbeat_s, s.affinity_wait_s, 1.0
         )
-
-    async def _every(self, interval: float, work: Callable[[], Awaitable[None]], what: str) -> None:
-        while True:
-            try:
-                await work()
-            except Exception:  # Redis or the database away: try again next time
-                logger.exception("relay %s failed", what)
-            await asyncio.sleep(interval)
 
     async def _reap(self) -> None:
         await orphaned_runs_finish(orphans=self.orphans)
@@ -432,27 +365,28 @@ class AnswerRelay:
         (`stored` False) has nothing to store."""
         try:
             if run.stored is None or await asyncio.shield(run.stored):
+                content = text_of(run.entries)
                 await answer_store(
-                    message_id=run.message_id,
-                    run_id=run.run_id,
-                    content=text_of(run.entries),
-                    end=end,
+                    message_id=run.message_id, run_id=run.run_id, content=content, end=end
                 )
         except Exception:  # the log has the end: the orphan reaper stores it later
             logger.exception("could not store run %s of answer %s", run.run_id, run.message_id)
-        try:
-            await self._admission.release(request_id=run.request_id, user_key=run.user_key)
-        except Exception as exc:  # the lease expires on its own a few heartbeats later
-            logger.warning("could not release the lease of run %s: %s", run.run_id, exc)
+        await lease_release(self._admission, run_id=run.run_id, user_key=run.user_key)
         self._runs.pop(run.run_id, None)
         await self._output.broadcast(run, end)
 
     async def _cancel_upstream(self, run: Run) -> None:
-        if run.worker_channel is not None:
-            await self._output.send(
-                run.worker_channel, CancelRequest(request_id=run.upstream_id).to_channel()
-            )
+        await self._carry_out(run, stop_upstream(run))
 
 
 def _since(run: Run) -> float:
     return time.monotonic() - run.started_at
+
+
+async def _every(interval: float, work: Callable[[], Awaitable[None]], what: str) -> None:
+    while True:
+        try:
+            await work()
+        except Exception:  # Redis or the database away: try again next time
+            logger.exception("relay %s failed", what)
+        await asyncio.sleep(interval)

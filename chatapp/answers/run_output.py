@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from chatapp.answers.entries import LogEntry, LoggedEnd
 from chatapp.answers.log import AnswerLog
-from chatapp.answers.messages import AnswerAlive, AnswerEntry
+from chatapp.answers.messages import AnswerAlive, AnswerEntry, AnswerGone, AttachAnswer
 from chatapp.answers.run_state import Run
 
 logger = logging.getLogger(__name__)
@@ -74,19 +74,27 @@ class RunOutput:
         except Exception as exc:  # a full or vanished channel: the watcher resyncs on a gap
             logger.warning("send to %s failed: %s", channel, exc)
 
-    async def attach(self, run: Run, *, watcher: str, after_seq: int) -> None:
-        """A watcher (a socket, an API request) follows the run from `after_seq` on."""
+    async def attach(self, run: Run | None, attach: AttachAnswer) -> None:
+        """A watcher (a socket, an API request) follows the run from `after_seq` on; one that
+        asks for a run the relay no longer has hears it is gone (read it from the database)."""
+        watcher = attach.watcher
+        if run is None:
+            gone = AnswerGone(message_id=attach.message_id, run_id=attach.run_id)
+            await self.send(watcher, gone.to_channel())
+            return
         run.watchers.add(watcher)
         run.unwatched_since = None
         # Sequential with the worker's events: nothing between this replay and the live ones.
         # An ending run's end goes out once it is stored (the relay's final write).
-        for entry in run.entries[after_seq:]:
+        for entry in run.entries[attach.after_seq :]:
             if run.ending and isinstance(entry, LoggedEnd):
                 break
             message = AnswerEntry(message_id=run.message_id, run_id=run.run_id, entry=entry)
             await self.send(watcher, message.to_channel())
 
-    def detach(self, run: Run, *, watcher: str) -> None:
+    def detach(self, run: Run | None, *, watcher: str) -> None:
+        if run is None:
+            return
         run.watchers.discard(watcher)
         if not run.watchers:
             run.unwatched_since = time.monotonic()

@@ -12,6 +12,7 @@ from typing import Any
 
 from chatapp.answers.entries import LogEntry
 from chatapp.answers.timeline import FirstTokenClock
+from inference.wire.protocol import GenerateRequest
 
 
 @dataclass
@@ -47,6 +48,34 @@ class Run:
     # resolved by whoever started the run once its row is written (True) or not (False): the
     # request was queued before the row existed (`runs.send_run_start`); None: it existed
     stored: asyncio.Future[bool] | None = None
+
+    @classmethod
+    def for_request(
+        cls,
+        request: GenerateRequest,
+        *,
+        message_id: uuid.UUID,
+        user_key: str,
+        watcher: str,
+        request_channel: str,
+        clock: FirstTokenClock | None,
+        stored: asyncio.Future[bool] | None,
+        finish_unwatched: bool,
+    ) -> Run:
+        """The run of a worker request about to be queued on `request_channel`."""
+        return cls(
+            message_id=message_id,
+            run_id=uuid.UUID(request.request_id),
+            user_key=user_key,
+            watchers={watcher},
+            faq_lookup=request.faq_lookup is not None,
+            shared_queue=request_channel,
+            request=request.to_channel(),
+            session_id=request.session_id,
+            clock=clock,
+            stored=stored,
+            finish_unwatched=finish_unwatched,
+        )
 
     @property
     def next_seq(self) -> int:

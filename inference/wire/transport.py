@@ -35,6 +35,26 @@ class ChannelLayer(Protocol):
     async def group_discard(self, group: str, channel: str) -> None: ...
 
 
+class Receiver(Protocol):
+    async def receive(self, channel: str) -> dict[str, Any]: ...
+
+
+async def receive_retrying(receiver: Receiver, channel: str) -> dict[str, Any]:
+    """Receive, riding out a Redis restart: what a long-lived reader (a worker's control
+    channel, a relay) does, so an outage is waited out instead of ending the reader. What was
+    lost meanwhile is the senders' and the watchdogs' business (the stream's `seq` shows it)."""
+    backoff = retry.RECEIVE.start()
+    while True:
+        retry.stop_if_cancelled()
+        try:
+            return await receiver.receive(channel)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            logger.warning("receive on %s failed (%s); retrying", channel, exc)
+            await backoff.sleep()
+
+
 class SendResult(enum.Enum):
     """How a send ended; truthy only when the event was delivered to the channel."""
 
