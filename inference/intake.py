@@ -1,10 +1,12 @@
-"""What a worker does with a request it took off the queue, before serving it.
+"""How a worker takes requests off the queues, and what it does with one before serving it.
 
-It accepts the request (only the worker whose accept succeeds serves it; the accept is
-retried, it is idempotent) and hands back what to run: a chat request or a typing prefill.
-What cannot be served is accepted too, so no other worker takes it, and failed: a malformed
-request (logged by field, never by value: the values are what a user wrote) and a request that
-already stopped `MAX_DELIVERIES` workers (a poison request: it crashes or kills them).
+It takes from a list of queues in order, riding out a Redis restart, and at a stop hands back
+what it took and did not accept, so another worker takes it at once. It accepts the request
+(only the worker whose accept succeeds serves it; the accept is retried, it is idempotent) and
+hands back what to run: a chat request or a typing prefill. What cannot be served is accepted
+too, so no other worker takes it, and failed: a malformed request (logged by field, never by
+value: the values are what a user wrote) and a request that already stopped `MAX_DELIVERIES`
+workers (a poison request: it crashes or kills them).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from inference.wire.protocol import (
     PrefillRequest,
     worker_inbound_adapter,
 )
-from inference.wire.request_queue import RequestQueue, Taken
+from inference.wire.request_queue import RequestQueue, Taken, moved_queue, worker_queue
 from inference.wire.transport import SendResult, Transport
 
 logger = logging.getLogger(__name__)
@@ -36,6 +38,35 @@ class RequestIntake:
         self._queue = queue
         self._transport = transport
         self._replies: set[asyncio.Task[SendResult]] = set()
+
+    async def take(self, queues: list[str], *, consumer: str) -> Taken:
+        """Take from the first of `queues` that has a request, waiting for one; a Redis
+        restart is waited out (requests put meanwhile wait in Redis)."""
+        backoff = retry.RECEIVE.start()
+        while True:
+            retry.stop_if_cancelled()
+            try:
+                return await self._queue.take_any(queues, consumer=consumer)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                logger.warning("taking from %s failed (%s); retrying", queues[-1], exc)
+                await backoff.sleep()
+
+    async def hand_back_all(self, shared: tuple[str, ...], *, consumer: str) -> int:
+        """Hand back every request `consumer` took from the `shared` queues (and from their
+        moved and own queues) and did not accept; how many."""
+        total = 0
+        for queue in (
+            *shared,
+            *(moved_queue(q) for q in shared),
+            *(worker_queue(q, consumer) for q in shared),
+        ):
+            try:
+                total += await self._queue.hand_back_all(queue, consumer=consumer)
+            except Exception as exc:  # another worker reclaims them after reclaim_after_s
+                logger.warning("could not hand back requests taken from %s: %s", queue, exc)
+        return total
 
     async def accept(self, taken: Taken) -> GenerateRequest | PrefillRequest | None:
         """The request to run, now this worker's; None when there is nothing to run (it was

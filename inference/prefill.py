@@ -16,11 +16,13 @@ import uuid
 
 from prometheus_client import Counter
 
+from inference.active_requests import ActiveRequests
+from inference.answering import Progress
 from inference.engine_request import engine_request_of
 from inference.engines.base import Engine
 from inference.generation_config import GenerationDefaults
 from inference.prompt_builder import PromptBuilder
-from inference.wire.protocol import GenerateRequest, PrefillRequest
+from inference.wire.protocol import PREFILL_MAX_AGE_S, GenerateRequest, PrefillRequest
 from inference.wire.request_queue import RequestQueue
 
 logger = logging.getLogger(__name__)
@@ -40,6 +42,40 @@ TRIM_PREFILLS = Counter(
 TRIM_PREFILL_PREFIX = "trim-"
 
 
+def prefill_start(
+    message: PrefillRequest, *, engine: Engine, active: ActiveRequests, background: bool
+) -> bool:
+    """Run a typing prefill in the background slot its worker took, unless it is stale or chat
+    runs there: it must never delay a real question. Its draft is not logged. True if it runs."""
+    if time.time() - message.submitted_at > PREFILL_MAX_AGE_S:
+        TYPING_PREFILLS.labels(outcome="dropped_stale").inc()
+        return False
+    if len(active) > active.background:
+        TYPING_PREFILLS.labels(outcome="dropped_busy").inc()
+        return False
+    request = message.as_generate()
+    if request.request_id in active:
+        return False
+    active.run(
+        request,
+        _prefill_counted(engine, request),
+        progress=Progress(),
+        background=background,
+        name=f"prefill-{request.request_id}",
+    )
+    return True
+
+
+async def _prefill_counted(engine: Engine, request: GenerateRequest) -> None:
+    try:
+        await engine_prefill(engine=engine, request=request)
+    except Exception as exc:  # an optimisation: the question itself will be answered
+        TYPING_PREFILLS.labels(outcome="failed").inc()
+        logger.warning("typing prefill %s failed: %s", request.request_id, type(exc).__name__)
+        return
+    TYPING_PREFILLS.labels(outcome="run").inc()
+
+
 async def engine_prefill(*, engine: Engine, request: GenerateRequest) -> None:
     """Render `request`'s prompt and run it to its end (it asks for a token or two)."""
     engine_request = await asyncio.to_thread(
@@ -47,6 +83,35 @@ async def engine_prefill(*, engine: Engine, request: GenerateRequest) -> None:
     )
     async for _delta in engine.stream(engine_request):
         pass
+
+
+class TrimPrefills:
+    """Queues, when an answer ends, its conversation's next trimmed prompt's prefill."""
+
+    def __init__(self, *, engine: Engine, queue: RequestQueue) -> None:
+        self._engine = engine
+        self._queue = queue
+        self._tasks: set[asyncio.Task[None]] = set()  # held until done (weak refs otherwise)
+
+    def after(self, request: GenerateRequest, progress: Progress, *, to: str) -> None:
+        """An answer ended: if its conversation's next turn will start its history at a new
+        cut, queue that trimmed prompt's prefill on `to` (the worker's own background queue:
+        the next turn is routed back there), run like a typing prefill: the next turn finds
+        its history in the prefix cache instead of re-reading all of it (`trim_prefill`)."""
+        if not progress.done_sent or progress.finish_reason == "abort":
+            return
+        task = asyncio.create_task(
+            queue_trim_prefill(
+                request,
+                answer="".join(progress.answer),
+                engine=self._engine,
+                queue=self._queue,
+                to=to,
+            ),
+            name=f"trim-prefill-{request.request_id}",
+        )
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
 
 async def queue_trim_prefill(

@@ -26,17 +26,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
-import time
-from collections.abc import Coroutine
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
 from pydantic import ValidationError
 
 from inference import metrics
+from inference.active_requests import Active, ActiveRequests
 from inference.answering import Progress, RequestAnswerer
 from inference.engine_health import until_unhealthy
 from inference.engines.base import (
@@ -46,15 +41,13 @@ from inference.engines.base import (
 )
 from inference.faq.cache import FaqCache
 from inference.faq.sync import faq_resync
-from inference.healthcheck import mark_alive
 from inference.intake import RequestIntake
-from inference.prefill import TYPING_PREFILLS, engine_prefill, queue_trim_prefill
+from inference.prefill import TrimPrefills, prefill_start
+from inference.presence import WorkerPresence
 from inference.settings import WorkerSettings
 from inference.start_warmup import engine_warm_at_start
-from inference.wire import retry
 from inference.wire.protocol import (
     FAQ_WORKERS_GROUP,
-    PREFILL_MAX_AGE_S,
     CancelRequest,
     Error,
     FaqInSync,
@@ -73,18 +66,9 @@ from inference.wire.request_queue import (
     request_queue,
     worker_queue,
 )
-from inference.wire.transport import Transport
+from inference.wire.transport import Transport, receive_retrying
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass
-class _Active:
-    request: GenerateRequest
-    task: asyncio.Task[None]
-    progress: Progress
-    background: bool = False
-    cancelled_by_client: bool = False
 
 
 class InferenceWorker:
@@ -112,17 +96,25 @@ class InferenceWorker:
         self.requests_accepted = 0  # taken from the queue and served here
         self._draining = False
         self._run_task: asyncio.Task[None] | None = None
-        self._slots = asyncio.Semaphore(settings.max_active)
-        self._background_slots = asyncio.Semaphore(
-            max(1, min(settings.max_background, settings.max_active))
+        self._active = ActiveRequests(
+            max_active=settings.max_active,
+            max_background=settings.max_background,
+            on_finished=self._finished,
         )
-        self._active: dict[str, _Active] = {}
         self._answerer: RequestAnswerer | None = None  # once the worker has its channel
         self.channel: str | None = None
         self.ready = asyncio.Event()
         self._failure: str | None = None  # why the engine's health check failed
         self._engine_dead = False  # ...and whether the engine itself is gone (not a blip)
-        self._side_tasks: set[asyncio.Task[None]] = set()  # queueing trim prefills
+        self._presence = WorkerPresence(
+            registry=self._registry,
+            transport=transport,
+            settings=settings,
+            running=lambda: len(self._active),
+            draining=lambda: self._draining,
+            faq_member=faq is not None,
+        )
+        self._trim_prefills = TrimPrefills(engine=engine, queue=self._queue)
 
     @property
     def active_requests(self) -> int:
@@ -141,11 +133,11 @@ class InferenceWorker:
     def queued_requests(self) -> int:
         """Taken from the channel, not yet handed to the engine (FAQ lookup, rendering)."""
         in_engine = self._answerer.in_engine if self._answerer is not None else set()
-        return sum(1 for request_id in list(self._active) if request_id not in in_engine)
+        return sum(1 for request_id in self._active.ids() if request_id not in in_engine)
 
     @property
     def background_requests(self) -> int:
-        return sum(1 for active in list(self._active.values()) if active.background)
+        return self._active.background
 
     async def run(self) -> None:
         """Serve until cancelled; on cancel, abort every running request."""
@@ -156,7 +148,7 @@ class InferenceWorker:
             settings=self._settings,
             faq=self._faq,
             worker_channel=self.channel,
-            cancelled_by_client=self._cancelled_by_client,
+            cancelled_by_client=self._active.cancelled_by_client,
         )
         if self._faq is not None:
             # FAQ changes are broadcast to every worker; the full set comes from the web side
@@ -184,7 +176,7 @@ class InferenceWorker:
                     ),
                 ]
                 group.create_task(self._pull_control(self.channel))
-                group.create_task(self._announce())
+                group.create_task(self._presence.announce_every_heartbeat(self.channel))
                 if self._faq is not None:
                     group.create_task(
                         faq_resync(
@@ -202,12 +194,8 @@ class InferenceWorker:
             raise unhealthy.exceptions[0] from None
         finally:
             metrics.worker_stopped(self)
-            with contextlib.suppress(Exception):
-                await self._registry.withdraw(worker_id=self.channel)
+            await self._presence.leave(self.channel)
             await self._hand_back_all()
-            with contextlib.suppress(Exception):
-                if self._faq is not None:
-                    await self._transport.group_discard(FAQ_WORKERS_GROUP, self.channel)
             await self._abort_all()
 
     async def drain(self, *, timeout_s: float) -> None:
@@ -220,12 +208,12 @@ class InferenceWorker:
             return
         self._draining = True
         with contextlib.suppress(Exception):  # else at the next heartbeat
-            await self._announce_once()  # capacity 0 at once
+            await self._presence.announce(self.channel or "")  # capacity 0 at once
         for puller in self._pullers:
             puller.cancel()
         await asyncio.gather(*self._pullers, return_exceptions=True)
         handed_back = await self._hand_back_all()
-        running = [active.task for active in self._active.values()]
+        running = [active.task for active in self._active.entries()]
         logger.info(
             "draining: handed back %d queued request(s), finishing %d running (up to %g s)",
             handed_back,
@@ -240,18 +228,8 @@ class InferenceWorker:
     async def _hand_back_all(self) -> int:
         if self.channel is None:
             return 0
-        total = 0
         shared = (self._settings.request_channel, self._settings.background_channel)
-        for queue in (
-            *shared,
-            *(moved_queue(q) for q in shared),
-            *(worker_queue(q, self.channel) for q in shared),
-        ):
-            try:
-                total += await self._queue.hand_back_all(queue, consumer=self.channel)
-            except Exception as exc:  # another worker reclaims them after reclaim_after_s
-                logger.warning("could not hand back requests taken from %s: %s", queue, exc)
-        return total
+        return await self._intake.hand_back_all(shared, consumer=self.channel)
 
     async def _pull(self, queue: str, *, background: bool = False) -> None:
         """Take from this worker's own queue (affinity, warm-ups), else from the queue of
@@ -265,88 +243,39 @@ class InferenceWorker:
         """
         while True:
             if background:
-                await self._background_slots.acquire()
+                await self._active.background_slots.acquire()
             holds_slot = False
             started = False
             try:
-                await self._slots.acquire()  # wait for a free slot...
-                self._slots.release()  # ...without holding it while idle
+                await self._active.slots.acquire()  # wait for a free slot...
+                self._active.slots.release()  # ...without holding it while idle
                 assert self.channel is not None
-                taken = await self._take(
-                    [worker_queue(queue, self.channel), moved_queue(queue), queue]
+                taken = await self._intake.take(
+                    [worker_queue(queue, self.channel), moved_queue(queue), queue],
+                    consumer=self.channel,
                 )
-                await self._slots.acquire()
+                await self._active.slots.acquire()
                 holds_slot = True
                 # shielded: a stop between the accept and the start would lose the request
                 started = await asyncio.shield(self._accept_and_start(taken, background=background))
             finally:
                 if not started:
                     if holds_slot:
-                        self._slots.release()
+                        self._active.slots.release()
                     if background:
-                        self._background_slots.release()
-
-    async def _take(self, queues: list[str]) -> Taken:
-        """Take, riding out a Redis restart (requests put meanwhile wait in Redis)."""
-        assert self.channel is not None
-        backoff = retry.RECEIVE.start()
-        while True:
-            retry.stop_if_cancelled()
-            try:
-                return await self._queue.take_any(queues, consumer=self.channel)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                logger.warning("taking from %s failed (%s); retrying", queues[-1], exc)
-                await backoff.sleep()
+                        self._active.background_slots.release()
 
     async def _accept_and_start(self, taken: Taken, *, background: bool) -> bool:
         """Serve a taken request if it is still this worker's; True if it now runs here."""
         message = await self._intake.accept(taken)
         if isinstance(message, PrefillRequest):
-            return self._start_prefill(message, background=background)
+            return prefill_start(
+                message, engine=self._engine, active=self._active, background=background
+            )
         if message is None:
             return False
         self.requests_accepted += 1
         return self._start(message, background=background)
-
-    async def _receive(self, channel: str) -> dict[str, object]:
-        """Receive, riding out a Redis restart."""
-        backoff = retry.RECEIVE.start()
-        while True:
-            retry.stop_if_cancelled()
-            try:
-                return await self._transport.receive(channel)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                logger.warning("receive on %s failed (%s); retrying", channel, exc)
-                await backoff.sleep()
-
-    async def _announce(self) -> None:
-        """Tell the registry this worker is alive and how much it takes, every heartbeat."""
-        while True:
-            retry.stop_if_cancelled()
-            try:
-                await self._announce_once()
-                if self._faq is not None:  # groups expire, and vanish with a Redis restart
-                    await self._transport.group_add(FAQ_WORKERS_GROUP, self.channel or "")
-                if self._settings.health_file:
-                    mark_alive(Path(self._settings.health_file))
-            except Exception as exc:
-                logger.warning("announcing the worker failed (%s); retrying", exc)
-            await asyncio.sleep(self._settings.heartbeat_s)
-
-    async def _announce_once(self) -> None:
-        """Alive; what it takes (nothing while draining) and its free slots."""
-        assert self.channel is not None
-        draining = self._draining
-        await self._registry.announce(
-            worker_id=self.channel,
-            capacity=0 if draining else self._settings.max_active + self._settings.max_queue,
-            ttl_s=max(3.0, 3 * self._settings.heartbeat_s),
-            free=0 if draining else max(0, self._settings.max_active - len(self._active)),
-        )
 
     async def _watch_health(self) -> None:
         """Check the engine's health (`until_unhealthy`); when its failures are no blip, raise
@@ -372,7 +301,7 @@ class InferenceWorker:
 
     async def _pull_control(self, channel: str) -> None:
         while True:
-            raw = await self._receive(channel)
+            raw = await receive_retrying(self._transport, channel)
             try:
                 message = worker_inbound_adapter.validate_python(raw)
             except ValidationError:
@@ -386,21 +315,12 @@ class InferenceWorker:
             elif isinstance(message, PrefillRequest):  # typing prefill comes on the queue
                 logger.warning("ignoring %s on the control channel", message.type)
             else:  # a generate sent to this worker directly is served like any other
-                await self._slots.acquire()
+                await self._active.slots.acquire()
                 if not self._start(message):
-                    self._slots.release()
+                    self._active.slots.release()
 
     def cancel(self, request_id: str) -> bool:
-        active = self._active.get(request_id)
-        if active is None:
-            return False
-        active.cancelled_by_client = True
-        active.task.cancel()
-        return True
-
-    def _cancelled_by_client(self, request_id: str) -> bool:
-        active = self._active.get(request_id)
-        return active is not None and active.cancelled_by_client
+        return self._active.cancel(request_id)
 
     def _start(self, message: GenerateRequest, *, background: bool = False) -> bool:
         if message.request_id in self._active:
@@ -408,7 +328,7 @@ class InferenceWorker:
             return False
         assert self._answerer is not None, "requests are pulled once the worker runs"
         progress = Progress(seq=message.first_seq - 1)  # a migrated answer goes on counting
-        self._run(
+        self._active.run(
             message,
             self._answerer.serve(message, progress),
             progress=progress,
@@ -417,84 +337,12 @@ class InferenceWorker:
         )
         return True
 
-    def _run(
-        self,
-        request: GenerateRequest,
-        work: Coroutine[Any, Any, None],
-        *,
-        progress: Progress,
-        background: bool,
-        name: str,
-    ) -> None:
-        """Run `work` for `request` in a slot held until it ends (`_finished` frees it)."""
-        task = asyncio.create_task(work, name=name)
-        self._active[request.request_id] = _Active(
-            request=request, task=task, progress=progress, background=background
-        )
-        task.add_done_callback(functools.partial(self._finished, request.request_id))
-
-    def _start_prefill(self, message: PrefillRequest, *, background: bool) -> bool:
-        """Run a typing prefill in this background slot, unless it is stale or chat runs
-        here: it must never delay a real question. Its draft is not logged."""
-        if time.time() - message.submitted_at > PREFILL_MAX_AGE_S:
-            TYPING_PREFILLS.labels(outcome="dropped_stale").inc()
-            return False
-        if self.active_requests > self.background_requests:
-            TYPING_PREFILLS.labels(outcome="dropped_busy").inc()
-            return False
-        request = message.as_generate()
-        if request.request_id in self._active:
-            return False
-        self._run(
-            request,
-            self._prefill(request),
-            progress=Progress(),
-            background=background,
-            name=f"prefill-{request.request_id}",
-        )
-        return True
-
-    async def _prefill(self, request: GenerateRequest) -> None:
-        try:
-            await engine_prefill(engine=self._engine, request=request)
-        except Exception as exc:  # an optimisation: the question itself will be answered
-            TYPING_PREFILLS.labels(outcome="failed").inc()
-            logger.warning("typing prefill %s failed: %s", request.request_id, type(exc).__name__)
-            return
-        TYPING_PREFILLS.labels(outcome="run").inc()
-
-    def _finished(self, request_id: str, _task: asyncio.Task[None]) -> None:
-        active = self._active.pop(request_id, None)
+    def _finished(self, active: Active) -> None:
         if self._answerer is not None:
-            self._answerer.in_engine.discard(request_id)
-        self._slots.release()
-        if active is not None and active.background:
-            self._background_slots.release()
-        if active is not None:
-            self._prefill_next_trim(active)
-
-    def _prefill_next_trim(self, active: _Active) -> None:
-        """An answer ended: if its conversation's next turn will start its history at a new
-        cut, queue that trimmed prompt's prefill on this worker's own background queue (the
-        next turn is routed back here), run like a typing prefill: the next turn finds its
-        history in the prefix cache instead of re-reading all of it (`trim_prefill`)."""
-        progress = active.progress
-        if not progress.done_sent or progress.finish_reason == "abort" or self._draining:
-            return
-        if self.channel is None:
-            return
-        task = asyncio.create_task(
-            queue_trim_prefill(
-                active.request,
-                answer="".join(progress.answer),
-                engine=self._engine,
-                queue=self._queue,
-                to=worker_queue(self._settings.background_channel, self.channel),
-            ),
-            name=f"trim-prefill-{active.request.request_id}",
-        )
-        self._side_tasks.add(task)
-        task.add_done_callback(self._side_tasks.discard)
+            self._answerer.in_engine.discard(active.request.request_id)
+        if not self._draining and self.channel is not None:
+            to = worker_queue(self._settings.background_channel, self.channel)
+            self._trim_prefills.after(active.request, active.progress, to=to)
 
     async def _abort_all(self) -> None:
         """Stop every running request. When the engine died (`EngineDeadError`) each fails
@@ -503,16 +351,7 @@ class InferenceWorker:
         checks) nothing is sent: the worker has left the registry, so the relay moves each
         answer to another worker from the text already streamed, or fails it `worker_lost`
         when there is none (a rolling restart must not cut answers longer than the drain)."""
-        active = list(self._active.values())
-        for entry in active:
-            entry.task.cancel()
-        for entry in active:
-            try:
-                await entry.task
-            except asyncio.CancelledError:
-                pass
-            except Exception:
-                logger.exception("request task failed during shutdown")
+        for entry in await self._active.abort_all():
             if not self._engine_dead:
                 continue
             await self._transport.send(

@@ -58,7 +58,7 @@ class Workers:
             return None
 
         worker._abort_all = say_nothing  # type: ignore[method-assign]
-        for active in list(worker._active.values()):
+        for active in list(worker._active.entries()):
             active.task.cancel()
         self.tasks[index].cancel()
         with contextlib.suppress(asyncio.CancelledError):
