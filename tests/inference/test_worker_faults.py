@@ -95,52 +95,75 @@ async def engine() -> ScriptedEngine:
     return ScriptedEngine()
 
 
-async def start(
-    *,
-    layer: Any,
-    engine: ScriptedEngine,
-    settings: WorkerSettings,
-    faq: FaqCache | None = None,
-    transport: Transport | None = None,
-) -> _Started:
-    registry = LocalWorkerRegistry()
-    worker = InferenceWorker(
-        engine=engine,
-        transport=transport or Transport(layer=layer),
-        settings=settings,
-        faq=faq,
-        registry=registry,
-    )
-    task = asyncio.create_task(worker.run())
-    await worker.ready.wait()
-    return _Started(worker, task, registry)
+class Workers:
+    """Starts workers on the test's layer and engine; the fixture stops them after the test."""
+
+    def __init__(self, *, layer: Any, engine: ScriptedEngine) -> None:
+        self._layer, self._engine = layer, engine
+        self._tasks: list[asyncio.Task[None]] = []
+
+    async def start(
+        self,
+        settings: WorkerSettings,
+        *,
+        faq: FaqCache | None = None,
+        transport: Transport | None = None,
+    ) -> _Started:
+        registry = LocalWorkerRegistry()
+        worker = InferenceWorker(
+            engine=self._engine,
+            transport=transport or Transport(layer=self._layer),
+            settings=settings,
+            faq=faq,
+            registry=registry,
+        )
+        task = asyncio.create_task(worker.run())
+        self._tasks.append(task)
+        await worker.ready.wait()
+        return _Started(worker, task, registry)
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
 
 
 @pytest.fixture
-async def stopper() -> AsyncIterator[list[asyncio.Task[None]]]:
-    tasks: list[asyncio.Task[None]] = []
-    yield tasks
-    for task in tasks:
-        task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
+async def workers(layer: InMemoryChannelLayer, engine: ScriptedEngine) -> AsyncIterator[Workers]:
+    made = Workers(layer=layer, engine=engine)
+    yield made
+    await made.stop()
+
+
+async def ask(layer: Any, text: str, **extra: Any) -> str:
+    """Queue a request for `text` (`generate`'s extras) with a new reply channel; returns it."""
+    reply: str = await layer.new_channel()
+    await local_request_queue().put(REQUEST_CHANNEL, generate(reply, text, **extra))
+    return reply
+
+
+async def accepted_on(layer: Any, reply: str) -> Accepted:
+    """The first event on `reply`, which must be the worker's Accepted."""
+    event = worker_event_adapter.validate_python(await layer.receive(reply))
+    assert isinstance(event, Accepted)
+    return event
+
+
+GLOBAL_FAQ = FaqLookup(scopes=["global"])
 
 
 # ---- 1a: no progress after the first token ------------------------------------------------
 
 
 async def test_an_engine_that_stops_producing_tokens_is_aborted_with_an_engine_error(
-    layer: InMemoryChannelLayer, engine: ScriptedEngine, stopper: list[asyncio.Task[None]]
+    layer: InMemoryChannelLayer, engine: ScriptedEngine, workers: Workers
 ) -> None:
     engine.hang_after_tokens = 2
-    started = await start(
-        layer=layer,
-        engine=engine,
-        settings=worker_settings(stall_s=0.4, heartbeat_s=0.05, coalesce_ms=0.0),
+    started = await workers.start(
+        worker_settings(stall_s=0.4, heartbeat_s=0.05, coalesce_ms=0.0),
     )
-    stopper.append(started.task)
-    reply = await layer.new_channel()
     began = time.monotonic()
-    await local_request_queue().put(REQUEST_CHANNEL, generate(reply, "one two three four"))
+    reply = await ask(layer, "one two three four")
     events = await collect(layer, reply)
 
     assert [e.type for e in events if e.type == "inference.delta"]  # it did start streaming
@@ -156,16 +179,10 @@ async def test_an_engine_that_stops_producing_tokens_is_aborted_with_an_engine_e
 
 
 async def test_a_long_prefill_before_the_first_token_is_not_a_stall(
-    layer: InMemoryChannelLayer, engine: ScriptedEngine, stopper: list[asyncio.Task[None]]
+    layer: InMemoryChannelLayer, engine: ScriptedEngine, workers: Workers
 ) -> None:
-    started = await start(
-        layer=layer, engine=engine, settings=worker_settings(stall_s=0.3, heartbeat_s=0.05)
-    )
-    stopper.append(started.task)
-    reply = await layer.new_channel()
-    await local_request_queue().put(
-        REQUEST_CHANNEL, generate(reply, "[[stall]] a b")
-    )  # 1 s before a token
+    await workers.start(worker_settings(stall_s=0.3, heartbeat_s=0.05))
+    reply = await ask(layer, "[[stall]] a b")  # 1 s before a token
     events = await collect(layer, reply)
     assert events[-1].type == "inference.done"
     assert events[-1].finish_reason == "stop"
@@ -178,26 +195,19 @@ async def test_a_long_prefill_before_the_first_token_is_not_a_stall(
 async def test_a_dead_engine_withdraws_the_worker_at_once_and_fails_its_requests(
     layer: InMemoryChannelLayer,
     engine: ScriptedEngine,
-    stopper: list[asyncio.Task[None]],
+    workers: Workers,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """vLLM's engine core died: it cannot come back, and the request may be what killed it,
     so its answers fail `engine` instead of moving to (and killing) another worker."""
-    started = await start(
-        layer=layer,
-        engine=engine,
-        settings=worker_settings(
-            max_active=2, max_queue=3, health_every_s=0.05, health_timeout_s=0.1
-        ),
+    started = await workers.start(
+        worker_settings(max_active=2, max_queue=3, health_every_s=0.05, health_timeout_s=0.1),
     )
-    stopper.append(started.task)
     await asyncio.sleep(0.1)
     assert await started.registry.capacity() == 5  # healthy: announced, checks pass
 
-    reply = await layer.new_channel()
-    await local_request_queue().put(REQUEST_CHANNEL, generate(reply, "[[slow]] " + "w " * 200))
-    accepted = worker_event_adapter.validate_python(await layer.receive(reply))
-    assert accepted.type == "inference.accepted"
+    reply = await ask(layer, "[[slow]] " + "w " * 200)
+    await accepted_on(layer, reply)
     engine.health_error = EngineDeadError("engine core died")
 
     events = await collect(layer, reply)
@@ -218,20 +228,15 @@ async def test_a_dead_engine_withdraws_the_worker_at_once_and_fails_its_requests
 
 
 async def test_a_remote_engine_failing_its_health_check_briefly_costs_nothing(
-    layer: InMemoryChannelLayer, engine: ScriptedEngine, stopper: list[asyncio.Task[None]]
+    layer: InMemoryChannelLayer, engine: ScriptedEngine, workers: Workers
 ) -> None:
     """`INFERENCE_ENGINE=openai`: a router restart makes `/health` fail once or twice; the
     worker keeps serving and the answer streaming through it completes."""
-    started = await start(
-        layer=layer,
-        engine=engine,
-        settings=worker_settings(health_every_s=0.05, health_timeout_s=0.1, health_failures=3),
+    started = await workers.start(
+        worker_settings(health_every_s=0.05, health_timeout_s=0.1, health_failures=3),
     )
-    stopper.append(started.task)
-    reply = await layer.new_channel()
-    await local_request_queue().put(REQUEST_CHANNEL, generate(reply, "[[slow]] " + "w " * 30))
-    accepted = worker_event_adapter.validate_python(await layer.receive(reply))
-    assert accepted.type == "inference.accepted"
+    reply = await ask(layer, "[[slow]] " + "w " * 30)
+    await accepted_on(layer, reply)
     engine.health_error = EngineError("http://router/health answered 502")
     await asyncio.sleep(0.08)  # one or two failed checks
     engine.health_error = None
@@ -247,22 +252,17 @@ async def test_a_remote_engine_failing_its_health_check_briefly_costs_nothing(
 async def test_a_remote_engine_that_stays_unhealthy_stops_the_worker_and_hands_answers_on(
     layer: InMemoryChannelLayer,
     engine: ScriptedEngine,
-    stopper: list[asyncio.Task[None]],
+    workers: Workers,
     failure: str,
 ) -> None:
     """`/health` fails `health_failures` times in a row: the worker withdraws and stops, and
     sends nothing for its running answers, so each relay moves its answer to another worker
     from the text already streamed (the request is not at fault, unlike a dead engine core)."""
-    started = await start(
-        layer=layer,
-        engine=engine,
-        settings=worker_settings(health_every_s=0.05, health_timeout_s=0.1, health_failures=3),
+    started = await workers.start(
+        worker_settings(health_every_s=0.05, health_timeout_s=0.1, health_failures=3),
     )
-    stopper.append(started.task)
-    reply = await layer.new_channel()
-    await local_request_queue().put(REQUEST_CHANNEL, generate(reply, "[[slow]] " + "w " * 200))
-    accepted = worker_event_adapter.validate_python(await layer.receive(reply))
-    assert accepted.type == "inference.accepted"
+    reply = await ask(layer, "[[slow]] " + "w " * 200)
+    await accepted_on(layer, reply)
     if failure == "raises":
         engine.health_error = EngineError("http://router/health: connection refused")
     else:
@@ -293,18 +293,12 @@ class _SlowFaq(FaqCache):
 
 
 async def test_a_stop_during_the_faq_lookup_ends_with_done_abort(
-    layer: InMemoryChannelLayer, engine: ScriptedEngine, stopper: list[asyncio.Task[None]]
+    layer: InMemoryChannelLayer, engine: ScriptedEngine, workers: Workers
 ) -> None:
     faq = _SlowFaq()
-    started = await start(layer=layer, engine=engine, settings=worker_settings(), faq=faq)
-    stopper.append(started.task)
-    reply = await layer.new_channel()
-    await local_request_queue().put(
-        REQUEST_CHANNEL,
-        generate(reply, "how do I reset my password?", faq_lookup=FaqLookup(scopes=["global"])),
-    )
-    accepted = worker_event_adapter.validate_python(await layer.receive(reply))
-    assert isinstance(accepted, Accepted)
+    started = await workers.start(worker_settings(), faq=faq)
+    reply = await ask(layer, "how do I reset my password?", faq_lookup=GLOBAL_FAQ)
+    accepted = await accepted_on(layer, reply)
     await asyncio.wait_for(faq.looking.wait(), 2)
     await layer.send(accepted.worker_channel, CancelRequest(request_id="r1").to_channel())
 
@@ -334,16 +328,13 @@ class _TimedFaq(FaqCache):
 
 
 async def test_a_faq_miss_adds_no_time_before_the_models_first_token(
-    layer: InMemoryChannelLayer, engine: ScriptedEngine, stopper: list[asyncio.Task[None]]
+    layer: InMemoryChannelLayer, engine: ScriptedEngine, workers: Workers
 ) -> None:
     # the scripted engine's "[[stall]]" takes 1 s before its first token (a long prefill);
     # a lookup of 0.8 s must run during it, not before it (that would be 1.8 s)
     faq = _TimedFaq(delay_s=0.8, hit=False)
-    started = await start(layer=layer, engine=engine, settings=worker_settings(), faq=faq)
-    stopper.append(started.task)
-    reply = await layer.new_channel()
-    request = generate(reply, "[[stall]] reset password", faq_lookup=FaqLookup(scopes=["global"]))
-    await local_request_queue().put(REQUEST_CHANNEL, request)
+    await workers.start(worker_settings(), faq=faq)
+    reply = await ask(layer, "[[stall]] reset password", faq_lookup=GLOBAL_FAQ)
     events = await collect(layer, reply)
     done = events[-1]
     assert done.type == "inference.done"
@@ -356,31 +347,23 @@ async def test_a_faq_miss_adds_no_time_before_the_models_first_token(
 
 
 async def test_a_model_answer_to_a_question_close_to_an_entry_names_the_entry(
-    layer: InMemoryChannelLayer, engine: ScriptedEngine, stopper: list[asyncio.Task[None]]
+    layer: InMemoryChannelLayer, engine: ScriptedEngine, workers: Workers
 ) -> None:
     faq = _TimedFaq(delay_s=0.05, hit=False, near=True)
-    started = await start(layer=layer, engine=engine, settings=worker_settings(), faq=faq)
-    stopper.append(started.task)
-    reply = await layer.new_channel()
-    request = generate(
-        reply, "where do I set a new password", faq_lookup=FaqLookup(scopes=["global"])
-    )
-    await local_request_queue().put(REQUEST_CHANNEL, request)
+    await workers.start(worker_settings(), faq=faq)
+    reply = await ask(layer, "where do I set a new password", faq_lookup=GLOBAL_FAQ)
     done = (await collect(layer, reply))[-1]
     assert done.type == "inference.done"
     assert (done.source, done.faq_entry_id, done.faq_near_entry_id) == ("model", None, 7)
 
 
 async def test_a_faq_hit_during_the_engine_start_aborts_it_and_answers_at_once(
-    layer: InMemoryChannelLayer, engine: ScriptedEngine, stopper: list[asyncio.Task[None]]
+    layer: InMemoryChannelLayer, engine: ScriptedEngine, workers: Workers
 ) -> None:
     faq = _TimedFaq(delay_s=0.2, hit=True)
-    started = await start(layer=layer, engine=engine, settings=worker_settings(), faq=faq)
-    stopper.append(started.task)
-    reply = await layer.new_channel()
-    request = generate(reply, "[[stall]] reset password", faq_lookup=FaqLookup(scopes=["global"]))
+    started = await workers.start(worker_settings(), faq=faq)
     sent = time.monotonic()
-    await local_request_queue().put(REQUEST_CHANNEL, request)
+    reply = await ask(layer, "[[stall]] reset password", faq_lookup=GLOBAL_FAQ)
     events = await collect(layer, reply)
     done = events[-1]
     assert done.type == "inference.done"
@@ -393,15 +376,12 @@ async def test_a_faq_hit_during_the_engine_start_aborts_it_and_answers_at_once(
 
 
 async def test_a_faq_hit_still_answers_when_the_engine_fails_to_start(
-    layer: InMemoryChannelLayer, engine: ScriptedEngine, stopper: list[asyncio.Task[None]]
+    layer: InMemoryChannelLayer, engine: ScriptedEngine, workers: Workers
 ) -> None:
     engine.max_prompt_tokens = 3  # every prompt is too long for the engine's "context"
     faq = _TimedFaq(delay_s=0.1, hit=True)
-    started = await start(layer=layer, engine=engine, settings=worker_settings(), faq=faq)
-    stopper.append(started.task)
-    reply = await layer.new_channel()
-    request = generate(reply, "reset my password please", faq_lookup=FaqLookup(scopes=["global"]))
-    await local_request_queue().put(REQUEST_CHANNEL, request)
+    await workers.start(worker_settings(), faq=faq)
+    reply = await ask(layer, "reset my password please", faq_lookup=GLOBAL_FAQ)
     events = await collect(layer, reply)
     assert events[-1].type == "inference.done"
     assert events[-1].source == "faq"
@@ -443,18 +423,14 @@ def _dropped(reason: str) -> float:
 
 
 async def test_a_briefly_full_reply_channel_loses_nothing(
-    layer: InMemoryChannelLayer, engine: ScriptedEngine, stopper: list[asyncio.Task[None]]
+    layer: InMemoryChannelLayer, engine: ScriptedEngine, workers: Workers
 ) -> None:
     full = _FullFor(layer, times=3, types={"inference.delta"})
-    started = await start(
-        layer=layer,
-        engine=engine,
-        settings=worker_settings(),
+    await workers.start(
+        worker_settings(),
         transport=Transport(layer=full, full_retry_s=2.0),
     )
-    stopper.append(started.task)
-    reply = await layer.new_channel()
-    await local_request_queue().put(REQUEST_CHANNEL, generate(reply, "one two three"))
+    reply = await ask(layer, "one two three")
     events = await collect(layer, reply)
     assert full.refused == 3
     assert events[-1].type == "inference.done"
@@ -465,20 +441,16 @@ async def test_a_briefly_full_reply_channel_loses_nothing(
 async def test_a_reply_channel_full_for_too_long_aborts_counts_and_says_overloaded(
     layer: InMemoryChannelLayer,
     engine: ScriptedEngine,
-    stopper: list[asyncio.Task[None]],
+    workers: Workers,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     full = _FullFor(layer, times=10**6, types={"inference.delta"})
-    started = await start(
-        layer=layer,
-        engine=engine,
-        settings=worker_settings(),
+    started = await workers.start(
+        worker_settings(),
         transport=Transport(layer=full, full_retry_s=0.3),
     )
-    stopper.append(started.task)
     before = _dropped("channel_full")
-    reply = await layer.new_channel()
-    await local_request_queue().put(REQUEST_CHANNEL, generate(reply, "[[slow]] " + "w " * 100))
+    reply = await ask(layer, "[[slow]] " + "w " * 100)
     began = time.monotonic()
     events = await collect(layer, reply)
     assert 0.3 <= time.monotonic() - began < 2.0  # retried for the bound, then gave up
@@ -493,19 +465,15 @@ async def test_a_reply_channel_full_for_too_long_aborts_counts_and_says_overload
 
 
 async def test_a_reply_channel_that_stays_full_gets_no_error_but_is_still_aborted(
-    engine: ScriptedEngine, stopper: list[asyncio.Task[None]]
+    engine: ScriptedEngine, workers: Workers
 ) -> None:
     tiny = InMemoryChannelLayer(capacity=2)
-    started = await start(
-        layer=tiny,
-        engine=engine,
-        settings=worker_settings(heartbeat_s=10.0),
+    started = await workers.start(
+        worker_settings(heartbeat_s=10.0),
         transport=Transport(layer=tiny, full_retry_s=0.2),
     )
-    stopper.append(started.task)
     before = _dropped("channel_full")
-    reply = await tiny.new_channel()
-    await local_request_queue().put(REQUEST_CHANNEL, generate(reply, "[[slow]] " + "w " * 100))
+    reply = await ask(tiny, "[[slow]] " + "w " * 100)
     await until(lambda: _dropped("channel_full") >= before + 1)
     await until(lambda: started.worker.active_requests == 0)
     assert engine.stats().running_requests == 0
@@ -531,15 +499,14 @@ def test_the_fault_bounds_come_from_the_environment(monkeypatch: pytest.MonkeyPa
 
 
 async def test_a_moved_answer_is_served_before_the_questions_waiting_in_the_queue(
-    layer: InMemoryChannelLayer, engine: ScriptedEngine, stopper: list[asyncio.Task[None]]
+    layer: InMemoryChannelLayer, engine: ScriptedEngine, workers: Workers
 ) -> None:
     """Issue 31 defect 8: an answer whose worker died went on at the back of the queue, behind
     every question that came after it (and could end `busy` there). It waits on the moved
     queue now, which every worker takes from before the shared one."""
     from inference.wire.request_queue import moved_queue
 
-    started = await start(layer=layer, engine=engine, settings=worker_settings(max_active=1))
-    stopper.append(started.task)
+    await workers.start(worker_settings(max_active=1))
     queue = local_request_queue()
     reply = await layer.new_channel()
     await queue.put(REQUEST_CHANNEL, generate(reply, "[[slow]] " + "w " * 10, request_id="busy"))
