@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import Literal, Protocol
 
 from inference.faq.candidates import Candidate, decision_for
-from inference.faq.entry_choice import ChoiceRule, EntryChoice, choose, exact_repeat
+from inference.faq.entry_choice import ChoiceRule, EntryChoice, choose, exact_repeat_else
 from inference.faq.verifier import FaqVerifier
 
 # A decider's name: the learned verifier, or exact repeats only while it is not ready.
@@ -53,17 +53,15 @@ class ExactRepeatDecision:
         self.status = status
 
     def decide(self, *, query: str, candidates: Sequence[Candidate]) -> EntryChoice:
-        if not candidates:
-            return EntryChoice(None)
-        ranked = sorted(candidates, key=lambda c: c.score, reverse=True)
-        repeat = exact_repeat(query, ranked)
-        if repeat is not None:
-            return EntryChoice(repeat)
-        why = "exact repeats only until the verifier is ready"
-        return EntryChoice(decision_for(ranked[0], False, why))
+        return exact_repeat_else(query, candidates, _refused_until_verifier_ready)
 
     def describe(self) -> str:
         return f"exact repeats of an entry's phrasings only: {self.status}"
+
+
+def _refused_until_verifier_ready(ranked: Sequence[Candidate]) -> EntryChoice:
+    why = "exact repeats only until the verifier is ready"
+    return EntryChoice(decision_for(ranked[0], False, why))
 
 
 class VerifierDecision:

@@ -55,15 +55,36 @@ class EntryChoice:
     suggestions: tuple[Candidate, ...] = field(default=())
 
 
-def choose(
-    *, query: str, candidates: Sequence[Candidate], scorer: Scorer, rule: ChoiceRule
+def exact_repeat_else(
+    query: str,
+    candidates: Sequence[Candidate],
+    judge: Callable[[Sequence[Candidate]], EntryChoice],
 ) -> EntryChoice:
+    """What every decision does first: no candidates, no decision; a question that repeats one
+    of their phrasings, that entry (`exact_repeat`); else what `judge` makes of the candidates,
+    best cosine first."""
     if not candidates:
         return EntryChoice(None)
     ranked = sorted(candidates, key=lambda c: c.score, reverse=True)
     repeat = exact_repeat(query, ranked)
     if repeat is not None:
         return EntryChoice(repeat)
+    return judge(ranked)
+
+
+def choose(
+    *, query: str, candidates: Sequence[Candidate], scorer: Scorer, rule: ChoiceRule
+) -> EntryChoice:
+    return exact_repeat_else(
+        query, candidates, lambda ranked: _verified(query, ranked, scorer=scorer, rule=rule)
+    )
+
+
+def _verified(
+    query: str, ranked: Sequence[Candidate], *, scorer: Scorer, rule: ChoiceRule
+) -> EntryChoice:
+    """The verifier's decision among `ranked` (best cosine first; the question repeats none of
+    their phrasings)."""
     best_by_cosine = ranked[0]
     scored = [c for c in ranked if c.score >= rule.cosine_floor][: rule.max_scored]
     if not scored:
