@@ -7,7 +7,6 @@ import socket
 import time
 import urllib.request
 from collections.abc import AsyncIterator
-from typing import Any
 
 import pytest
 from channels.layers import InMemoryChannelLayer
@@ -18,10 +17,11 @@ from inference.engines.base import EngineStats
 from inference.engines.scripted import ScriptedEngine
 from inference.metrics import MetricsPortError, WorkerCollector, serve_metrics
 from inference.settings import WorkerSettings
-from inference.wire.protocol import BACKGROUND_CHANNEL, REQUEST_CHANNEL, ChatTurn, GenerateRequest
+from inference.wire.protocol import BACKGROUND_CHANNEL, REQUEST_CHANNEL
 from inference.wire.request_queue import local_request_queue
 from inference.wire.transport import Transport
 from inference.worker import InferenceWorker
+from tests.inference.worker_events import generate
 from tests.support.net import free_port
 from tests.support.workers import worker_settings
 
@@ -36,16 +36,6 @@ async def wait_for(name: str, expected: float) -> None:
             return
         await asyncio.sleep(0.02)
     raise AssertionError(f"{name} is {value(name)}, wanted {expected}")
-
-
-def generate(reply: str, text: str, *, request_id: str, priority: int = 0) -> dict[str, Any]:
-    return GenerateRequest(
-        request_id=request_id,
-        reply_channel=reply,
-        messages=[ChatTurn(role="user", content=text)],
-        submitted_at=time.time(),
-        priority=priority,
-    ).to_channel()
 
 
 @pytest.fixture

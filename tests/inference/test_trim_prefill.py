@@ -24,7 +24,7 @@ from inference.wire.protocol import (
 from inference.wire.request_queue import local_request_queue
 from inference.wire.transport import Transport
 from inference.worker import InferenceWorker
-from tests.inference.test_worker import collect
+from tests.inference.worker_events import collect
 from tests.support.workers import worker_settings
 
 GENERATION_PROMPT = f"{CHATML_START}assistant\n"

@@ -6,7 +6,6 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator
-from typing import Any
 
 import pytest
 from channels.layers import InMemoryChannelLayer
@@ -22,6 +21,7 @@ from inference.wire.protocol import (
 from inference.wire.request_queue import local_request_queue
 from inference.wire.transport import Transport
 from inference.worker import InferenceWorker
+from tests.inference.worker_events import accepted_on, ask, collect, generate
 from tests.support.workers import worker_settings
 
 
@@ -49,31 +49,10 @@ async def worker(
     await asyncio.gather(task, return_exceptions=True)
 
 
-def generate(reply: str, text: str, request_id: str = "r1") -> dict[str, Any]:
-    return GenerateRequest(
-        request_id=request_id,
-        reply_channel=reply,
-        messages=[ChatTurn(role="user", content=text)],
-        submitted_at=time.time(),
-    ).to_channel()
-
-
-async def collect(layer: InMemoryChannelLayer, channel: str) -> list[Any]:
-    events = []
-    while True:
-        event = worker_event_adapter.validate_python(
-            await asyncio.wait_for(layer.receive(channel), 5)
-        )
-        events.append(event)
-        if event.type in ("inference.done", "inference.error"):
-            return events
-
-
 async def test_a_request_streams_accepted_deltas_and_done(
     layer: InMemoryChannelLayer, worker: InferenceWorker
 ) -> None:
-    reply = await layer.new_channel()
-    await local_request_queue().put(REQUEST_CHANNEL, generate(reply, "one two three"))
+    reply = await ask(layer, "one two three")
     events = await collect(layer, reply)
 
     assert events[0].type == "inference.accepted"
@@ -94,8 +73,7 @@ async def test_a_nul_character_from_the_engine_is_not_streamed(
 ) -> None:
     # the scripted engine says back what it was told; a real model can emit NUL too (a
     # byte-fallback token), and PostgreSQL cannot store an answer holding it
-    reply = await layer.new_channel()
-    await local_request_queue().put(REQUEST_CHANNEL, generate(reply, "one \x00two"))
+    reply = await ask(layer, "one \x00two")
     deltas = [e for e in await collect(layer, reply) if e.type == "inference.delta"]
     assert "".join(d.text for d in deltas) == "You said: one two"
 
@@ -103,10 +81,8 @@ async def test_a_nul_character_from_the_engine_is_not_streamed(
 async def test_cancel_on_the_worker_channel_aborts(
     layer: InMemoryChannelLayer, worker: InferenceWorker, engine: ScriptedEngine
 ) -> None:
-    reply = await layer.new_channel()
-    await local_request_queue().put(REQUEST_CHANNEL, generate(reply, "[[slow]] " + "w " * 100))
-    accepted = worker_event_adapter.validate_python(await layer.receive(reply))
-    assert accepted.type == "inference.accepted"
+    reply = await ask(layer, "[[slow]] " + "w " * 100)
+    accepted = await accepted_on(layer, reply)
     await layer.send(accepted.worker_channel, CancelRequest(request_id="r1").to_channel())
     events = await collect(layer, reply)
     assert events[-1].type == "inference.done"

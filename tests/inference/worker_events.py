@@ -1,0 +1,56 @@
+"""A worker's requests and events on an in-memory channel layer, for the worker tests: a
+request put on the shared queue, the events that answer it."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from inference.wire.protocol import (
+    REQUEST_CHANNEL,
+    Accepted,
+    ChatTurn,
+    GenerateRequest,
+    worker_event_adapter,
+)
+from inference.wire.request_queue import local_request_queue
+
+
+def generate(reply: str, text: str, request_id: str = "r1", **extra: Any) -> dict[str, Any]:
+    """A one-turn generate request for `text` (extras: GenerateRequest's other fields)."""
+    return GenerateRequest(
+        request_id=request_id,
+        reply_channel=reply,
+        messages=[ChatTurn(role="user", content=text)],
+        submitted_at=time.time(),
+        **extra,
+    ).to_channel()
+
+
+async def ask(layer: Any, text: str, **extra: Any) -> str:
+    """Queue a request for `text` (`generate`'s extras) with a new reply channel; returns it."""
+    reply: str = await layer.new_channel()
+    await local_request_queue().put(REQUEST_CHANNEL, generate(reply, text, **extra))
+    return reply
+
+
+async def collect(layer: Any, channel: str, timeout_s: float = 5.0) -> list[Any]:
+    """Events up to and including Done or Error, within `timeout_s` in all (heartbeats alone
+    never end it)."""
+    events = []
+    deadline = time.monotonic() + timeout_s
+    while True:
+        event = worker_event_adapter.validate_python(
+            await asyncio.wait_for(layer.receive(channel), max(0.0, deadline - time.monotonic()))
+        )
+        events.append(event)
+        if event.type in ("inference.done", "inference.error"):
+            return events
+
+
+async def accepted_on(layer: Any, reply: str) -> Accepted:
+    """The first event on `reply`, which must be the worker's Accepted."""
+    event = worker_event_adapter.validate_python(await layer.receive(reply))
+    assert isinstance(event, Accepted)
+    return event
