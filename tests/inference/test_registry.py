@@ -15,20 +15,18 @@ from inference.wire.registry import (
     WorkerRegistry,
     worker_registry,
 )
+from tests.inference.redis_db import LOCAL_AND_REDIS, flushed_redis
 
 REDIS_URL = "redis://127.0.0.1:6379/11"
 
 
 @pytest.fixture
 async def redis_db() -> AsyncIterator[aioredis.Redis]:
-    client = aioredis.Redis.from_url(REDIS_URL, decode_responses=True)
-    await client.flushdb()
-    yield client
-    await client.flushdb()
-    await client.aclose()
+    async with flushed_redis(REDIS_URL) as client:
+        yield client
 
 
-@pytest.fixture(params=["local", pytest.param("redis", marks=pytest.mark.redis)])
+@pytest.fixture(params=LOCAL_AND_REDIS)
 async def registry(
     request: pytest.FixtureRequest, redis_db: aioredis.Redis
 ) -> AsyncIterator[WorkerRegistry]:

@@ -14,6 +14,7 @@ import redis.asyncio as aioredis
 
 from inference.wire.request_queue import LocalRequestQueue, RequestQueue
 from inference.wire.stream_queue import GROUP, KEY_PREFIX, RedisStreamQueue
+from tests.inference.redis_db import LOCAL_AND_REDIS, flushed_redis
 
 REDIS_URL = "redis://127.0.0.1:6379/10"
 RECLAIM_S = 0.3
@@ -21,14 +22,11 @@ RECLAIM_S = 0.3
 
 @pytest.fixture
 async def redis_db() -> AsyncIterator[aioredis.Redis]:
-    client = aioredis.Redis.from_url(REDIS_URL, decode_responses=True)
-    await client.flushdb()
-    yield client
-    await client.flushdb()
-    await client.aclose()
+    async with flushed_redis(REDIS_URL) as client:
+        yield client
 
 
-@pytest.fixture(params=["local", pytest.param("redis", marks=pytest.mark.redis)])
+@pytest.fixture(params=LOCAL_AND_REDIS)
 async def queue(
     request: pytest.FixtureRequest, redis_db: aioredis.Redis
 ) -> AsyncIterator[RequestQueue]:

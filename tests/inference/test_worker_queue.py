@@ -27,6 +27,7 @@ from inference.wire.registry import LocalWorkerRegistry
 from inference.wire.stream_queue import RedisStreamQueue
 from inference.wire.transport import Transport
 from inference.worker import InferenceWorker
+from tests.inference.redis_db import flushed_redis
 from tests.support.workers import worker_settings
 
 pytestmark = pytest.mark.redis
@@ -37,11 +38,8 @@ RECLAIM_S = 0.3
 
 @pytest.fixture
 async def redis_db() -> AsyncIterator[aioredis.Redis]:
-    client = aioredis.Redis.from_url(REDIS_URL, decode_responses=True)
-    await client.flushdb()
-    yield client
-    await client.flushdb()
-    await client.aclose()
+    async with flushed_redis(REDIS_URL) as client:
+        yield client
 
 
 class Fleet:
