@@ -40,7 +40,7 @@ import httpx
 import psycopg
 import websockets
 
-from bench.harness import ServerProcess, free_port, percentile
+from bench.harness import ServerProcess, demo_login, free_port, percentile
 
 REPO = Path(__file__).resolve().parents[1]
 PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
@@ -129,23 +129,6 @@ def _wait_for(server: ServerProcess, text: str, timeout_s: float) -> None:
         time.sleep(0.1)
 
 
-def _login(base_url: str) -> str:
-    with httpx.Client(base_url=base_url) as client:
-        client.get("/accounts/login/")
-        answer = client.post(
-            "/accounts/login/",
-            data={
-                "username": "demo",
-                "password": PASSWORD,
-                "csrfmiddlewaretoken": client.cookies["csrftoken"],
-            },
-            headers={"Referer": f"{base_url}/accounts/login/"},
-        )
-        if answer.status_code != 302:
-            raise RuntimeError(f"login failed: {answer.status_code} {answer.text[:300]}")
-        return str(client.cookies["sessionid"])
-
-
 @contextlib.contextmanager
 def running_stack(*, workdir: Path, extra_env: Mapping[str, str] = {}) -> Iterator[Stack]:
     """A fresh database, a private Redis, the web process and one scripted worker."""
@@ -198,7 +181,7 @@ def running_stack(*, workdir: Path, extra_env: Mapping[str, str] = {}) -> Iterat
             base_url=base_url,
             database=database,
             api_key=key,
-            session=_login(base_url),
+            session=demo_login(base_url, PASSWORD),
             web=web,
             worker=worker,
         )

@@ -36,6 +36,7 @@ from typing import Any
 
 from bench.harness import (
     REPO_ROOT,
+    demo_login,
     free_port,
     load_average,
     machine,
@@ -108,21 +109,9 @@ class StampedOutput:
 
 async def first_answers(base: str, password: str) -> dict[str, Any]:
     """Log in as demo, ask the FAQ example and the model question; Send -> first token."""
-    import httpx
     import websockets
 
-    async with httpx.AsyncClient(base_url=base) as client:
-        await client.get("/accounts/login/")
-        await client.post(
-            "/accounts/login/",
-            data={
-                "username": "demo",
-                "password": password,
-                "csrfmiddlewaretoken": client.cookies["csrftoken"],
-            },
-            headers={"Referer": f"{base}/accounts/login/"},
-        )
-        session = client.cookies["sessionid"]
+    session = await asyncio.to_thread(demo_login, base, password)
     host = base.removeprefix("http://")
     results: dict[str, Any] = {}
     async with websockets.connect(

@@ -4,7 +4,7 @@
   `django.setup()` and `migrate`), `add_engine_args` for the options that go with it;
 * the engine and its worker inside the running loop: `loaded_engine` / `LoadedEngine`;
 * a logged-in `/ws/chat/` socket through the full ASGI app: `chat_socket`, `send_and_wait`
-  (`Reply`), `receive_until_done`;
+  (`Reply`), `receive_until_done`; `demo_login` for an app served as a process;
 * statistics and the report: `percentile`, `median`, `values_of`, `cpu_name`, `machine`,
   `load_average`, `command_line`, `timestamp`, `report_base`, `write_results`;
 * servers the bench starts as subprocesses: `ServerProcess`, `free_port` (`bench.load`) and
@@ -208,6 +208,27 @@ async def loaded_engine(*, worker_settings: WorkerSettings) -> AsyncIterator[Loa
 
 
 # ---- the WebSocket -----------------------------------------------------------------------
+
+
+def demo_login(base_url: str, password: str) -> str:
+    """Log in as `demo` (`manage.py demo_user`) through the login form of the app served at
+    `base_url`; returns the session cookie."""
+    import httpx
+
+    with httpx.Client(base_url=base_url) as client:
+        client.get("/accounts/login/")
+        answer = client.post(
+            "/accounts/login/",
+            data={
+                "username": "demo",
+                "password": password,
+                "csrfmiddlewaretoken": client.cookies["csrftoken"],
+            },
+            headers={"Referer": f"{base_url}/accounts/login/"},
+        )
+        if answer.status_code != 302:
+            raise RuntimeError(f"login failed: {answer.status_code} {answer.text[:300]}")
+        return str(client.cookies["sessionid"])
 
 
 def session_cookie(*, user: Any) -> str:
