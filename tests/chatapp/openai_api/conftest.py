@@ -18,8 +18,6 @@ from chatapp.answers.runtime import answer_runtime_close
 from chatapp.apikeys import services
 from chatapp.apikeys.models import ApiKey
 from chatapp.asgi import application
-from tests.support.faq import embedder, faq_decider, faq_worker, prepared_verifier  # noqa: F401 (fixtures)
-from tests.support.templates import published  # noqa: F401 (fixture)
 
 
 @dataclass(frozen=True)

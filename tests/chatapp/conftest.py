@@ -1,5 +1,5 @@
-"""Fixtures of the socket tests (defined in tests/support): two users, so every test can check
-one cannot reach the other's, a published template, a worker with the real FAQ embedding
+"""Fixtures of the web side's tests (defined in tests/support): two users, so every test can
+check one cannot reach the other's, a published template, a worker with the real FAQ embedding
 model."""
 
 from tests.support.faq import embedder, faq_decider, faq_worker, prepared_verifier

@@ -1,5 +1,0 @@
-"""Fixtures of the answer-lifecycle tests."""
-
-from tests.support.users import alice
-
-__all__ = ["alice"]
