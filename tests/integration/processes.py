@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import re
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,45 @@ from inference.models.paths import default_data_dir
 from tests.support.net import free_port
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+MANAGE = [sys.executable, str(REPO_ROOT / "manage.py")]
+
+
+def local_env(
+    data_dir: Path, extra: Mapping[str, str], *, dropped: Iterable[str] = ()
+) -> dict[str, str]:
+    """An app process's environment on the local settings (SQLite, in-memory layer), its data
+    in `data_dir`: this process's environment without REDIS_URL, DATABASE_URL and `dropped`,
+    DEBUG off, output unbuffered, then `extra`."""
+    left_out = {"REDIS_URL", "DATABASE_URL", *dropped}
+    return {
+        **{k: v for k, v in os.environ.items() if k not in left_out},
+        "DJANGO_SETTINGS_MODULE": "chatapp.settings.local",
+        "CHAT_DATA_DIR": str(data_dir),
+        "DEBUG": "0",
+        "PYTHONUNBUFFERED": "1",
+        **extra,
+    }
+
+
+def manage_run(env: Mapping[str, str], *commands: Sequence[str]) -> None:
+    """`manage.py <command>` for each command in turn, output captured; fails on an error."""
+    for command in commands:
+        subprocess.run(
+            [*MANAGE, *command], env=dict(env), check=True, cwd=REPO_ROOT, capture_output=True
+        )
+
+
+def repo_process(args: Sequence[str], env: Mapping[str, str]) -> subprocess.Popen[str]:
+    """`args` started in the repository root, stdout and stderr together on one text pipe (read
+    it with `wait_for_line`, then `keep_draining`)."""
+    return subprocess.Popen(
+        list(args),
+        env=dict(env),
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
 
 
 def prepared_verifier_env() -> dict[str, str]:
@@ -114,14 +154,7 @@ def app_served(
     away); otherwise terminate, then kill if it lingers.
     """
     port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, str(REPO_ROOT / "manage.py"), "serve", "--port", str(port)],
-        env=dict(env),
-        cwd=REPO_ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    proc = repo_process([*MANAGE, "serve", "--port", str(port)], env)
     try:
         before: list[str] = []
         wait_for_line(proc, rf"Ready: open http://127\.0\.0\.1:{port}/", ready_timeout, before)
@@ -183,6 +216,18 @@ def process_stop(proc: subprocess.Popen[str], timeout: float = 15) -> None:
     """Terminate, then kill if it does not go; a process that already exited is left alone."""
     if proc.poll() is None:
         proc.terminate()
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=timeout)
+
+
+def processes_stop(procs: Sequence[subprocess.Popen[str]], timeout: float = 15) -> None:
+    """Terminate them all at once, then wait for each, killing one that does not go."""
+    for proc in procs:
+        proc.terminate()
+    for proc in procs:
         try:
             proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:

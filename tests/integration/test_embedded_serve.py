@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,35 +18,32 @@ import pytest
 import websockets
 
 from tests.integration.processes import (
+    MANAGE,
+    REPO_ROOT,
     app_served,
     frames_until,
+    local_env,
     login,
+    manage_run,
     prepared_verifier_env,
 )
 from tests.support.net import free_port
 
-REPO = Path(__file__).resolve().parents[2]
 PASSWORD = "embedded-pw-123"
 
 
 @pytest.fixture(scope="module")
 def embedded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     data_dir = tmp_path_factory.mktemp("embedded-data")
-    env = {
-        **{k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL")},
-        "DJANGO_SETTINGS_MODULE": "chatapp.settings.local",
-        "CHAT_DATA_DIR": str(data_dir),
-        "INFERENCE_ENGINE": "scripted",
-        "DEMO_PASSWORD": PASSWORD,
-        "DEBUG": "0",
-        "PYTHONUNBUFFERED": "1",
-        **prepared_verifier_env(),  # the embedded default has the FAQ cache on
-    }
-    manage = [sys.executable, str(REPO / "manage.py")]
-    subprocess.run(
-        [*manage, "migrate", "--noinput"], env=env, check=True, cwd=REPO, capture_output=True
+    env = local_env(
+        data_dir,
+        {
+            "INFERENCE_ENGINE": "scripted",
+            "DEMO_PASSWORD": PASSWORD,
+            **prepared_verifier_env(),  # the embedded default has the FAQ cache on
+        },
     )
-    subprocess.run([*manage, "demo_user"], env=env, check=True, cwd=REPO, capture_output=True)
+    manage_run(env, ["migrate", "--noinput"], ["demo_user"])
     with app_served(env=env, ready_timeout=60) as served:
         yield f"127.0.0.1:{served.port}"
 
@@ -83,17 +78,14 @@ async def test_a_chat_answers_in_the_single_process_default(embedded: str) -> No
 
 def test_a_missing_model_is_a_clear_error_and_the_server_exits(tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
-    env = {
-        **{k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL")},
-        "DJANGO_SETTINGS_MODULE": "chatapp.settings.local",
-        "CHAT_DATA_DIR": str(data_dir),
-        "INFERENCE_ENGINE": "vllm",
-        "MODEL": str(data_dir / "models" / "smollm2-135m-instruct"),
-    }
+    env = local_env(
+        data_dir,
+        {"INFERENCE_ENGINE": "vllm", "MODEL": str(data_dir / "models" / "smollm2-135m-instruct")},
+    )
     result = subprocess.run(
-        [sys.executable, str(REPO / "manage.py"), "serve", "--port", str(free_port())],
+        [*MANAGE, "serve", "--port", str(free_port())],
         env=env,
-        cwd=REPO,
+        cwd=REPO_ROOT,
         capture_output=True,
         text=True,
         timeout=120,

@@ -12,10 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import shutil
-import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -26,9 +23,15 @@ import websockets
 
 from inference.models.faq_verifier import prepare_faq_verifier
 from inference.models.paths import default_data_dir
-from tests.integration.processes import Served, app_served, frames_until, login
+from tests.integration.processes import (
+    Served,
+    app_served,
+    frames_until,
+    local_env,
+    login,
+    manage_run,
+)
 
-REPO = Path(__file__).resolve().parents[2]
 PASSWORD = "first-run-pw-123"
 
 
@@ -57,24 +60,17 @@ def test_a_first_run_is_ready_before_the_verifier_and_picks_it_up(
     tmp_path: Path,
 ) -> None:
     trained = prepare_faq_verifier(data_dir=default_data_dir(), progress=lambda _: None)
-    env = {
-        **{
-            k: v
-            for k, v in os.environ.items()
-            if k not in ("REDIS_URL", "DATABASE_URL", "INFERENCE_FAQ_VERIFIER_DIR")
+    env = local_env(
+        tmp_path / "data",
+        {
+            "INFERENCE_FAQ_VERIFIER_TRAIN": "0",
+            "INFERENCE_FAQ_VERIFIER_POLL_S": "0.5",
+            "INFERENCE_ENGINE": "scripted",
+            "DEMO_PASSWORD": PASSWORD,
         },
-        "DJANGO_SETTINGS_MODULE": "chatapp.settings.local",
-        "CHAT_DATA_DIR": str(tmp_path / "data"),
-        "INFERENCE_FAQ_VERIFIER_TRAIN": "0",
-        "INFERENCE_FAQ_VERIFIER_POLL_S": "0.5",
-        "INFERENCE_ENGINE": "scripted",
-        "DEMO_PASSWORD": PASSWORD,
-        "DEBUG": "0",
-        "PYTHONUNBUFFERED": "1",
-    }
-    manage = [sys.executable, str(REPO / "manage.py")]
-    for command in (["migrate", "--noinput"], ["demo_user"], ["seed_examples"]):
-        subprocess.run([*manage, *command], env=env, check=True, cwd=REPO, capture_output=True)
+        dropped=["INFERENCE_FAQ_VERIFIER_DIR"],
+    )
+    manage_run(env, ["migrate", "--noinput"], ["demo_user"], ["seed_examples"])
     with app_served(env=env, ready_timeout=120) as served:
         wait_for_output(served, "exact repeats only until the verifier is ready", 60)
         session = login(f"127.0.0.1:{served.port}", PASSWORD)

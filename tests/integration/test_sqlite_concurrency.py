@@ -15,9 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -26,7 +23,7 @@ from typing import Any
 import pytest
 import websockets
 
-from tests.integration.processes import REPO_ROOT, app_served, login
+from tests.integration.processes import app_served, local_env, login, manage_run
 
 PASSWORD = "sqlite-tabs-pw-123"
 TABS = 3
@@ -36,22 +33,19 @@ ROUNDS = 8  # per tab: a follow-up, a thumbs, a regenerate and an edit each
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, list[str]]]:
     data_dir = tmp_path_factory.mktemp("sqlite-tabs")
-    env = {
-        **{k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL")},
-        "DJANGO_SETTINGS_MODULE": "chatapp.settings.local",  # make run's settings: SQLite
-        "CHAT_DATA_DIR": str(data_dir),
-        "INFERENCE_ENGINE": "scripted",
-        "INFERENCE_FAQ": "0",  # the FAQ cache has no part in this; it spares loading a model
-        # one user in three tabs asks more often than a person does: the per-user rate
-        # limit would refuse some frames (an error, but not the one under test)
-        "CHAT_USER_RATE": "100000",
-        "DEMO_PASSWORD": PASSWORD,
-        "DEBUG": "0",
-        "PYTHONUNBUFFERED": "1",
-    }
-    manage = [sys.executable, str(REPO_ROOT / "manage.py")]
-    for command in (["migrate", "--noinput"], ["demo_user"]):
-        subprocess.run([*manage, *command], env=env, check=True, cwd=REPO_ROOT, capture_output=True)
+    # make run's settings: SQLite
+    env = local_env(
+        data_dir,
+        {
+            "INFERENCE_ENGINE": "scripted",
+            "INFERENCE_FAQ": "0",  # the FAQ cache has no part in this; it spares loading a model
+            # one user in three tabs asks more often than a person does: the per-user rate
+            # limit would refuse some frames (an error, but not the one under test)
+            "CHAT_USER_RATE": "100000",
+            "DEMO_PASSWORD": PASSWORD,
+        },
+    )
+    manage_run(env, ["migrate", "--noinput"], ["demo_user"])
     with app_served(env=env, ready_timeout=90) as app:
         yield f"127.0.0.1:{app.port}", app.output
 
