@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from inference.faq.candidates import Candidate
+from inference.faq.candidates import Candidate, MatchDecision
 from inference.faq.deciders import ExactRepeatDecision, VerifierDecision
 from inference.faq.entry_choice import MAX_SCORED
 from inference.faq.verifier import FaqVerifier, VerifierInfo
@@ -53,22 +53,25 @@ def candidate(entry_id: int, phrasing: str, score: float) -> Candidate:
     return Candidate(entry_id=entry_id, phrasing=phrasing, score=score)
 
 
+def decided(verifier: FaqVerifier, *, query: str, candidates: Sequence[Candidate]) -> MatchDecision:
+    """What a VerifierDecision on `verifier` decides for `query`: there must be a decision."""
+    choice = VerifierDecision(verifier=verifier).decide(query=query, candidates=candidates)
+    assert choice.decision is not None
+    return choice.decision
+
+
 def test_the_most_probable_candidate_answers_even_if_another_has_a_higher_cosine(
     tmp_path: Path,
 ) -> None:
     verifier = ScriptedVerifier(tmp_path, {"cancel subscription": 0.30, "cancel order": 0.97})
-    decision = (
-        VerifierDecision(verifier=verifier)
-        .decide(
-            query="how do i cancel my order",
-            candidates=[
-                candidate(1, "cancel subscription", 0.81),
-                candidate(2, "cancel order", 0.78),
-            ],
-        )
-        .decision
+    decision = decided(
+        verifier,
+        query="how do i cancel my order",
+        candidates=[
+            candidate(1, "cancel subscription", 0.81),
+            candidate(2, "cancel order", 0.78),
+        ],
     )
-    assert decision is not None
     assert decision.accepted
     assert (decision.entry_id, decision.phrasing) == (2, "cancel order")
     assert verifier.asked == [
@@ -81,15 +84,11 @@ def test_the_most_probable_candidate_answers_even_if_another_has_a_higher_cosine
 
 def test_a_refusal_names_the_closest_entry_so_the_admin_can_be_shown_it(tmp_path: Path) -> None:
     verifier = ScriptedVerifier(tmp_path, {"ship to canada": 0.89, "ship to mexico": 0.2})
-    decision = (
-        VerifierDecision(verifier=verifier)
-        .decide(
-            query="do you ship from canada",
-            candidates=[candidate(5, "ship to mexico", 0.70), candidate(4, "ship to canada", 0.93)],
-        )
-        .decision
+    decision = decided(
+        verifier,
+        query="do you ship from canada",
+        candidates=[candidate(5, "ship to mexico", 0.70), candidate(4, "ship to canada", 0.93)],
     )
-    assert decision is not None
     assert not decision.accepted
     assert (decision.entry_id, decision.score) == (4, 0.93)
     assert "0.890 < 0.900" in decision.reason
@@ -97,12 +96,9 @@ def test_a_refusal_names_the_closest_entry_so_the_admin_can_be_shown_it(tmp_path
 
 def test_candidates_below_the_cosine_floor_are_never_scored(tmp_path: Path) -> None:
     verifier = ScriptedVerifier(tmp_path, {"opening hours": 0.99}, floor=0.5)
-    decision = (
-        VerifierDecision(verifier=verifier)
-        .decide(query="my parcel is damaged", candidates=[candidate(1, "opening hours", 0.49)])
-        .decision
+    decision = decided(
+        verifier, query="my parcel is damaged", candidates=[candidate(1, "opening hours", 0.49)]
     )
-    assert decision is not None
     assert not decision.accepted
     assert "floor" in decision.reason
     assert verifier.asked == []
@@ -127,29 +123,22 @@ def test_no_candidates_is_no_decision(tmp_path: Path) -> None:
 
 def test_a_probability_at_the_threshold_is_accepted(tmp_path: Path) -> None:
     verifier = ScriptedVerifier(tmp_path, {"reset password": 0.9}, threshold=0.9)
-    decision = (
-        VerifierDecision(verifier=verifier)
-        .decide(query="forgot my password", candidates=[candidate(1, "reset password", 0.8)])
-        .decision
+    decision = decided(
+        verifier, query="forgot my password", candidates=[candidate(1, "reset password", 0.8)]
     )
-    assert decision is not None
     assert decision.accepted
 
 
 def test_a_repeat_of_a_phrasing_is_that_entry_without_asking_the_model(tmp_path: Path) -> None:
     verifier = ScriptedVerifier(tmp_path, {"Where is my parcel?": 0.0, "Track my order": 0.0})
-    decision = (
-        VerifierDecision(verifier=verifier)
-        .decide(
-            query="  where is my   PARCEL ",
-            candidates=[
-                candidate(1, "Track my order", 0.90),
-                candidate(2, "Where is my parcel?", 0.88),
-            ],
-        )
-        .decision
+    decision = decided(
+        verifier,
+        query="  where is my   PARCEL ",
+        candidates=[
+            candidate(1, "Track my order", 0.90),
+            candidate(2, "Where is my parcel?", 0.88),
+        ],
     )
-    assert decision is not None
     assert decision.accepted
     assert decision.entry_id == 2
     assert verifier.asked == []
