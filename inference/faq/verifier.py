@@ -13,14 +13,13 @@ there, and how it was trained.
 from __future__ import annotations
 
 import json
-import os
-import threading
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from inference.faq.entry_choice import ChoiceRule
+from inference.faq.lazy_model import LazyModel
 
 METADATA = "verifier.json"
 
@@ -63,34 +62,24 @@ class VerifierInfo:
         (model_dir / METADATA).write_text(json.dumps(asdict(self), indent=1), encoding="utf-8")
 
 
-class FaqVerifier:
+class FaqVerifier(LazyModel[Any]):
     """Scores (entry question, user question) pairs; loads lazily, once, thread-safe."""
 
     def __init__(self, *, model_dir: Path) -> None:
+        super().__init__()
         self.model_dir = model_dir
         self.info = VerifierInfo.read(model_dir)
-        self._lock = threading.Lock()
-        self._model: Any = None
 
-    @property
-    def loaded(self) -> bool:
-        return self._model is not None
+    def _load_model(self) -> Any:
+        from inference.faq.embedder import packaged_model_path
+        from inference.faq.pair_model import PairModel
 
-    def load(self) -> None:
-        with self._lock:
-            if self._model is not None:
-                return
-            os.environ["HF_HUB_OFFLINE"] = "1"
-            from inference.faq.embedder import packaged_model_path
-            from inference.faq.pair_model import PairModel
-
-            self._model = PairModel.load(self.model_dir, base=packaged_model_path())
+        return PairModel.load(self.model_dir, base=packaged_model_path())
 
     def probabilities(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
         """P(same question) for each (entry question, user question); an entry's vectors are
         read once and kept, so a question costs one MiniLM pass plus the head (~ms)."""
         if not pairs:
             return []
-        self.load()
-        probabilities: list[float] = self._model.probabilities(pairs)
+        probabilities: list[float] = self._loaded_model().probabilities(pairs)
         return probabilities
