@@ -52,15 +52,21 @@ def test_a_changed_file_is_refused(tmp_path: Path) -> None:
         ensure_verifier_ready(model_dir=folder)
 
 
-def test_a_verifier_trained_on_the_same_inputs_is_copied_from_the_cache(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def cached_verifier(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A trained-looking verifier for the current inputs in CHAT_MODEL_CACHE (under tmp_path)."""
     monkeypatch.setenv("CHAT_MODEL_CACHE", str(tmp_path / "cache"))
     from inference.models import faq_verifier
 
     cached = faq_verifier._cached_folder(training_source())
     assert cached is not None
-    trained_folder(cached, source=training_source())
+    return trained_folder(cached, source=training_source())
+
+
+def test_a_verifier_trained_on_the_same_inputs_is_copied_from_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cached_verifier: Path
+) -> None:
+    from inference.models import faq_verifier
 
     def no_training(**_: object) -> None:
         raise AssertionError("trained although the cache holds a verifier for these inputs")
@@ -74,15 +80,11 @@ def test_a_verifier_trained_on_the_same_inputs_is_copied_from_the_cache(
 
 
 def test_a_damaged_cached_verifier_is_not_copied(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cached_verifier: Path
 ) -> None:
-    monkeypatch.setenv("CHAT_MODEL_CACHE", str(tmp_path / "cache"))
     from inference.models import faq_verifier
 
-    cached = faq_verifier._cached_folder(training_source())
-    assert cached is not None
-    trained_folder(cached, source=training_source())
-    (cached / "head.safetensors").write_bytes(b"WEIGHTS")  # same size, other bytes
+    (cached_verifier / "head.safetensors").write_bytes(b"WEIGHTS")  # same size, other bytes
     trained: list[Path] = []
 
     def fake_training(*, out_dir: Path, **_: object) -> None:
