@@ -117,15 +117,12 @@ def turn_start(
                 sender=sender,
                 client_message_id=client_message_id,
             )
-            assistant = Message.objects.create(
-                id=ids.assistant_message,
-                conversation=conversation,
-                role=Message.Role.ASSISTANT,
-                status=Message.Status.STREAMING,
-                reply_to=user_message,
+            assistant = _answer_create(
+                conversation,
+                user_message,
                 run_id=run_id,
-                run_started_at=timezone.now(),
-                run_client_id=client_message_id,
+                client_id=client_message_id,
+                answer_id=ids.assistant_message,
             )
     except IntegrityError:
         # A concurrent retry with the same client id won the race: return its turn.
@@ -284,15 +281,7 @@ def turn_edit(
         question.content = text
         question.save(update_fields=["content"])
         if answer is None:
-            answer = Message.objects.create(
-                conversation=conversation,
-                role=Message.Role.ASSISTANT,
-                status=Message.Status.STREAMING,
-                reply_to=question,
-                run_id=run_id,
-                run_started_at=timezone.now(),
-                run_client_id=client_id,
-            )
+            answer = _answer_create(conversation, question, run_id=run_id, client_id=client_id)
         else:
             _answer_clear(answer, run_id=run_id, client_id=client_id)
         conversation.save(update_fields=["updated_at"])
@@ -316,6 +305,27 @@ def _conversation_lock(messages: QuerySet[Message]) -> Conversation:
     if conversation is None:
         raise NotFoundError("No such message in your conversations.")
     return conversation
+
+
+def _answer_create(
+    conversation: Conversation,
+    question: Message,
+    *,
+    run_id: uuid.UUID,
+    client_id: uuid.UUID,
+    answer_id: uuid.UUID | None = None,
+) -> Message:
+    """The empty answer to `question` that run `run_id` (started by frame `client_id`) fills."""
+    return Message.objects.create(
+        id=answer_id or uuid.uuid4(),
+        conversation=conversation,
+        role=Message.Role.ASSISTANT,
+        status=Message.Status.STREAMING,
+        reply_to=question,
+        run_id=run_id,
+        run_started_at=timezone.now(),
+        run_client_id=client_id,
+    )
 
 
 def _answer_clear(message: Message, *, run_id: uuid.UUID, client_id: uuid.UUID) -> None:
