@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Any
 
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
@@ -23,7 +24,7 @@ from inference.wire.protocol import (
     FaqSyncRequest,
     faq_snapshot_serve_adapter,
 )
-from inference.wire.transport import ChannelLayer
+from inference.wire.transport import ChannelLayer, serve_requests
 
 logger = logging.getLogger(__name__)
 
@@ -31,16 +32,17 @@ logger = logging.getLogger(__name__)
 async def serve_snapshots(*, layer: ChannelLayer | None = None) -> None:
     layer = layer or get_channel_layer()
     assert layer is not None
-    while True:
-        raw = await layer.receive(FAQ_SNAPSHOT_CHANNEL)
-        try:
-            request = faq_snapshot_serve_adapter.validate_python(raw)
-            if isinstance(request, FaqSyncRequest):
-                await _sync(layer, request)
-            else:
-                await _send_snapshot(layer, request.reply_channel, await _snapshot())
-        except Exception:  # one bad request must not stop the responder
-            logger.exception("FAQ snapshot request failed")
+
+    async def answer(raw: dict[str, Any]) -> None:
+        request = faq_snapshot_serve_adapter.validate_python(raw)
+        if isinstance(request, FaqSyncRequest):
+            await _sync(layer, request)
+        else:
+            await _send_snapshot(layer, request.reply_channel, await _snapshot())
+
+    await serve_requests(
+        layer, FAQ_SNAPSHOT_CHANNEL, answer, log=logger, failure="FAQ snapshot request failed"
+    )
 
 
 async def _snapshot() -> list[list[FaqEntryData]]:

@@ -5,13 +5,14 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 
 from chatapp.prompts import selectors
 from inference.wire.protocol import PREFIX_LIST_CHANNEL, PrefixList, PrefixListRequest
-from inference.wire.transport import ChannelLayer
+from inference.wire.transport import ChannelLayer, serve_requests
 
 logger = logging.getLogger(__name__)
 
@@ -24,11 +25,12 @@ def published_system_prompts() -> list[str]:
 async def serve_prefix_lists(*, layer: ChannelLayer | None = None) -> None:
     layer = layer or get_channel_layer()
     assert layer is not None
-    while True:
-        raw = await layer.receive(PREFIX_LIST_CHANNEL)
-        try:
-            request = PrefixListRequest.model_validate(raw)
-            prompts = await database_sync_to_async(published_system_prompts)()
-            await layer.send(request.reply_channel, PrefixList(system_prompts=prompts).to_channel())
-        except Exception:  # one bad request must not stop the responder
-            logger.exception("prefix list request failed")
+
+    async def answer(raw: dict[str, Any]) -> None:
+        request = PrefixListRequest.model_validate(raw)
+        prompts = await database_sync_to_async(published_system_prompts)()
+        await layer.send(request.reply_channel, PrefixList(system_prompts=prompts).to_channel())
+
+    await serve_requests(
+        layer, PREFIX_LIST_CHANNEL, answer, log=logger, failure="prefix list request failed"
+    )

@@ -11,6 +11,7 @@ import enum
 import logging
 import math
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from channels.exceptions import ChannelFull
@@ -53,6 +54,25 @@ async def receive_retrying(receiver: Receiver, channel: str) -> dict[str, Any]:
         except Exception as exc:
             logger.warning("receive on %s failed (%s); retrying", channel, exc)
             await backoff.sleep()
+
+
+async def serve_requests(
+    layer: ChannelLayer,
+    channel: str,
+    answer: Callable[[dict[str, Any]], Awaitable[None]],
+    *,
+    log: logging.Logger,
+    failure: str,
+) -> None:
+    """Answer each request that comes on `channel`, forever (a web process answering workers'
+    requests). A request whose answer fails is logged with `failure` and the next one answered:
+    one bad request must not stop the responder."""
+    while True:
+        raw = await layer.receive(channel)
+        try:
+            await answer(raw)
+        except Exception:
+            log.exception(failure)
 
 
 class SendResult(enum.Enum):
