@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import AsyncIterator
 
 import pytest
@@ -13,14 +12,11 @@ from inference.answering import answer_start
 from inference.engines.base import EngineDelta, EngineRequest
 from inference.engines.scripted import ScriptedEngine
 from inference.wire.protocol import (
-    REQUEST_CHANNEL,
-    ChatTurn,
-    GenerateRequest,
     worker_event_adapter,
 )
-from inference.wire.request_queue import local_request_queue
 from inference.wire.transport import Transport
 from inference.worker import InferenceWorker
+from tests.inference.worker_events import ask, running
 from tests.support.workers import worker_settings
 
 
@@ -73,17 +69,8 @@ async def _answer(pieces: list[str]) -> str:
     worker = InferenceWorker(
         engine=_Pieces(pieces), transport=Transport(layer=layer), settings=worker_settings()
     )
-    task = asyncio.create_task(worker.run())
-    try:
-        await worker.ready.wait()
-        reply = await layer.new_channel()
-        request = GenerateRequest(
-            request_id="r1",
-            reply_channel=reply,
-            messages=[ChatTurn(role="user", content="show me")],
-            submitted_at=time.time(),
-        )
-        await local_request_queue().put(REQUEST_CHANNEL, request.to_channel())
+    async with running(worker):
+        reply = await ask(layer, "show me")
         text = ""
         while True:
             event = worker_event_adapter.validate_python(
@@ -95,9 +82,6 @@ async def _answer(pieces: list[str]) -> str:
                 return text
             else:
                 assert event.type in ("inference.accepted", "inference.heartbeat"), event
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,6 @@ worker heartbeats, unhealthy again once it stops."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import time
 from pathlib import Path
@@ -17,6 +16,7 @@ from inference.healthcheck import main
 from inference.wire.registry import LocalWorkerRegistry
 from inference.wire.transport import Transport
 from inference.worker import InferenceWorker
+from tests.inference.worker_events import running
 from tests.support.workers import worker_settings
 
 
@@ -33,9 +33,7 @@ async def test_the_health_file_is_fresh_only_while_the_worker_runs(
         settings=worker_settings(heartbeat_s=0.05, health_file=str(health)),
         registry=LocalWorkerRegistry(),
     )
-    task = asyncio.create_task(worker.run())
-    try:
-        await asyncio.wait_for(worker.ready.wait(), 5)
+    async with running(worker, ready_timeout_s=5):
         for _ in range(100):
             if health.exists():
                 break
@@ -46,10 +44,6 @@ async def test_the_health_file_is_fresh_only_while_the_worker_runs(
         os.utime(health, (time.time() - 60, time.time() - 60))
         await asyncio.sleep(0.3)
         assert main(["--file", str(health), "--max-age-s", "1"]) == 0
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
 
     os.utime(health, (time.time() - 60, time.time() - 60))  # a stopped worker never touches it
     await asyncio.sleep(0.2)

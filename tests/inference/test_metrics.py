@@ -22,6 +22,7 @@ from inference.wire.request_queue import local_request_queue
 from inference.wire.transport import Transport
 from inference.worker import InferenceWorker
 from tests.inference.worker_events import generate
+from tests.inference.worker_events import running as worker_running
 from tests.support.net import free_port
 from tests.support.workers import worker_settings
 
@@ -44,11 +45,8 @@ async def running() -> AsyncIterator[tuple[InferenceWorker, InMemoryChannelLayer
     worker = InferenceWorker(
         engine=ScriptedEngine(), transport=Transport(layer=layer), settings=worker_settings()
     )
-    task = asyncio.create_task(worker.run())
-    await worker.ready.wait()
-    yield worker, layer
-    task.cancel()
-    await asyncio.gather(task, return_exceptions=True)
+    async with worker_running(worker):
+        yield worker, layer
 
 
 async def until_done(layer: InMemoryChannelLayer, reply: str, count: int) -> None:

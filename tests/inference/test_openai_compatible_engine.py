@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,15 +38,14 @@ from inference.settings import (
     openai_base_url,
 )
 from inference.wire.protocol import (
-    REQUEST_CHANNEL,
     CancelRequest,
     ChatTurn,
     GenerateRequest,
     SamplingOptions,
 )
-from inference.wire.request_queue import local_request_queue
 from inference.wire.transport import Transport
 from inference.worker import InferenceWorker
+from tests.inference.worker_events import ask, running
 from tests.support.net import free_port
 from tests.support.vllm import next_event
 from tests.support.workers import worker_settings
@@ -371,26 +369,17 @@ async def test_stop_through_a_worker_closes_the_connection(fake: FakeServer) -> 
     worker = InferenceWorker(
         engine=engine, transport=Transport(layer=layer), settings=worker_settings(engine="openai")
     )
-    task = asyncio.create_task(worker.run())
-    await asyncio.wait_for(worker.ready.wait(), 5)
-    reply = await layer.new_channel()
-    request = GenerateRequest(
-        request_id="stop-me",
-        reply_channel=reply,
-        messages=[ChatTurn(role="user", content="Tell me a story")],
-        submitted_at=time.time(),
-        session_id="conversation-9",
-    )
-    await local_request_queue().put(REQUEST_CHANNEL, request.to_channel())
-    accepted = await next_event(layer, reply)
-    assert (await next_event(layer, reply)).type == "inference.delta"
-    await layer.send(accepted.worker_channel, CancelRequest(request_id="stop-me").to_channel())
-    done = await next_event(layer, reply)
-    assert (done.type, done.finish_reason) == ("inference.done", "abort")
-    await asyncio.wait_for(fake.disconnected.wait(), 5)
-    assert fake.requests[0].headers["x-session-id"] == "conversation-9"
-    task.cancel()
-    await asyncio.gather(task, return_exceptions=True)
+    async with running(worker, ready_timeout_s=5):
+        reply = await ask(
+            layer, "Tell me a story", request_id="stop-me", session_id="conversation-9"
+        )
+        accepted = await next_event(layer, reply)
+        assert (await next_event(layer, reply)).type == "inference.delta"
+        await layer.send(accepted.worker_channel, CancelRequest(request_id="stop-me").to_channel())
+        done = await next_event(layer, reply)
+        assert (done.type, done.finish_reason) == ("inference.done", "abort")
+        await asyncio.wait_for(fake.disconnected.wait(), 5)
+        assert fake.requests[0].headers["x-session-id"] == "conversation-9"
     await engine.aclose()
 
 

@@ -24,7 +24,7 @@ from inference.wire.protocol import (
 from inference.wire.request_queue import local_request_queue
 from inference.wire.transport import Transport
 from inference.worker import InferenceWorker
-from tests.inference.worker_events import collect
+from tests.inference.worker_events import collect, running
 from tests.support.workers import worker_settings
 
 GENERATION_PROMPT = f"{CHATML_START}assistant\n"
@@ -44,11 +44,8 @@ async def worker(
     worker = InferenceWorker(
         engine=engine, transport=Transport(layer=layer), settings=worker_settings(max_active=2)
     )
-    task = asyncio.create_task(worker.run())
-    await worker.ready.wait()
-    yield worker, layer
-    task.cancel()
-    await asyncio.gather(task, return_exceptions=True)
+    async with running(worker):
+        yield worker, layer
 
 
 def question(turn: int) -> str:

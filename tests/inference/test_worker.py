@@ -21,7 +21,7 @@ from inference.wire.protocol import (
 from inference.wire.request_queue import local_request_queue
 from inference.wire.transport import Transport
 from inference.worker import InferenceWorker
-from tests.inference.worker_events import accepted_on, ask, collect, generate
+from tests.inference.worker_events import accepted_on, ask, collect, generate, running
 from tests.support.workers import worker_settings
 
 
@@ -42,11 +42,8 @@ async def worker(
     worker = InferenceWorker(
         engine=engine, transport=Transport(layer=layer), settings=worker_settings(max_active=2)
     )
-    task = asyncio.create_task(worker.run())
-    await worker.ready.wait()
-    yield worker
-    task.cancel()
-    await asyncio.gather(task, return_exceptions=True)
+    async with running(worker):
+        yield worker
 
 
 async def test_a_request_streams_accepted_deltas_and_done(
@@ -185,9 +182,7 @@ async def test_background_work_never_takes_more_than_its_share_of_the_slots(
         transport=Transport(layer=layer),
         settings=worker_settings(max_active=3, max_background=1),
     )
-    task = asyncio.create_task(worker.run())
-    await worker.ready.wait()
-    try:
+    async with running(worker):
         reply = await layer.new_channel()
         for n in range(3):  # a batch of slow background jobs
             job = GenerateRequest(
@@ -210,9 +205,6 @@ async def test_background_work_never_takes_more_than_its_share_of_the_slots(
         assert events[-1].type == "inference.done"
         assert time.monotonic() - started < 1.0  # chat did not queue behind the batch
         assert len(engine.prompts) == 2  # still only one background job had started
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
 
 
 async def test_the_worker_announces_its_capacity_and_withdraws_when_it_stops(

@@ -1,10 +1,12 @@
 """A worker's requests and events on an in-memory channel layer, for the worker tests: a
-request put on the shared queue, the events that answer it."""
+worker running for a block, a request put on the shared queue, the events that answer it."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 from inference.wire.protocol import (
@@ -15,6 +17,22 @@ from inference.wire.protocol import (
     worker_event_adapter,
 )
 from inference.wire.request_queue import local_request_queue
+from inference.worker import InferenceWorker
+
+
+@contextlib.asynccontextmanager
+async def running(
+    worker: InferenceWorker, *, ready_timeout_s: float | None = None
+) -> AsyncIterator[InferenceWorker]:
+    """`worker.run()` as a task for the block, which starts once the worker is ready (within
+    `ready_timeout_s`, if given); cancelled when the block ends."""
+    task = asyncio.create_task(worker.run())
+    try:
+        await asyncio.wait_for(worker.ready.wait(), ready_timeout_s)
+        yield worker
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
 
 
 def generate(reply: str, text: str, request_id: str = "r1", **extra: Any) -> dict[str, Any]:
