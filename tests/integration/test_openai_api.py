@@ -9,7 +9,6 @@ the worker's abort path writes.
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import subprocess
 import sys
@@ -24,10 +23,18 @@ import openai
 import pytest
 
 from inference.settings import DEFAULT_MODEL_DIR_NAME
-from tests.integration.processes import keep_draining, wait_for_line, wait_until
+from tests.integration.processes import (
+    MANAGE,
+    REPO_ROOT,
+    keep_draining,
+    local_env,
+    manage_run,
+    processes_stop,
+    repo_process,
+    wait_for_line,
+    wait_until,
+)
 from tests.support.net import free_port
-
-REPO = Path(__file__).resolve().parents[2]
 
 _MAKE_KEY = """
 from django.contrib.auth.models import User
@@ -47,15 +54,9 @@ class LiveServer:
 
     def key(self, name: str, *, rate: int = 1000) -> str:
         result = subprocess.run(
-            [
-                sys.executable,
-                str(REPO / "manage.py"),
-                "shell",
-                "-c",
-                _MAKE_KEY.format(name=name, rate=rate),
-            ],
+            [*MANAGE, "shell", "-c", _MAKE_KEY.format(name=name, rate=rate)],
             env=self.env,
-            cwd=REPO,
+            cwd=REPO_ROOT,
             capture_output=True,
             text=True,
             check=True,
@@ -84,39 +85,15 @@ def serve(
     *,
     separate_worker: bool = False,
 ) -> Iterator[LiveServer]:
-    env = {
-        **{k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL")},
-        "DJANGO_SETTINGS_MODULE": "chatapp.settings.local",
-        "CHAT_DATA_DIR": str(data_dir),
-        "INFERENCE_FAQ": "0",
-        "CHAT_FAQ_ENABLED": "0",
-        "DEBUG": "0",
-        "PYTHONUNBUFFERED": "1",
-        **extra_env,
-    }
-    manage = [sys.executable, str(REPO / "manage.py")]
-    subprocess.run(
-        [*manage, "migrate", "--noinput"], env=env, check=True, cwd=REPO, capture_output=True
-    )
+    env = local_env(data_dir, {"INFERENCE_FAQ": "0", "CHAT_FAQ_ENABLED": "0", **extra_env})
+    manage_run(env, ["migrate", "--noinput"])
     port = free_port()
     procs: list[subprocess.Popen[str]] = []
     if separate_worker:  # the multi-process topology: workers consume the Redis channel layer
-        worker = subprocess.Popen(
-            [sys.executable, "-m", "inference"],
-            env=env,
-            cwd=REPO,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        procs.append(worker)
-    proc = subprocess.Popen(
-        [*manage, "serve", "--port", str(port), *(["--no-worker"] if separate_worker else [])],
-        env=env,
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
+        procs.append(repo_process([sys.executable, "-m", "inference"], env))
+    proc = repo_process(
+        [*MANAGE, "serve", "--port", str(port), *(["--no-worker"] if separate_worker else [])],
+        env,
     )
     procs.append(proc)
     try:
@@ -136,14 +113,7 @@ def serve(
             output=output,
         )
     finally:
-        for running in procs:
-            running.terminate()
-        for running in procs:
-            try:
-                running.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                running.kill()
-                running.wait(timeout=20)
+        processes_stop(procs, timeout=20)
 
 
 @pytest.fixture(scope="module")
@@ -212,13 +182,19 @@ def test_the_official_client_gets_completions_streamed_and_not(scripted: LiveSer
     assert chunks[-1].usage.completion_tokens == 11
 
 
-def test_events_arrive_while_the_answer_is_generated(scripted: LiveServer) -> None:
-    key = scripted.key("sse")
-    body = {
-        "model": scripted.model,
-        "messages": [{"role": "user", "content": "[[slow]] " + " ".join(["w"] * 30)}],
+def slow_stream(server: LiveServer, *, words: int) -> dict[str, Any]:
+    """A streamed completion request the scripted engine answers with `words` words, one per
+    50 ms."""
+    return {
+        "model": server.model,
+        "messages": [{"role": "user", "content": "[[slow]] " + " ".join(["w"] * words)}],
         "stream": True,
     }
+
+
+def test_events_arrive_while_the_answer_is_generated(scripted: LiveServer) -> None:
+    key = scripted.key("sse")
+    body = slow_stream(scripted, words=30)
     arrivals: list[float] = []
     with httpx.stream(
         "POST",
@@ -269,11 +245,7 @@ def stream_then_drop(
 
 def test_a_client_that_goes_away_aborts_the_answer(scripted: LiveServer) -> None:
     key = scripted.key("gone")
-    body = {
-        "model": scripted.model,
-        "messages": [{"role": "user", "content": "[[slow]] " + " ".join(["w"] * 400)}],
-        "stream": True,
-    }
+    body = slow_stream(scripted, words=400)
     stored = stream_then_drop(scripted, key=key, body=body, timeout=15)
     assert 0 < len(str(stored["content"]).split()) < 100  # 400 words would take 20 s
 
@@ -337,26 +309,7 @@ def test_web_and_worker_in_separate_processes_over_redis(over_redis: LiveServer)
     assert text == "You said: is my parcel on its way"
 
     key = over_redis.key("redis-gone")
-    body = {
-        "model": over_redis.model,
-        "messages": [{"role": "user", "content": "[[slow]] " + " ".join(["w"] * 400)}],
-        "stream": True,
-    }
-    with httpx.stream(
-        "POST",
-        f"{over_redis.base_url}/v1/chat/completions",
-        json=body,
-        headers={"Authorization": f"Bearer {key}"},
-        timeout=30,
-    ) as response:
-        first = next(line for line in response.iter_lines() if line.startswith("data: "))
-    completion_id = httpx.Response(200, content=first.removeprefix("data: ")).json()["id"]
-    stored = wait_until(
-        "the answer to be stored as stopped",
-        lambda: (row := over_redis.stored(completion_id)).get("status") != "streaming" and row,
-        timeout=15,
-    )
-    assert (stored["status"], stored["finish_reason"]) == ("stopped", "abort")
+    stream_then_drop(over_redis, key=key, body=slow_stream(over_redis, words=400), timeout=15)
 
 
 @pytest.mark.vllm
