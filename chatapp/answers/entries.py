@@ -6,39 +6,24 @@ socket replays from, so a client that knows the last `seq` it has can be given e
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    SerializerFunctionWrapHandler,
-    TypeAdapter,
-    model_serializer,
-)
+from pydantic import Field, TypeAdapter
 
-from inference.wire.protocol import AnswerStats, TokenLogprob, WorkerHops, drop_absent_logprobs
+from inference.wire.protocol import AnswerStats, LogprobsWhenAsked, TokenLogprob, WorkerHops
 
 EndStatus = Literal["complete", "stopped", "failed"]
 
 
-class _Entry(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class LoggedDelta(_Entry):
+class LoggedDelta(LogprobsWhenAsked):
     kind: Literal["delta"] = "delta"
     seq: int = Field(ge=1)
     text: str
     # the tokens' logprobs, only when the request asked for them (the OpenAI API's logprobs)
     logprobs: list[TokenLogprob] | None = None
 
-    @model_serializer(mode="wrap")
-    def _serialize(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        return drop_absent_logprobs(self, handler)
 
-
-class LoggedEnd(_Entry, AnswerStats):
+class LoggedEnd(AnswerStats):
     """How a run ended: the one "answer ended" type of the web side (logged, shown to every
     watcher, stored through `answer_store`), with the worker's `AnswerStats`."""
 

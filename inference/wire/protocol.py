@@ -172,17 +172,19 @@ class TokenLogprob(WireMessage):
     top: list[TopLogprob] = Field(default_factory=list)
 
 
-def drop_absent_logprobs(
-    model: BaseModel, handler: SerializerFunctionWrapHandler
-) -> dict[str, Any]:
-    """A message's optional `logprobs` is left out of its dump when nobody asked for them."""
-    data: dict[str, Any] = handler(model)
-    if data.get("logprobs", ...) is None:
-        del data["logprobs"]
-    return data
+class LogprobsWhenAsked(WireMessage):
+    """A message with an optional `logprobs` field, which its dump leaves out when nobody
+    asked for them."""
+
+    @model_serializer(mode="wrap")
+    def _drop_absent_logprobs(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if data.get("logprobs", ...) is None:
+            del data["logprobs"]
+        return data
 
 
-class Delta(WireMessage):
+class Delta(LogprobsWhenAsked):
     type: Literal["inference.delta"] = "inference.delta"
     request_id: str
     seq: int = Field(ge=1)
@@ -190,10 +192,6 @@ class Delta(WireMessage):
     tokens: int = Field(ge=0)
     # only when the request asked for logprobs (SamplingOptions.logprobs): one per token
     logprobs: list[TokenLogprob] | None = None
-
-    @model_serializer(mode="wrap")
-    def _serialize(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        return drop_absent_logprobs(self, handler)
 
 
 class SuggestedEntry(WireMessage):
@@ -331,9 +329,7 @@ class FaqInSync(WireMessage):
 
 
 FaqSnapshotServe = Annotated[FaqSnapshotRequest | FaqSyncRequest, Field(discriminator="type")]
-faq_snapshot_serve_adapter: TypeAdapter[FaqSnapshotRequest | FaqSyncRequest] = TypeAdapter(
-    FaqSnapshotServe
-)
+faq_snapshot_serve_adapter: TypeAdapter[FaqSnapshotServe] = TypeAdapter(FaqSnapshotServe)
 
 FAQ_WORKERS_GROUP = "inference.faq"
 FAQ_SNAPSHOT_CHANNEL = "faq.snapshots"
@@ -366,15 +362,5 @@ WorkerInbound = Annotated[
     Field(discriminator="type"),
 ]
 
-worker_event_adapter: TypeAdapter[Accepted | Heartbeat | Delta | Done | Error] = TypeAdapter(
-    WorkerEvent
-)
-worker_inbound_adapter: TypeAdapter[
-    GenerateRequest
-    | PrefillRequest
-    | CancelRequest
-    | FaqUpsert
-    | FaqRemove
-    | FaqSnapshotChunk
-    | FaqInSync
-] = TypeAdapter(WorkerInbound)
+worker_event_adapter: TypeAdapter[WorkerEvent] = TypeAdapter(WorkerEvent)
+worker_inbound_adapter: TypeAdapter[WorkerInbound] = TypeAdapter(WorkerInbound)
