@@ -1,13 +1,26 @@
 """Models for the inference tests: the tiny one built per session (seconds), SmolLM2 converted
-once per session (or reused when prepared), so tokenizer-level tests run on the real ones."""
+once per session (or reused when prepared), so tokenizer-level tests run on the real ones; a
+fresh in-memory channel layer and scripted engine for the worker tests."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+from channels.layers import InMemoryChannelLayer
 
+from inference.engines.scripted import ScriptedEngine
 from inference.models import build_tiny_model
+
+
+@pytest.fixture
+async def layer() -> InMemoryChannelLayer:
+    return InMemoryChannelLayer()
+
+
+@pytest.fixture
+async def engine() -> ScriptedEngine:
+    return ScriptedEngine()
 
 
 @pytest.fixture(scope="session")

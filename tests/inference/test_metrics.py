@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import socket
 import time
-import urllib.request
 from collections.abc import AsyncIterator
 
 import pytest
@@ -21,9 +20,8 @@ from inference.wire.protocol import BACKGROUND_CHANNEL, REQUEST_CHANNEL
 from inference.wire.request_queue import local_request_queue
 from inference.wire.transport import Transport
 from inference.worker import InferenceWorker
-from tests.inference.worker_events import generate
+from tests.inference.worker_events import generate, metrics_page
 from tests.inference.worker_events import running as worker_running
-from tests.support.net import free_port
 from tests.support.workers import worker_settings
 
 
@@ -159,15 +157,7 @@ def test_engines_shared_by_workers_count_once_and_stale_counts_are_capped() -> N
 async def test_a_standalone_worker_serves_its_metrics_on_its_port(
     running: tuple[InferenceWorker, InMemoryChannelLayer],
 ) -> None:
-    port = free_port()
-    server = serve_metrics(host="127.0.0.1", port=port)
-    try:
-        url = f"http://127.0.0.1:{port}/metrics"
-        body = await asyncio.to_thread(lambda: urllib.request.urlopen(url, timeout=5).read())
-    finally:
-        server.shutdown()
-        server.server_close()
-    text = body.decode()
+    text = await metrics_page()
     for name in (
         "chat:engine_prefix_cache_queries_total",
         "chat:engine_prefix_cache_hits_total",

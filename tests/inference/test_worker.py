@@ -26,16 +26,6 @@ from tests.support.workers import worker_settings
 
 
 @pytest.fixture
-async def layer() -> InMemoryChannelLayer:
-    return InMemoryChannelLayer()
-
-
-@pytest.fixture
-async def engine() -> ScriptedEngine:
-    return ScriptedEngine()
-
-
-@pytest.fixture
 async def worker(
     layer: InMemoryChannelLayer, engine: ScriptedEngine
 ) -> AsyncIterator[InferenceWorker]:

@@ -59,16 +59,6 @@ class _Started:
         self.worker, self.task, self.registry = worker, task, registry
 
 
-@pytest.fixture
-async def layer() -> InMemoryChannelLayer:
-    return InMemoryChannelLayer()
-
-
-@pytest.fixture
-async def engine() -> ScriptedEngine:
-    return ScriptedEngine()
-
-
 class Workers:
     """Starts workers on the test's layer and engine; the fixture stops them after the test."""
 

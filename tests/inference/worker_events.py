@@ -1,14 +1,17 @@
 """A worker's requests and events on an in-memory channel layer, for the worker tests: a
-worker running for a block, a request put on the shared queue, the events that answer it."""
+worker running for a block, a request put on the shared queue, the events that answer it,
+the metrics page a standalone worker serves."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import time
+import urllib.request
 from collections.abc import AsyncIterator
 from typing import Any
 
+from inference.metrics import serve_metrics
 from inference.wire.protocol import (
     REQUEST_CHANNEL,
     Accepted,
@@ -18,6 +21,7 @@ from inference.wire.protocol import (
 )
 from inference.wire.request_queue import local_request_queue
 from inference.worker import InferenceWorker
+from tests.support.net import free_port
 
 
 @contextlib.asynccontextmanager
@@ -72,3 +76,17 @@ async def accepted_on(layer: Any, reply: str) -> Accepted:
     event = worker_event_adapter.validate_python(await layer.receive(reply))
     assert isinstance(event, Accepted)
     return event
+
+
+async def metrics_page() -> str:
+    """What a metrics server (`serve_metrics`, as a standalone worker starts one; here on a free
+    port) serves at /metrics now."""
+    port = free_port()
+    server = serve_metrics(host="127.0.0.1", port=port)
+    try:
+        url = f"http://127.0.0.1:{port}/metrics"
+        body: bytes = await asyncio.to_thread(lambda: urllib.request.urlopen(url, timeout=5).read())
+    finally:
+        server.shutdown()
+        server.server_close()
+    return body.decode()
