@@ -22,17 +22,20 @@ import redis
 import websockets
 
 from tests.integration.processes import (
+    MANAGE,
     frames_until,
     keep_draining,
     login,
+    manage_run,
     prepared_verifier_env,
+    processes_stop,
+    repo_process,
     wait_for_line,
 )
 from tests.support.net import free_port
 
 pytestmark = [pytest.mark.vllm, pytest.mark.redis, pytest.mark.asyncio(loop_scope="session")]
 
-REPO = Path(__file__).resolve().parents[2]
 REDIS_URL = "redis://127.0.0.1:6379/7"
 PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
 PASSWORD = "two-process-pw-123"
@@ -68,30 +71,12 @@ def topology(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Iter
     }
     # vLLM's compile caches live under the data dir: share the session's so startup stays fast
     env["VLLM_CACHE_ROOT"] = str(tiny_model.parent.parent / "cache" / "vllm")
-    manage = [sys.executable, str(REPO / "manage.py")]
-    subprocess.run(
-        [*manage, "migrate", "--noinput"], env=env, check=True, cwd=REPO, capture_output=True
-    )
-    subprocess.run([*manage, "demo_user"], env=env, check=True, cwd=REPO, capture_output=True)
+    manage_run(env, ["migrate", "--noinput"], ["demo_user"])
     procs: list[subprocess.Popen[str]] = []
     try:
-        worker = subprocess.Popen(
-            [sys.executable, "-m", "inference"],
-            env=env,
-            cwd=REPO,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
+        worker = repo_process([sys.executable, "-m", "inference"], env)
         procs.append(worker)
-        web = subprocess.Popen(
-            [*manage, "serve", "--port", str(port), "--no-worker"],
-            env=env,
-            cwd=REPO,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
+        web = repo_process([*MANAGE, "serve", "--port", str(port), "--no-worker"], env)
         procs.append(web)
         wait_for_line(web, r"Serving on", 60)
         wait_for_line(worker, r"Inference worker ready", 240)
@@ -99,13 +84,7 @@ def topology(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Iter
         keep_draining(worker)
         yield f"127.0.0.1:{port}"
     finally:
-        for proc in procs:
-            proc.terminate()
-        for proc in procs:
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        processes_stop(procs, timeout=30)
         admin.execute(f'DROP DATABASE IF EXISTS "{db_name}" WITH (FORCE)')
         admin.close()
 
