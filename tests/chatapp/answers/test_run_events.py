@@ -17,6 +17,7 @@ from chatapp.answers.run_events import (
 from chatapp.answers.run_state import Run
 from chatapp.answers.timeline import FirstTokenClock
 from inference.wire.protocol import Accepted, Delta, Done, Error, Heartbeat
+from tests.support.wire import done
 
 
 def _run(*, deltas: int = 0) -> Run:
@@ -35,16 +36,7 @@ def _delta(run: Run, seq: int, text: str = "w ") -> Delta:
 
 
 def _done(run: Run, seq: int) -> Done:
-    return Done(
-        request_id=run.upstream_id,
-        seq=seq,
-        finish_reason="stop",
-        prompt_tokens=9,
-        completion_tokens=4,
-        cached_prompt_tokens=0,
-        queue_wait_ms=1.0,
-        total_ms=2.0,
-    )
+    return done(run.upstream_id, seq, prompt_tokens=9, completion_tokens=4)
 
 
 def test_a_first_acceptance_shows_started_and_records_the_worker() -> None:

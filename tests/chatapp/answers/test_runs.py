@@ -32,17 +32,27 @@ from chatapp.metrics import registry
 from inference.wire.protocol import (
     Accepted,
     Delta,
-    Done,
     GenerateRequest,
     Heartbeat,
     SamplingOptions,
 )
 from inference.wire.registry import LocalWorkerRegistry
 from inference.wire.request_queue import LocalRequestQueue, RequestQueue
+from tests.support.wire import done
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 REDIS_URL = "redis://127.0.0.1:6379/12"
+
+
+@pytest.fixture
+async def redis_db() -> AsyncIterator[aioredis.Redis]:
+    """Database 12 of the local Redis, emptied before and after the test."""
+    client = aioredis.Redis.from_url(REDIS_URL)
+    await client.flushdb()
+    yield client
+    await client.flushdb()
+    await client.aclose()
 
 
 def _turn(user: User, text: str) -> services.TurnStart:
@@ -288,9 +298,27 @@ async def _relay_running(
     return RunningRelay(relay=relay, layer=layer, task=task, registry=registry_)
 
 
-async def _stopped(running: RunningRelay) -> None:
-    running.task.cancel()
-    await asyncio.gather(running.task, return_exceptions=True)
+async def _start(
+    relay: AnswerRelay, turn: services.TurnStart, max_tokens: int | None = None
+) -> None:
+    """The relay starts the turn's run on the request channel `test.requests`."""
+    await relay.start(
+        message_id=turn.assistant_message.id,
+        user_key="u",
+        watcher="watcher-1",
+        request=GenerateRequest(
+            request_id=str(turn.run_id),
+            reply_channel=relay.channel,
+            submitted_at=0.0,
+            sampling=SamplingOptions(max_tokens=max_tokens),
+        ),
+        request_channel="test.requests",
+    )
+
+
+async def _stopped(task: asyncio.Task[None]) -> None:
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
 
 
 @pytest.fixture
@@ -298,7 +326,7 @@ async def running_relay() -> AsyncIterator[RunningRelay]:
     # a heartbeat lands between almost every pair of entries
     running = await _relay_running(log=SlowLog(ttl_s=60), heartbeat_s=0.003)
     yield running
-    await _stopped(running)
+    await _stopped(running.task)
 
 
 async def test_heartbeats_during_a_stream_never_rewrite_a_healthy_log(
@@ -307,15 +335,7 @@ async def test_heartbeats_during_a_stream_never_rewrite_a_healthy_log(
     relay, layer = running_relay.relay, running_relay.layer
     turn = await sync_to_async(_turn)(alice, "question")
     request_id = str(turn.run_id)
-    await relay.start(
-        message_id=turn.assistant_message.id,
-        user_key="u",
-        watcher="watcher-1",
-        request=GenerateRequest(
-            request_id=request_id, reply_channel=relay.channel, submitted_at=0.0
-        ),
-        request_channel="test.requests",
-    )
+    await _start(relay, turn)
     send = layer.send
     await send(
         relay.channel,
@@ -328,20 +348,7 @@ async def test_heartbeats_during_a_stream_never_rewrite_a_healthy_log(
         )
         if seq % 10 == 0:
             await asyncio.sleep(0.004)
-    await send(
-        relay.channel,
-        Done(
-            request_id=request_id,
-            seq=201,
-            finish_reason="stop",
-            prompt_tokens=1,
-            completion_tokens=200,
-            cached_prompt_tokens=0,
-            queue_wait_ms=1,
-            ttft_ms=1,
-            total_ms=1,
-        ).to_channel(),
-    )
+    await send(relay.channel, done(request_id, 201, completion_tokens=200).to_channel())
     for _ in range(500):
         if relay.active_answers == 0:
             break
@@ -358,9 +365,9 @@ async def test_heartbeats_during_a_stream_never_rewrite_a_healthy_log(
 
 
 @pytest.mark.redis
-async def test_a_stale_relays_heartbeat_cannot_touch_a_newer_runs_log() -> None:
-    client = aioredis.Redis.from_url(REDIS_URL)
-    await client.flushdb()
+async def test_a_stale_relays_heartbeat_cannot_touch_a_newer_runs_log(
+    redis_db: aioredis.Redis,
+) -> None:
     log = RedisAnswerLog(redis_url=REDIS_URL, ttl_s=60)
     try:
         old_run, new_run = uuid.uuid4(), uuid.uuid4()
@@ -377,15 +384,13 @@ async def test_a_stale_relays_heartbeat_cannot_touch_a_newer_runs_log() -> None:
         assert owner is not None
         assert owner.relay_channel == "relay-2"
     finally:
-        await client.flushdb()
-        await client.aclose()
         await log.aclose()
 
 
 @pytest.mark.redis
 @pytest.mark.parametrize("writer_skew_s", [-6.0, 6.0])
 async def test_an_owners_silence_is_measured_on_redis_clock_not_the_hosts(
-    monkeypatch: pytest.MonkeyPatch, writer_skew_s: float
+    monkeypatch: pytest.MonkeyPatch, writer_skew_s: float, redis_db: aioredis.Redis
 ) -> None:
     """Web hosts whose clocks differ by 6 s: the host that owns a run heartbeats, another reads
     its ownership. The owner that just wrote is alive, not 6 s silent (reaped as dead), and one
@@ -394,8 +399,6 @@ async def test_an_owners_silence_is_measured_on_redis_clock_not_the_hosts(
 
     from chatapp.answers.recovery import owner_state
 
-    client = aioredis.Redis.from_url(REDIS_URL)
-    await client.flushdb()
     log = RedisAnswerLog(redis_url=REDIS_URL, ttl_s=60)
     real_time = time.time
     try:
@@ -412,8 +415,6 @@ async def test_an_owners_silence_is_measured_on_redis_clock_not_the_hosts(
         assert owner_state(owner, silent_after_s=0.5) == "silent"
         assert owner_state(owner, silent_after_s=3.0) == "alive"
     finally:
-        await client.flushdb()
-        await client.aclose()
         await log.aclose()
 
 
@@ -435,15 +436,7 @@ async def test_a_stalled_database_thread_does_not_silence_the_relays_heartbeat(
     try:
         turn = await sync_to_async(_turn)(alice, "question")
         request_id = str(turn.run_id)
-        await relay.start(
-            message_id=turn.assistant_message.id,
-            user_key="u",
-            watcher="watcher-1",
-            request=GenerateRequest(
-                request_id=request_id, reply_channel=relay.channel, submitted_at=0.0
-            ),
-            request_channel="test.requests",
-        )
+        await _start(relay, turn)
         await layer.send(
             relay.channel,
             Accepted(request_id=request_id, worker_channel="w", queue_wait_ms=1).to_channel(),
@@ -460,8 +453,7 @@ async def test_a_stalled_database_thread_does_not_silence_the_relays_heartbeat(
         assert len(silences) > 15
         assert max(silences) < 0.5  # heartbeats every 0.1 s all along, never reaped
     finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
+        await _stopped(task)
 
 
 async def test_a_run_whose_owner_record_vanished_is_not_reaped_until_it_stays_gone(
@@ -547,18 +539,7 @@ async def _migrated_run(
     relay, layer, task, registry_ = running.relay, running.layer, running.task, running.registry
     turn = await sync_to_async(_turn)(alice, "question")
     run = str(turn.run_id)
-    await relay.start(
-        message_id=turn.assistant_message.id,
-        user_key="u",
-        watcher="watcher-1",
-        request=GenerateRequest(
-            request_id=run,
-            reply_channel=relay.channel,
-            submitted_at=0.0,
-            sampling=SamplingOptions(max_tokens=max_tokens),
-        ),
-        request_channel="test.requests",
-    )
+    await _start(relay, turn, max_tokens=max_tokens)
     send = layer.send
     await send(
         relay.channel, Accepted(request_id=run, worker_channel="w1", queue_wait_ms=1).to_channel()
@@ -601,8 +582,7 @@ async def test_a_moved_answer_whose_new_worker_never_starts_writing_times_out(
         row = await asyncio.wait_for(_stored_end(turn), 5)
         assert (row.status, row.error_code, row.content) == ("failed", "timeout", "w1 w2 ")
     finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
+        await _stopped(task)
 
 
 async def test_a_moved_answers_stats_count_the_tokens_of_every_worker(alice: User) -> None:
@@ -613,26 +593,14 @@ async def test_a_moved_answers_stats_count_the_tokens_of_every_worker(alice: Use
             relay.channel, Delta(request_id=run, seq=3, text="w3", tokens=4).to_channel()
         )
         await layer.send(
-            relay.channel,
-            Done(
-                request_id=run,
-                seq=4,
-                finish_reason="stop",
-                prompt_tokens=30,
-                completion_tokens=4,
-                cached_prompt_tokens=0,
-                queue_wait_ms=1,
-                ttft_ms=1,
-                total_ms=1,
-            ).to_channel(),
+            relay.channel, done(run, 4, prompt_tokens=30, completion_tokens=4).to_channel()
         )
         row = await asyncio.wait_for(_stored_end(turn), 5)
         assert (row.status, row.content) == ("complete", "w1 w2 w3")
         assert row.completion_tokens == 14  # 10 on w1, 4 on w2
         assert row.resumed
     finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
+        await _stopped(task)
 
 
 async def test_a_stalled_worker_that_comes_back_after_the_move_is_cancelled_again(
@@ -650,8 +618,7 @@ async def test_a_stalled_worker_that_comes_back_after_the_move_is_cancelled_agai
         again = await asyncio.wait_for(layer.receive("w1"), 1)
         assert CancelRequest.model_validate(again).request_id == str(turn.run_id)
     finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
+        await _stopped(task)
 
 
 async def test_a_moved_request_keeps_the_answers_budget_and_says_what_was_spent(
@@ -672,42 +639,30 @@ async def test_a_moved_request_keeps_the_answers_budget_and_says_what_was_spent(
         assert moved.continued_tokens == 10  # 5 + 5 on the first worker
         assert moved.continue_from == "w1 w2 "
     finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
+        await _stopped(task)
 
 
 @pytest.mark.redis
-async def test_a_queued_request_redis_lost_is_queued_again(alice: User) -> None:
+async def test_a_queued_request_redis_lost_is_queued_again(
+    alice: User, redis_db: aioredis.Redis
+) -> None:
     """Issue 31 defect 9: Redis restarted without persistence while a question waited in the
     queue (every worker busy). The request was gone, and the answer waited for nothing until it
     failed `busy`. The relay notices within a heartbeat and queues it again."""
     from inference.wire.stream_queue import RedisStreamQueue
 
-    client = aioredis.Redis.from_url(REDIS_URL)
-    await client.flushdb()
     queue = RedisStreamQueue(redis_url=REDIS_URL)
     running = await _relay_running(queue=queue)
     relay, task = running.relay, running.task
     try:
         turn = await sync_to_async(_turn)(alice, "question")
-        await relay.start(
-            message_id=turn.assistant_message.id,
-            user_key="u",
-            watcher="watcher-1",
-            request=GenerateRequest(
-                request_id=str(turn.run_id), reply_channel=relay.channel, submitted_at=0.0
-            ),
-            request_channel="test.requests",
-        )
+        await _start(relay, turn)
         assert await queue.depth("test.requests") == 1
-        await client.flushdb()  # the restart: nothing persisted
+        await redis_db.flushdb()  # the restart: nothing persisted
         await asyncio.sleep(0.5)
         taken = await asyncio.wait_for(queue.take("test.requests", consumer="w"), 2)
         assert taken.message["request_id"] == str(turn.run_id)
         assert await queue.lost("test.requests", taken.entry_id) is False
     finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-        await client.flushdb()
-        await client.aclose()
+        await _stopped(task)
         await queue.aclose()

@@ -3,6 +3,8 @@ a scripted worker on the in-memory channel layer."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +20,7 @@ from chatapp.answers.runtime import answer_runtime_close
 from chatapp.apikeys import services
 from chatapp.apikeys.models import ApiKey
 from chatapp.asgi import application
+from inference.worker import InferenceWorker
 
 
 @dataclass(frozen=True)
@@ -110,3 +113,52 @@ def completions_scope(headers: dict[str, str]) -> dict[str, Any]:
         "client": ("127.0.0.1", 5000),
         "server": ("testserver", 80),
     }
+
+
+async def slow_answer_running(
+    http: httpx.AsyncClient, headers: dict[str, str], worker: InferenceWorker, words: int
+) -> asyncio.Task[httpx.Response]:
+    """Asks for a slow answer of `words` words (the scripted engine's `[[slow]]`: 50 ms a
+    word) and returns once `worker` runs it; the response is the task's."""
+    question = "[[slow]] " + " ".join(["word"] * words)
+    answer = asyncio.create_task(
+        http.post("/v1/chat/completions", json=chat(question), headers=headers)
+    )
+    for _ in range(100):
+        if worker.active_requests == 1:
+            break
+        await asyncio.sleep(0.02)
+    return answer
+
+
+class LeavingClient:
+    """POST /v1/chat/completions driven as daphne drives the app (to disconnect mid-answer,
+    which httpx cannot): `leave()` is the client going away; the app's task is `app`."""
+
+    def __init__(self, headers: dict[str, str], body: dict[str, Any]) -> None:
+        self.sent: list[dict[str, object]] = []
+        self.first_chunk = asyncio.Event()  # the first event, after the keep-alive comment
+        self._gone = asyncio.Event()
+        self._requests = [
+            {"type": "http.request", "body": json.dumps(body).encode(), "more_body": False}
+        ]
+        self.app = asyncio.create_task(
+            application(completions_scope(headers), self._receive, self._send)
+        )
+
+    async def _receive(self) -> dict[str, object]:
+        if self._requests:
+            return self._requests.pop()
+        await self._gone.wait()
+        return {"type": "http.disconnect"}
+
+    async def _send(self, message: dict[str, object]) -> None:
+        self.sent.append(message)
+        body = message.get("body")
+        if message["type"] == "http.response.body" and isinstance(body, bytes) and b"data:" in body:
+            self.first_chunk.set()
+
+    async def leave(self) -> None:
+        """The client goes away; returns when the app has finished the request."""
+        self._gone.set()
+        await asyncio.wait_for(self.app, 10)

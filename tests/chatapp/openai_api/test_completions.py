@@ -12,7 +12,13 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 
 from chatapp.conversations.models import Message
-from tests.chatapp.openai_api.conftest import Key, chat, completions_scope, sse_events
+from tests.chatapp.openai_api.conftest import (
+    Key,
+    LeavingClient,
+    chat,
+    slow_answer_running,
+    sse_events,
+)
 from tests.conftest import RunningWorker
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -132,45 +138,25 @@ async def test_a_dropped_client_aborts_the_engine_request(
     """Drive the ASGI app as daphne does: the client goes away while the answer generates
     (after the first chunk when streaming; while it waits for the whole answer otherwise)."""
     import asyncio
-    import json
 
     from chatapp.answers.runtime import answer_runtime_close
-    from chatapp.asgi import application
 
-    body = json.dumps(chat("[[slow]] " + " ".join(["word"] * 200), stream=stream)).encode()
-    gone = asyncio.Event()
-    sent: list[dict[str, object]] = []
-    first_chunk = asyncio.Event()
-    requests = [{"type": "http.request", "body": body, "more_body": False}]
-
-    async def receive() -> dict[str, object]:
-        if requests:
-            return requests.pop()
-        await gone.wait()
-        return {"type": "http.disconnect"}
-
-    async def send(message: dict[str, object]) -> None:
-        sent.append(message)
-        body = message.get("body")
-        if message["type"] == "http.response.body" and isinstance(body, bytes) and b"data:" in body:
-            first_chunk.set()  # the first event, after the keep-alive comment
-
-    scope = completions_scope(api_key.headers)
-    app = asyncio.create_task(application(scope, receive, send))
+    client = LeavingClient(
+        api_key.headers, chat("[[slow]] " + " ".join(["word"] * 200), stream=stream)
+    )
     try:
         if stream:
-            await asyncio.wait_for(first_chunk.wait(), 10)
-            assert sent[0]["status"] == 200
+            await asyncio.wait_for(client.first_chunk.wait(), 10)
+            assert client.sent[0]["status"] == 200
         else:
             for _ in range(100):
                 if scripted_worker.engine.prompts:
                     break
                 await asyncio.sleep(0.02)
             await asyncio.sleep(0.3)  # a few words generated
-            assert sent == []  # nothing answered yet: the whole answer is awaited
+            assert client.sent == []  # nothing answered yet: the whole answer is awaited
         assert scripted_worker.worker.active_requests == 1
-        gone.set()
-        await asyncio.wait_for(app, 10)
+        await client.leave()
         for _ in range(100):
             if scripted_worker.worker.active_requests == 0:
                 break
@@ -189,7 +175,7 @@ async def test_a_dropped_client_aborts_the_engine_request(
         assert message.finish_reason == "abort"
         assert 0 < len(message.content.split()) < 200
     finally:
-        app.cancel()
+        client.app.cancel()
         await answer_runtime_close()
 
 
@@ -202,17 +188,7 @@ async def test_a_request_whose_relay_dies_fails_instead_of_hanging(
 
     settings.CHAT_STALL_TIMEOUT_S = 0.5  # silence limit: 0.5 + 2 x 0.5 s relay heartbeat
     runtime = await answer_runtime()
-    request = asyncio.create_task(
-        http.post(
-            "/v1/chat/completions",
-            json=chat("[[slow]] " + " ".join(["word"] * 200)),
-            headers=api_key.headers,
-        )
-    )
-    for _ in range(100):
-        if scripted_worker.worker.active_requests == 1:
-            break
-        await asyncio.sleep(0.02)
+    request = await slow_answer_running(http, api_key.headers, scripted_worker.worker, 200)
     runtime.task.cancel()  # the relay is gone: nothing will reach the request any more
 
     response = await asyncio.wait_for(request, 10)

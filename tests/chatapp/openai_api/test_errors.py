@@ -14,7 +14,13 @@ from django.conf import settings
 
 from chatapp.apikeys import services
 from chatapp.conversations.models import Message
-from tests.chatapp.openai_api.conftest import Key, chat, key_create, openai_client
+from tests.chatapp.openai_api.conftest import (
+    Key,
+    chat,
+    key_create,
+    openai_client,
+    slow_answer_running,
+)
 from tests.conftest import RunningWorker
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -291,17 +297,7 @@ async def test_the_keys_concurrency_limit_is_429_while_an_answer_runs(
     http: httpx.AsyncClient, scripted_worker: RunningWorker
 ) -> None:
     key = await sync_to_async(key_create)("single", max_concurrent=1)
-    slow = asyncio.create_task(
-        http.post(
-            "/v1/chat/completions",
-            json=chat("[[slow]] " + " ".join(["word"] * 20)),
-            headers=key.headers,
-        )
-    )
-    for _ in range(100):
-        if scripted_worker.worker.active_requests == 1:
-            break
-        await asyncio.sleep(0.02)
+    slow = await slow_answer_running(http, key.headers, scripted_worker.worker, 20)
     response = await http.post("/v1/chat/completions", json=chat("hi"), headers=key.headers)
     assert response.status_code == 429
     assert error_of(response)["code"] == "concurrency_limit_exceeded"
@@ -361,17 +357,7 @@ async def test_a_full_service_is_429_server_busy(http: httpx.AsyncClient) -> Non
         await asyncio.wait_for(worker.ready.wait(), 5)
         await asyncio.sleep(0.2)  # its first announcement
         key = await sync_to_async(key_create)("busy", max_concurrent=10)
-        slow = asyncio.create_task(
-            http.post(
-                "/v1/chat/completions",
-                json=chat("[[slow]] " + " ".join(["word"] * 20)),
-                headers=key.headers,
-            )
-        )
-        for _ in range(100):
-            if worker.active_requests == 1:
-                break
-            await asyncio.sleep(0.02)
+        slow = await slow_answer_running(http, key.headers, worker, 20)
         response = await http.post("/v1/chat/completions", json=chat("hi"), headers=key.headers)
         assert response.status_code == 429
         assert error_of(response)["code"] == "server_busy"

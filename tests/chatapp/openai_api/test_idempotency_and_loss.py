@@ -12,7 +12,7 @@ from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 
 from chatapp.conversations.models import Conversation, Message
-from tests.chatapp.openai_api.conftest import Key, chat, completions_scope
+from tests.chatapp.openai_api.conftest import Key, LeavingClient, chat
 from tests.conftest import RunningWorker
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -157,31 +157,14 @@ async def drop_mid_answer(
     """Drive the ASGI app as daphne does and let the client go away a few words into the
     answer (after the first event when streaming)."""
     import asyncio
-    import json
 
-    from chatapp.asgi import application
-
-    gone = asyncio.Event()
-    requests = [{"type": "http.request", "body": json.dumps(body).encode(), "more_body": False}]
-
-    async def receive() -> dict[str, object]:
-        if requests:
-            return requests.pop()
-        await gone.wait()
-        return {"type": "http.disconnect"}
-
-    async def send(message: dict[str, object]) -> None:
-        return None
-
-    scope = completions_scope(headers)
-    app = asyncio.create_task(application(scope, receive, send))
+    client = LeavingClient(headers, body)
     try:
         for _ in range(100):
             if scripted.engine.prompts:
                 break
             await asyncio.sleep(0.02)
         await asyncio.sleep(0.3)  # a few words generated
-        gone.set()
-        await asyncio.wait_for(app, 10)
+        await client.leave()
     finally:
-        app.cancel()
+        client.app.cancel()

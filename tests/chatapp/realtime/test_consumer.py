@@ -340,8 +340,9 @@ async def test_an_answer_whose_deltas_were_lost_in_transit_is_never_stored_compl
     a message): the answer ends `interrupted` with the text that arrived, never `complete`."""
     from channels.layers import get_channel_layer
 
-    from inference.wire.protocol import REQUEST_CHANNEL, Accepted, Delta, Done, GenerateRequest
+    from inference.wire.protocol import REQUEST_CHANNEL, Accepted, Delta, GenerateRequest
     from inference.wire.registry import worker_registry
+    from tests.support.wire import done
 
     layer = get_channel_layer()
     registry = worker_registry(redis_url="")
@@ -357,17 +358,7 @@ async def test_an_answer_whose_deltas_were_lost_in_transit_is_never_stored_compl
             Delta(request_id=rid, seq=1, text="one", tokens=1),
             Delta(request_id=rid, seq=2, text=" two", tokens=1),
             Delta(request_id=rid, seq=3, text=" three", tokens=1),
-            Done(
-                request_id=rid,
-                seq=4,
-                finish_reason="stop",
-                prompt_tokens=5,
-                completion_tokens=3,
-                cached_prompt_tokens=0,
-                queue_wait_ms=0.0,
-                ttft_ms=1.0,
-                total_ms=2.0,
-            ),
+            done(rid, 4, prompt_tokens=5, completion_tokens=3),
         ]
         del events[2 if lost == "a middle delta" else 3]
         for event in events:
