@@ -60,24 +60,32 @@ def invalid(message: str, *, param: str | None = None, code: str | None = None) 
     return ApiError(status=400, message=message, param=param, code=code)
 
 
+# A failure worth retrying later (with Retry-After): its status, type and code, by the
+# admission refusal or the relay's end code that says it.
+_RETRY_LATER: dict[str, tuple[int, ErrorType, str]] = {
+    "no_worker": (503, "service_unavailable_error", "no_worker"),
+    "busy": (429, "rate_limit_error", "server_busy"),
+    "timeout": (504, "service_unavailable_error", "first_token_timeout"),
+    "worker_lost": (503, "service_unavailable_error", "worker_lost"),
+}
+
+
+def _retry_later(reason: str, message: str, retry_after_s: float) -> ApiError:
+    status, type, code = _RETRY_LATER[reason]
+    return ApiError(
+        status=status, type=type, code=code, message=message, retry_after_s=retry_after_s
+    )
+
+
 def refused(decision: Refused) -> ApiError:
     """Admission's refusal: 503 when no worker runs, 429 (with Retry-After) otherwise."""
-    if decision.reason == "no_worker":
-        return ApiError(
-            status=503,
-            type="service_unavailable_error",
-            code="no_worker",
-            message=decision.message,
-            retry_after_s=decision.retry_after_s,
-        )
-    code = {
-        "rate_limited": "rate_limit_exceeded",
-        "user_concurrency": "concurrency_limit_exceeded",
-    }.get(decision.reason, "server_busy")
-    message = decision.message
+    if decision.reason in ("no_worker", "busy"):
+        return _retry_later(decision.reason, decision.message, decision.retry_after_s)
     if decision.reason == "user_concurrency":
+        code = "concurrency_limit_exceeded"
         message = "This API key already has its maximum of answers in progress; retry later."
-    elif decision.reason == "rate_limited":
+    else:
+        code = "rate_limit_exceeded"
         message = (
             "This API key sent more requests than its rate limit allows; "
             f"retry in {decision.retry_after_s:g} s."
@@ -97,36 +105,6 @@ def answer_failed(*, error_code: str, message: str, retry_after_s: float) -> Api
         return invalid(message, param="messages", code="context_length_exceeded")
     if error_code == "invalid":
         return invalid(message, code="invalid_request")
-    if error_code == "no_worker":
-        return ApiError(
-            status=503,
-            type="service_unavailable_error",
-            code="no_worker",
-            message=message,
-            retry_after_s=retry_after_s,
-        )
-    if error_code == "busy":
-        return ApiError(
-            status=429,
-            type="rate_limit_error",
-            code="server_busy",
-            message=message,
-            retry_after_s=retry_after_s,
-        )
-    if error_code == "timeout":
-        return ApiError(
-            status=504,
-            type="service_unavailable_error",
-            code="first_token_timeout",
-            message=message,
-            retry_after_s=retry_after_s,
-        )
-    if error_code == "worker_lost":
-        return ApiError(
-            status=503,
-            type="service_unavailable_error",
-            code="worker_lost",
-            message=message,
-            retry_after_s=retry_after_s,
-        )
+    if error_code in _RETRY_LATER:
+        return _retry_later(error_code, message, retry_after_s)
     return ApiError(status=500, type="server_error", code=error_code or "engine", message=message)
