@@ -118,11 +118,24 @@ def plot(
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
     from matplotlib.ticker import FuncFormatter
 
     plain = FuncFormatter(lambda value, _pos: f"{value:g}")  # 0.5, 1, 2 rather than 10^0
     # minor ticks: label only 2x and 5x a power of ten, so the labels do not crowd
     sparse = FuncFormatter(lambda value, _pos: f"{value:g}" if f"{value:.0e}"[0] in "25" else "")
+
+    def saved(fig: Figure, ax: Axes, *, title: str, name: str) -> Path:
+        """Titled, gridded and with its legend, written to `<stem>-<name>.png` and closed."""
+        ax.set_title(title)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        path = stem.with_name(f"{stem.name}-{name}.png")
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        return path
 
     paths = []
     fig, ax = plt.subplots(figsize=(7, 4.5))
@@ -148,13 +161,7 @@ def plot(
     ax.set_yscale("log")
     ax.yaxis.set_major_formatter(plain)
     ax.yaxis.set_minor_formatter(sparse)
-    ax.set_title("TTFT vs load")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    paths.append(stem.with_name(f"{stem.name}-ttft.png"))
-    fig.savefig(paths[-1], dpi=110)
-    plt.close(fig)
+    paths.append(saved(fig, ax, title="TTFT vs load", name="ttft"))
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for config in configs:
@@ -171,11 +178,5 @@ def plot(
     ax.xaxis.set_minor_formatter(sparse)
     ax.set_xlabel("TTFT (s)")
     ax.set_ylabel("fraction of requests")
-    ax.set_title(f"TTFT CDF at {load_label} = {cdf_load:g}")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    paths.append(stem.with_name(f"{stem.name}-cdf.png"))
-    fig.savefig(paths[-1], dpi=110)
-    plt.close(fig)
+    paths.append(saved(fig, ax, title=f"TTFT CDF at {load_label} = {cdf_load:g}", name="cdf"))
     return paths
