@@ -45,7 +45,6 @@ import sys
 import tempfile
 import threading
 import time
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -220,8 +219,8 @@ def background_load(*, base_url: str, session: str, sockets: int, stop: threadin
                 question = harness.SUPPORT_QUESTIONS[
                     (index * 7 + n) % len(harness.SUPPORT_QUESTIONS)
                 ]
-                frame = {"type": "chat.send", "id": str(uuid.uuid4()), "conversation_id": None}
-                await ws.send(json.dumps(frame | {"text": f"{question} (load {index}.{n})"}))
+                frame = harness.chat_send(f"{question} (load {index}.{n})")
+                await ws.send(json.dumps(frame))
                 while json.loads(await ws.recv())["type"] not in ("chat.done", "chat.error"):
                     pass
                 answered += 1

@@ -29,13 +29,13 @@ import sys
 import tempfile
 import threading
 import time
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from bench.harness import (
     REPO_ROOT,
+    chat_send,
     demo_login,
     free_port,
     load_average,
@@ -120,8 +120,7 @@ async def first_answers(base: str, password: str) -> dict[str, Any]:
     ) as ws:
         for name, text in (("faq", FAQ_QUESTION), ("model", MODEL_QUESTION)):
             sent = time.monotonic()
-            frame = {"type": "chat.send", "id": str(uuid.uuid4()), "conversation_id": None}
-            await ws.send(json.dumps({**frame, "text": text}))
+            await ws.send(json.dumps(chat_send(text)))
             first: float | None = None
             answer = ""
             while True:

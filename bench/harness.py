@@ -4,7 +4,8 @@
   `django.setup()` and `migrate`), `add_engine_args` for the options that go with it;
 * the engine and its worker inside the running loop: `loaded_engine` / `LoadedEngine`;
 * a logged-in `/ws/chat/` socket through the full ASGI app: `chat_socket`, `send_and_wait`
-  (`Reply`), `receive_until_done`; `demo_login` for an app served as a process;
+  (`Reply`), `receive_until_done`, `chat_send` (a frame); `demo_login` for an app served as a
+  process;
 * statistics and the report: `percentile`, `median`, `values_of`, `cpu_name`, `machine`,
   `load_average`, `command_line`, `timestamp`, `report_base`, `write_results`;
 * servers the bench starts as subprocesses: `ServerProcess`, `free_port` (`bench.load`) and
@@ -33,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -208,6 +210,17 @@ async def loaded_engine(*, worker_settings: WorkerSettings) -> AsyncIterator[Loa
 
 
 # ---- the WebSocket -----------------------------------------------------------------------
+
+
+def chat_send(text: str, *, conversation_id: str | None = None) -> dict[str, Any]:
+    """A `chat.send` frame of `text` as the page sends it (`sendFrame`,
+    frontend/src/protocol.ts): a new conversation unless `conversation_id` is given."""
+    return {
+        "type": "chat.send",
+        "id": str(uuid.uuid4()),
+        "conversation_id": conversation_id,
+        "text": text,
+    }
 
 
 def demo_login(base_url: str, password: str) -> str:

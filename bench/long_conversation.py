@@ -604,12 +604,7 @@ async def run_conversation(
         if conversation_id is None:
             frame = template.first_frame(text)
         else:
-            frame = {
-                "type": "chat.send",
-                "id": str(uuid.uuid4()),
-                "conversation_id": conversation_id,
-                "text": text,
-            }
+            frame = harness.chat_send(text, conversation_id=conversation_id)
         mark = spy.mark()
         answer = await send(ws, frame)
         kept_from, prompt_ids, answer_ids = spy.since(mark)

@@ -476,11 +476,6 @@ def templated_frame(published: Published, values: Values, edited: str) -> dict[s
     return frame
 
 
-def plain_frame(text: str) -> dict[str, Any]:
-    """`sendFrame` (frontend/src/protocol.ts): a template-less first message."""
-    return {"type": "chat.send", "id": str(uuid.uuid4()), "conversation_id": None, "text": text}
-
-
 def with_full_text(frame: dict[str, Any], text: str) -> dict[str, Any]:
     """`withFullText` (frontend/src/protocol.ts): the same frame with `text`, no patch."""
     rest = {k: v for k, v in frame.items() if k not in {"patch", "result_sha256", "text"}}
@@ -582,7 +577,7 @@ def measure(published: Published, builder: PromptBuilder) -> list[Case]:
                     user_text_chars=len(edited),
                     patch_chars=len(frame.get("patch", "")),
                     templated_frame_bytes=utf8_len(wire),
-                    plain_frame_bytes=utf8_len(wire_json(plain_frame(edited))),
+                    plain_frame_bytes=utf8_len(wire_json(harness.chat_send(edited))),
                     text_frame_bytes=utf8_len(wire_json(with_full_text(frame, edited))),
                     system_plus_user_bytes=utf8_len(spec.system_prompt) + utf8_len(edited),
                     model_prompt_bytes=utf8_len(model_prompt.text),
