@@ -4,7 +4,6 @@ counters come from vLLM's own stat logger and rise when two requests share a pre
 from __future__ import annotations
 
 import asyncio
-import urllib.request
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -13,12 +12,11 @@ from channels.layers import InMemoryChannelLayer
 from prometheus_client import REGISTRY
 
 from inference.engines.vllm import VllmEngine
-from inference.metrics import serve_metrics
 from inference.wire.protocol import REQUEST_CHANNEL
 from inference.wire.request_queue import local_request_queue
 from inference.wire.transport import Transport
 from inference.worker import InferenceWorker
-from tests.support.net import free_port
+from tests.inference.worker_events import metrics_page, running
 from tests.support.vllm import SHARED, fresh, request, run_to_end
 from tests.support.workers import worker_settings
 
@@ -40,11 +38,8 @@ async def layer(vllm_engine: VllmEngine) -> AsyncIterator[InMemoryChannelLayer]:
         transport=Transport(layer=layer),
         settings=worker_settings(engine="vllm"),
     )
-    task = asyncio.create_task(worker.run())
-    await worker.ready.wait()
-    yield layer
-    task.cancel()
-    await asyncio.gather(task, return_exceptions=True)
+    async with running(worker):
+        yield layer
 
 
 async def answer(layer: InMemoryChannelLayer, text: str) -> Any:
@@ -72,17 +67,10 @@ async def test_prefix_cache_counters_rise_when_two_requests_share_a_prefix(
     assert value("chat:num_requests_running") == 0
     assert value("chat:num_requests_waiting") == 0
 
-    port = free_port()  # and a standalone worker would serve the same numbers
-    server = serve_metrics(host="127.0.0.1", port=port)
-    try:
-        url = f"http://127.0.0.1:{port}/metrics"
-        body = await asyncio.to_thread(lambda: urllib.request.urlopen(url, timeout=5).read())
-    finally:
-        server.shutdown()
-        server.server_close()
+    page = await metrics_page()  # and a standalone worker would serve the same numbers
     served = {
         line.split(" ")[0]: float(line.split(" ")[1])
-        for line in body.decode().splitlines()
+        for line in page.splitlines()
         if line.startswith("chat:engine_prefix_cache")
     }
     assert served[HITS] == value(HITS)
