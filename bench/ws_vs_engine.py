@@ -37,7 +37,6 @@ import datetime as dt
 import gc
 import json
 import os
-import platform
 import secrets
 import statistics
 import sys
@@ -49,7 +48,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
 import psutil
 import websockets
 from websockets.asyncio.client import ClientConnection
@@ -62,6 +60,7 @@ from inference.wire.protocol import ChatTurn, GenerateRequest, SamplingOptions
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 RESULTS_DIR = REPO_ROOT / "bench" / "results"
+MODULE = "bench.ws_vs_engine"
 
 QUESTIONS = harness.SUPPORT_QUESTIONS
 WARMUP_QUESTIONS: tuple[str, ...] = (
@@ -136,8 +135,7 @@ async def measure_direct(engine: VllmEngine, question: str) -> Sample:
 
 
 async def measure_ws(ws: ClientConnection, question: str) -> Sample:
-    frame_out = {"type": "chat.send", "id": str(uuid.uuid4()), "conversation_id": None}
-    frame_out["text"] = question
+    frame_out = harness.chat_send(question)
     parts: list[str] = []
     ttft: float | None = None
     started = time.perf_counter()
@@ -341,21 +339,6 @@ def memory_table(title: str, rows: Sequence[dict[str, Any]]) -> str:
 # ---- the app under test --------------------------------------------------------------------
 
 
-async def login(base_url: str, password: str) -> str:
-    async with httpx.AsyncClient(base_url=base_url) as client:
-        await client.get("/accounts/login/")
-        token = client.cookies["csrftoken"]
-        response = await client.post(
-            "/accounts/login/",
-            data={"username": "demo", "password": password, "csrfmiddlewaretoken": token},
-            headers={"Referer": f"{base_url}/accounts/login/"},
-        )
-        session = client.cookies.get("sessionid")
-        if not session:
-            raise RuntimeError(f"login failed: HTTP {response.status_code}")
-        return session
-
-
 # ---- main -----------------------------------------------------------------------------------
 
 
@@ -371,21 +354,6 @@ def _env(**values: str) -> Iterator[None]:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
-
-
-def command_line() -> str:
-    python = Path(sys.executable)
-    with contextlib.suppress(ValueError):
-        python = python.relative_to(REPO_ROOT)
-    return " ".join([str(python), "-m", "bench.ws_vs_engine", *sys.argv[1:]])
-
-
-def cpu_name() -> str:
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or "unknown"
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -465,7 +433,7 @@ async def run(args: argparse.Namespace) -> int:
         load_s = time.monotonic() - started
         print(f"==> engine loaded in {load_s:.1f} s", flush=True)
 
-        session = await login(app.base_url, password)
+        session = await asyncio.to_thread(harness.demo_login, app.base_url, password)
         headers = {"Cookie": f"sessionid={session}", "Origin": app.base_url}
         uri = f"ws://127.0.0.1:{args.port}/ws/chat/"
         async with websockets.connect(uri, additional_headers=headers) as ws:
@@ -497,9 +465,8 @@ async def run(args: argparse.Namespace) -> int:
         header = (
             f"ws_vs_engine {stamp}: {args.requests} interleaved pairs after {args.warmup} "
             f"warm-up requests per path, {args.gap:g} s idle before each request\n\n"
-            f"- CPU: {cpu_name()} ({os.cpu_count()} logical cores), Python "
-            f"{platform.python_version()}\n- model: {model_dir}\n"
-            f"- command: `{command_line()}`"
+            f"- CPU: {harness.machine()}\n- model: {model_dir}\n"
+            f"- command: `{harness.command_line(module=MODULE)}`"
         )
         markdown = "\n\n".join(
             [
@@ -513,13 +480,13 @@ async def run(args: argparse.Namespace) -> int:
         print("\n" + markdown, flush=True)
         report = {
             "timestamp": stamp,
-            "cpu": cpu_name(),
+            "cpu": harness.cpu_name(),
             "cpu_count": os.cpu_count(),
             "model_dir": str(model_dir),
             "requests": args.requests,
             "warmup": args.warmup,
             "gap_s": args.gap,
-            "command": command_line(),
+            "command": harness.command_line(module=MODULE),
             "bench_engine_load_s": load_s,
             "pairs": [{"direct": d.to_json(), "ws": w.to_json()} for d, w in pairs],
             "memory": {"server_tree": server_mem, "bench_tree": bench_mem},
