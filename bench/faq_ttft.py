@@ -49,7 +49,6 @@ import dataclasses
 import statistics
 import sys
 import time
-import uuid
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -377,12 +376,7 @@ async def ask(
 ) -> Request:
     await asyncio.sleep(gap_s)
     seen = len(lookups)
-    frame = {
-        "type": "chat.send",
-        "id": str(uuid.uuid4()),
-        "conversation_id": None,
-        "text": question,
-    }
+    frame = harness.chat_send(question)
     if kind == "model_off":  # the consumer asks for no lookup: the cache is off for it
         from django.test import override_settings
 

@@ -448,12 +448,7 @@ async def interactive(
     await asyncio.sleep(gap_s)
     unfinished = engine.stats().unfinished_requests
     bg_running = load.running if load is not None else 0
-    frame = {
-        "type": "chat.send",
-        "id": str(uuid.uuid4()),
-        "conversation_id": None,
-        "text": question,
-    }
+    frame = harness.chat_send(question)
     sent_at = clock.now()
     reply = await harness.send_and_wait(ws=ws, frame=frame)
     return reply, sent_at, unfinished, bg_running

@@ -82,15 +82,6 @@ def draft(text: str, conversation_id: str | None) -> dict[str, Any]:
     }
 
 
-def send(text: str, conversation_id: str | None) -> dict[str, Any]:
-    return {
-        "type": "chat.send",
-        "id": str(uuid.uuid4()),
-        "conversation_id": conversation_id,
-        "text": text,
-    }
-
-
 def arm_text(question: str, kind: str, *, round_: int, lines: int) -> str:
     """Each arm's own text, so none finds another's in the prefix cache."""
     n = 2 * round_ + (kind == "plain")
@@ -117,7 +108,7 @@ async def ask(ws: Any, frame: dict[str, Any]) -> tuple[str, dict[str, Any], floa
 
 async def open_conversation(ws: Any, *, gap_s: float) -> str:
     await asyncio.sleep(gap_s)
-    conversation, _done, _ttft = await ask(ws, send(OPENING, None))
+    conversation, _done, _ttft = await ask(ws, harness.chat_send(OPENING))
     return conversation
 
 
@@ -140,7 +131,9 @@ async def with_lead(
     if prefill:
         await ws.send_json_to(draft(text, conversation))
     await asyncio.sleep(lead_s)  # the user looks it over before Send
-    return await timed(ws, arm=arm, round_=round_, frame=send(text, conversation))
+    return await timed(
+        ws, arm=arm, round_=round_, frame=harness.chat_send(text, conversation_id=conversation)
+    )
 
 
 async def typist(ws: Any, *, seed: int, every_s: float, stop: asyncio.Event) -> int:
@@ -168,7 +161,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     async with harness.loaded_engine(worker_settings=worker_settings) as loaded:
         await loaded.start_worker(settings=worker_settings)
         async with harness.chat_socket() as ws:
-            await ask(ws, send("warm up", None))
+            await ask(ws, harness.chat_send("warm up"))
             for r in range(args.rounds):
                 convs = {
                     arm: await open_conversation(ws, gap_s=args.gap)
@@ -218,7 +211,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                                 ws,
                                 arm=arm,
                                 round_=r,
-                                frame=send(ordinary(100 + 2 * r + (arm == "quiet")), conversation),
+                                frame=harness.chat_send(
+                                    ordinary(100 + 2 * r + (arm == "quiet")),
+                                    conversation_id=conversation,
+                                ),
                             )
                             stop.set()
                             drafts_typed += sum(await asyncio.gather(*tasks))
