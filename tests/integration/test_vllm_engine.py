@@ -19,6 +19,7 @@ from inference.wire.protocol import (
 from inference.wire.request_queue import local_request_queue
 from inference.wire.transport import Transport
 from inference.worker import InferenceWorker
+from tests.inference.worker_events import running
 from tests.support.vllm import SHARED, fresh, next_event, request, run_to_end
 from tests.support.workers import worker_settings
 
@@ -35,11 +36,8 @@ async def worker(
         transport=Transport(layer=layer),
         settings=worker_settings(engine="vllm"),
     )
-    task = asyncio.create_task(worker.run())
-    await worker.ready.wait()
-    yield worker, layer
-    task.cancel()
-    await asyncio.gather(task, return_exceptions=True)
+    async with running(worker):
+        yield worker, layer
 
 
 async def test_real_tokens_stream_through_the_worker(worker: Any) -> None:
