@@ -42,6 +42,7 @@ from inference.wire.protocol import (
 from inference.wire.request_queue import local_request_queue
 from inference.wire.transport import Transport
 from inference.worker import InferenceWorker
+from tests.inference.worker_events import running
 from tests.integration.conftest import tiny_engine_settings
 from tests.support.net import free_port
 from tests.support.vllm import SHARED, fresh, next_event, run_to_end
@@ -210,11 +211,8 @@ async def worker(served: Served) -> AsyncIterator[InMemoryChannelLayer]:
         transport=Transport(layer=layer),
         settings=worker_settings(engine="openai"),
     )
-    task = asyncio.create_task(worker.run())
-    await worker.ready.wait()
-    yield layer
-    task.cancel()
-    await asyncio.gather(task, return_exceptions=True)
+    async with running(worker):
+        yield layer
 
 
 def generate(reply: str, text: str, **sampling: object) -> GenerateRequest:
