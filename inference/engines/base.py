@@ -65,6 +65,19 @@ class EngineStats:
     prefix_cache_hits: int
 
 
+def finish_reason_of(reason: str | None) -> FinishReason:
+    """An engine's finish reason as the protocol's: "length" and "abort" as they are, anything
+    else (a stop string or token, or none said) "stop"."""
+    return _FINISH_REASONS.get(reason or "stop", "stop")
+
+
+_FINISH_REASONS: dict[str, FinishReason] = {"stop": "stop", "length": "length", "abort": "abort"}
+
+# JSON has no -inf: a token the sampler could not pick (structured outputs mask it), or one
+# whose logprob the engine did not say, gets this, as in vLLM's own OpenAI server.
+MIN_LOGPROB = -9999.0
+
+
 class EngineError(Exception):
     """The engine failed (not the request's fault)."""
 
@@ -89,6 +102,24 @@ def prompt_too_long_message(*, prompt_tokens: int, max_model_len: int) -> str:
         f"This conversation is too long for the model ({prompt_tokens} tokens; it takes at most "
         f"{max_model_len - 1} plus the answer). Start a new conversation or shorten the message."
     )
+
+
+class ModelFolderEngine:
+    """What an engine of a model folder holds: the builder that renders prompts with the
+    folder's tokenizer and chat template, and the sampling defaults of its
+    generation_config.json (the two properties of `Engine`)."""
+
+    def __init__(self, *, builder: PromptBuilder, defaults: GenerationDefaults) -> None:
+        self._builder = builder
+        self._defaults = defaults
+
+    @property
+    def prompt_builder(self) -> PromptBuilder:
+        return self._builder
+
+    @property
+    def defaults(self) -> GenerationDefaults:
+        return self._defaults
 
 
 class Engine(Protocol):

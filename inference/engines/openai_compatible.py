@@ -35,12 +35,15 @@ import httpx
 
 from inference.chat_prompt import ChatTemplateError
 from inference.engines.base import (
+    MIN_LOGPROB,
     EngineDelta,
     EngineError,
     EngineRequest,
     EngineStats,
+    ModelFolderEngine,
     PromptTooLongError,
     RequestRejectedError,
+    finish_reason_of,
     prompt_too_long_message,
 )
 from inference.generation_config import GenerationDefaults
@@ -51,7 +54,6 @@ from inference.wire.protocol import FinishReason, TokenLogprob, TopLogprob
 logger = logging.getLogger(__name__)
 
 COMPLETIONS_PATH = "/v1/completions"
-_FINISH_REASONS: dict[str, FinishReason] = {"stop": "stop", "length": "length", "abort": "abort"}
 _CONTEXT_LIMIT = re.compile(r"maximum context length is (\d+)", re.IGNORECASE)
 
 
@@ -103,7 +105,7 @@ class _Answer:
         )
 
 
-class OpenAICompatibleEngine:
+class OpenAICompatibleEngine(ModelFolderEngine):
     def __init__(
         self,
         *,
@@ -113,10 +115,9 @@ class OpenAICompatibleEngine:
         defaults: GenerationDefaults,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
+        super().__init__(builder=builder, defaults=defaults)
         self._settings = settings
         self.model = model
-        self._builder = builder
-        self._defaults = defaults
         headers = {"Authorization": f"Bearer {settings.api_key}"} if settings.api_key else {}
         self._client = httpx.AsyncClient(
             base_url=settings.url,
@@ -168,14 +169,6 @@ class OpenAICompatibleEngine:
             defaults=GenerationDefaults.from_model_dir(model_dir),
             transport=transport,
         )
-
-    @property
-    def prompt_builder(self) -> PromptBuilder:
-        return self._builder
-
-    @property
-    def defaults(self) -> GenerationDefaults:
-        return self._defaults
 
     def _body(self, request: EngineRequest) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -262,7 +255,7 @@ class OpenAICompatibleEngine:
         # The last chunk with text comes before the usage chunk: the finish reason and the
         # cached prompt tokens go out last, with any tokens the chunks did not account for.
         remaining = max(0, (answer.usage_tokens or 0) - answer.counted_tokens)
-        finish = _FINISH_REASONS.get(answer.finish or "stop", "stop")
+        finish = finish_reason_of(answer.finish)
         yield answer.delta(text="", tokens=remaining, finish=finish)
 
     def _take(self, event: str, answer: _Answer, request: EngineRequest) -> EngineDelta | None:
@@ -408,7 +401,7 @@ def _logprobs_of(raw: object, *, top_n: int | None) -> tuple[TokenLogprob, ...] 
         out.append(
             TokenLogprob(
                 token=str(token),
-                logprob=float(value) if value is not None else -9999.0,
+                logprob=float(value) if value is not None else MIN_LOGPROB,
                 top=[TopLogprob(token=str(t), logprob=float(lp)) for t, lp in ranked],
             )
         )

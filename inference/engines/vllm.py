@@ -17,23 +17,24 @@ from typing import Any
 
 from inference.chat_prompt import ChatTemplateError
 from inference.engines.base import (
+    MIN_LOGPROB,
     EngineDeadError,
     EngineDelta,
     EngineError,
     EngineRequest,
     EngineStats,
+    ModelFolderEngine,
     RequestRejectedError,
+    finish_reason_of,
 )
 from inference.engines.orphan_reaper import watch_descendants
 from inference.generation_config import GenerationDefaults
 from inference.models import ensure_model_ready
-from inference.prompt_builder import PromptBuilder, tokenizer_prompt_builder
+from inference.prompt_builder import tokenizer_prompt_builder
 from inference.settings import EngineSettings
-from inference.wire.protocol import FinishReason, TokenLogprob, TopLogprob
+from inference.wire.protocol import TokenLogprob, TopLogprob
 
 logger = logging.getLogger(__name__)
-
-_FINISH_REASONS: dict[str, FinishReason] = {"stop": "stop", "length": "length", "abort": "abort"}
 
 
 def vllm_environment(*, data_dir: Path, kv_cache_gib: float) -> dict[str, str]:
@@ -138,13 +139,8 @@ class _StatsRecorder:
         return _Logger(vllm_config, engine_index)
 
 
-# JSON has no -inf: a token the sampler could not pick (structured outputs mask it) gets this,
-# as in vLLM's own OpenAI server.
-_MIN_LOGPROB = -9999.0
-
-
 def _logprob(value: float) -> float:
-    return max(float(value), _MIN_LOGPROB)
+    return max(float(value), MIN_LOGPROB)
 
 
 def _token_text(token_id: int, found: Any, decode: Callable[[int], str]) -> str:
@@ -173,7 +169,7 @@ def _logprobs_of(
         out.append(
             TokenLogprob(
                 token=_token_text(token_id, sampled, decode),
-                logprob=_logprob(sampled.logprob) if sampled is not None else _MIN_LOGPROB,
+                logprob=_logprob(sampled.logprob) if sampled is not None else MIN_LOGPROB,
                 top=[
                     TopLogprob(
                         token=_token_text(tid, found, decode), logprob=_logprob(found.logprob)
@@ -191,7 +187,7 @@ def _delta_of(
     completion = output.outputs[0]
     finish = None
     if output.finished:
-        finish = _FINISH_REASONS.get(str(completion.finish_reason), "stop")
+        finish = finish_reason_of(str(completion.finish_reason))
     logprobs = None
     if top_n is not None:
         assert decode is not None
@@ -206,7 +202,7 @@ def _delta_of(
     )
 
 
-class VllmEngine:
+class VllmEngine(ModelFolderEngine):
     def __init__(
         self,
         *,
@@ -217,16 +213,16 @@ class VllmEngine:
     ) -> None:
         self._llm = llm
         self._recorder = recorder
-        self._defaults = defaults
         self._tokenizer = llm.get_tokenizer()
         try:
-            self._builder = tokenizer_prompt_builder(
+            builder = tokenizer_prompt_builder(
                 self._tokenizer,
                 context_tokens=int(llm.model_config.max_model_len),
                 chat_template=chat_template,
             )
         except ChatTemplateError as exc:
             raise EngineError(str(exc)) from exc
+        super().__init__(builder=builder, defaults=defaults)
 
     @classmethod
     def create(cls, *, settings: EngineSettings) -> VllmEngine:
@@ -292,14 +288,6 @@ class VllmEngine:
             defaults=GenerationDefaults.from_model_dir(settings.model_dir),
             chat_template=chat_template,
         )
-
-    @property
-    def prompt_builder(self) -> PromptBuilder:
-        return self._builder
-
-    @property
-    def defaults(self) -> GenerationDefaults:
-        return self._defaults
 
     @property
     def tokenizer(self) -> Any:
