@@ -162,6 +162,10 @@ def _template_body(request: ChatCompletionRequest, version: PromptTemplateVersio
     return render_body(version.body, values, declared={v.name for v in declarations})
 
 
+# The request's sampling fields that `SamplingOptions` names the same
+_OWN_NAME_SAMPLING = ("temperature", "top_p", "frequency_penalty", "presence_penalty", "seed")
+
+
 def _sampling(
     request: ChatCompletionRequest, version: PromptTemplateVersion | None
 ) -> SamplingOptions:
@@ -172,16 +176,10 @@ def _sampling(
     cap = settings.CHAT_MAX_TOKENS
     if cap is not None:
         values["max_tokens"] = min(values.get("max_tokens") or cap, cap)
-    if request.temperature is not None:
-        values["temperature"] = request.temperature
-    if request.top_p is not None:
-        values["top_p"] = request.top_p
-    if request.frequency_penalty is not None:
-        values["frequency_penalty"] = request.frequency_penalty
-    if request.presence_penalty is not None:
-        values["presence_penalty"] = request.presence_penalty
-    if request.seed is not None:
-        values["seed"] = request.seed
+    for name in _OWN_NAME_SAMPLING:  # what the request says overrides the template
+        value = getattr(request, name)
+        if value is not None:
+            values[name] = value
     stop = api_sampling.stop_of(request)
     if stop:
         values["stop"] = stop
