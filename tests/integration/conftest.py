@@ -53,6 +53,7 @@ async def vllm_worker(vllm_engine: object) -> AsyncIterator[object]:
 
     from inference.wire.transport import Transport
     from inference.worker import InferenceWorker
+    from tests.inference.worker_events import running
     from tests.support.workers import worker_settings
 
     worker = InferenceWorker(
@@ -60,8 +61,5 @@ async def vllm_worker(vllm_engine: object) -> AsyncIterator[object]:
         transport=Transport(layer=get_channel_layer()),
         settings=worker_settings(engine="vllm"),
     )
-    task = asyncio.create_task(worker.run())
-    await worker.ready.wait()
-    yield worker
-    task.cancel()
-    await asyncio.gather(task, return_exceptions=True)
+    async with running(worker):
+        yield worker
