@@ -14,10 +14,7 @@ from chatapp.prompts import selectors
 @require_GET
 def templates_list(request: HttpRequest) -> HttpResponse:
     if not request.user.is_authenticated:
-        return JsonResponse(
-            {"error": {"code": "unauthenticated", "message": "Log in to see templates."}},
-            status=401,
-        )
+        return _unauthenticated("Log in to see templates.")
     etag = f'"{selectors.preload_etag()}"'
     if etag in _etags(request.headers.get("If-None-Match", "")):
         response: HttpResponse = HttpResponseNotModified()
@@ -32,15 +29,16 @@ def templates_list(request: HttpRequest) -> HttpResponse:
 @require_GET
 def conversations_list(request: HttpRequest) -> HttpResponse:
     if not request.user.is_authenticated:
-        return JsonResponse(
-            {"error": {"code": "unauthenticated", "message": "Log in to see conversations."}},
-            status=401,
-        )
+        return _unauthenticated("Log in to see conversations.")
     response = JsonResponse(
         {"conversations": conversation_selectors.conversation_list(owner=request.user)}
     )
     patch_cache_control(response, private=True, no_store=True)
     return response
+
+
+def _unauthenticated(message: str) -> JsonResponse:
+    return JsonResponse({"error": {"code": "unauthenticated", "message": message}}, status=401)
 
 
 def _etags(header: str) -> set[str]:

@@ -189,15 +189,7 @@ async def _completion(
 def _idempotency_key(request: HttpRequest) -> str | None:
     """The client's `Idempotency-Key` (an SDK sends one per logical request and repeats it on
     retries), or None."""
-    value = request.headers.get("Idempotency-Key")
-    if value is None:
-        return None
-    if not value or len(value) > IDEMPOTENCY_KEY_MAX or not value.isprintable():
-        raise invalid(
-            f"Idempotency-Key must be 1 to {IDEMPOTENCY_KEY_MAX} printable characters.",
-            param="Idempotency-Key",
-        )
-    return value
+    return _printable_header(request, "Idempotency-Key", max_chars=IDEMPOTENCY_KEY_MAX)
 
 
 def _session_id(request: HttpRequest, *, key: ApiKey) -> str | None:
@@ -205,15 +197,19 @@ def _session_id(request: HttpRequest, *, key: ApiKey) -> str | None:
     requests go to the worker that holds the session's prefix cache (routing affinity), and
     on to a router in front of an OpenAI-compatible engine. Per API key, so two clients'
     sessions never share a name."""
-    value = request.headers.get("X-Session-ID")
+    value = _printable_header(request, "X-Session-ID", max_chars=SESSION_ID_MAX)
+    return None if value is None else f"api{key.pk}:{value}"
+
+
+def _printable_header(request: HttpRequest, name: str, *, max_chars: int) -> str | None:
+    """The request's header `name`, or None without one; a 400 naming it unless it is 1 to
+    `max_chars` printable characters."""
+    value = request.headers.get(name)
     if value is None:
         return None
-    if not value or len(value) > SESSION_ID_MAX or not value.isprintable():
-        raise invalid(
-            f"X-Session-ID must be 1 to {SESSION_ID_MAX} printable characters.",
-            param="X-Session-ID",
-        )
-    return f"api{key.pk}:{value}"
+    if not value or len(value) > max_chars or not value.isprintable():
+        raise invalid(f"{name} must be 1 to {max_chars} printable characters.", param=name)
+    return value
 
 
 def _failed(end: LoggedEnd) -> ApiError:
