@@ -35,7 +35,6 @@ from chatapp.realtime.schemas import (
     ClientTimingFrame,
     DraftFrame,
     EditFrame,
-    ErrorCode,
     ErrorFrame,
     FeedbackFrame,
     FeedbackRecordedFrame,
@@ -110,7 +109,9 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
             return
         received = frame_read(text_data, max_bytes=settings.CHAT_MAX_FRAME_BYTES)
         if isinstance(received, Refusal):
-            await self._error(received.code, received.message, client_id=received.client_id)
+            await self._error(
+                ErrorFrame(code=received.code, message=received.message, id=received.client_id)
+            )
             return
         frame, self._frame_bytes = received.frame, received.size_bytes
         try:
@@ -139,17 +140,22 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
             if database_unavailable(exc):  # out of pooled connections, or the server is away
                 logger.warning("chat frame %s: database unavailable: %s", frame.type, exc)
                 await self._error(
-                    "unavailable",
-                    unavailable.MESSAGE,
-                    client_id=frame.id,
-                    retry_after_s=unavailable.retry_after_s(),
+                    ErrorFrame(
+                        code="unavailable",
+                        message=unavailable.MESSAGE,
+                        id=frame.id,
+                        retry_after_s=unavailable.retry_after_s(),
+                    )
                 )
                 return
             logger.exception("chat frame %s failed", frame.type)
             await self._error(
-                "internal",
-                "Something went wrong on our side and nothing was stored. Please try again.",
-                client_id=frame.id,
+                ErrorFrame(
+                    code="internal",
+                    message="Something went wrong on our side and nothing was stored. "
+                    "Please try again.",
+                    id=frame.id,
+                )
             )
 
     async def _over_budget(self, kind: str, *, client_id: uuid.UUID | None = None) -> bool:
@@ -158,10 +164,12 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
         if retry_after is None:
             return False
         await self._error(
-            "rate_limited",
-            "Too many frames from this page; slow down.",
-            client_id=client_id,
-            retry_after_s=float(max(1, math.ceil(retry_after))),
+            ErrorFrame(
+                code="rate_limited",
+                message="Too many frames from this page; slow down.",
+                id=client_id,
+                retry_after_s=float(max(1, math.ceil(retry_after))),
+            )
         )
         return True
 
@@ -171,10 +179,12 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
         )
         if message is None:
             await self._error(
-                "not_found",
-                "No such answer in your conversations.",
-                client_id=frame.id,
-                message_id=frame.message_id,
+                ErrorFrame(
+                    code="not_found",
+                    message="No such answer in your conversations.",
+                    id=frame.id,
+                    message_id=frame.message_id,
+                )
             )
             return
         await self.watching.follow(message, after_seq=frame.last_seq, client_id=frame.id)
@@ -182,10 +192,12 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
     async def _on_stop(self, frame: StopFrame) -> None:
         if not await self.watching.stop(frame.message_id):
             await self._error(
-                "not_found",
-                "Nothing is streaming here to stop.",
-                client_id=frame.id,
-                message_id=frame.message_id,
+                ErrorFrame(
+                    code="not_found",
+                    message="Nothing is streaming here to stop.",
+                    id=frame.id,
+                    message_id=frame.message_id,
+                )
             )
 
     async def _on_feedback(self, frame: FeedbackFrame) -> None:
@@ -258,23 +270,7 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
     async def _send_frame(self, frame: AnyServerFrame) -> None:
         await self.send(text_data=frame.to_json())
 
-    async def _error(
-        self,
-        code: ErrorCode,
-        message: str,
-        *,
-        client_id: uuid.UUID | None = None,
-        message_id: uuid.UUID | None = None,
-        retry_after_s: float | None = None,
-    ) -> None:
+    async def _error(self, frame: ErrorFrame) -> None:
         """Refuse a client frame (counted in chat:errors_total)."""
-        metrics.error_sent(code=code)
-        await self._send_frame(
-            ErrorFrame(
-                id=client_id,
-                message_id=message_id,
-                code=code,
-                message=message,
-                retry_after_s=retry_after_s,
-            )
-        )
+        metrics.error_sent(code=frame.code)
+        await self._send_frame(frame)

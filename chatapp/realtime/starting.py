@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import Protocol
 
 from channels.db import database_sync_to_async
 from django.conf import settings
@@ -28,6 +27,7 @@ from chatapp.realtime.schemas import (
     AnyServerFrame,
     EditFrame,
     ErrorCode,
+    ErrorFrame,
     RegenerateFrame,
     ResendFullFrame,
     SendFrame,
@@ -38,18 +38,8 @@ BUSY_HERE = "An answer is still streaming; stop it first."
 _Start = Callable[[], Awaitable[runs.Started | Refused]]  # admits a run and stores its turn
 
 
-class Refuse(Protocol):
-    """The socket's error reply (counted in chat:errors_total)."""
-
-    async def __call__(
-        self,
-        code: ErrorCode,
-        message: str,
-        *,
-        client_id: uuid.UUID | None = None,
-        message_id: uuid.UUID | None = None,
-        retry_after_s: float | None = None,
-    ) -> None: ...
+# The socket's error reply: sends the frame and counts it (chat:errors_total).
+Refuse = Callable[[ErrorFrame], Awaitable[None]]
 
 
 class AnswerStarting:
@@ -80,15 +70,14 @@ class AnswerStarting:
         # answer streams here; admission refuses, in `_started`) is it looked up here.
         if self._watching.busy:
             if not await self._shown_if_sent(frame.id):
-                await self._refuse("busy", BUSY_HERE, client_id=frame.id)
+                await self._refuse(ErrorFrame(code="busy", message=BUSY_HERE, id=frame.id))
             return
         template_version = None
         text = frame.text
         if frame.template is not None:
             if frame.conversation_id is not None:
-                await self._refuse(
-                    "invalid", "A template can only start a new conversation.", client_id=frame.id
-                )
+                only_new = "A template can only start a new conversation."
+                await self._refuse(ErrorFrame(code="invalid", message=only_new, id=frame.id))
                 return
             try:
                 resolved = await database_sync_to_async(templated_message_resolve)(
@@ -135,7 +124,7 @@ class AnswerStarting:
 
     async def regenerate(self, frame: RegenerateFrame, *, received_at: float) -> None:
         if self._watching.busy:
-            await self._refuse("busy", BUSY_HERE, client_id=frame.id)
+            await self._refuse(ErrorFrame(code="busy", message=BUSY_HERE, id=frame.id))
             return
         user = self._user
         started = await self._started(
@@ -153,7 +142,7 @@ class AnswerStarting:
 
     async def edit(self, frame: EditFrame, *, received_at: float, frame_bytes: int) -> None:
         if self._watching.busy:
-            await self._refuse("busy", BUSY_HERE, client_id=frame.id)
+            await self._refuse(ErrorFrame(code="busy", message=BUSY_HERE, id=frame.id))
             return
         if await self.refused_text(frame.text, client_id=frame.id):
             return
@@ -183,7 +172,7 @@ class AnswerStarting:
         refusal = text_refusal(text, max_chars=settings.CHAT_MAX_MESSAGE_CHARS)
         if refusal is None:
             return False
-        await self._refuse(refusal.code, refusal.message, client_id=client_id)
+        await self._refuse(ErrorFrame(code=refusal.code, message=refusal.message, id=client_id))
         return True
 
     async def app_error(
@@ -194,7 +183,9 @@ class AnswerStarting:
         message_id: uuid.UUID | None = None,
     ) -> None:
         code: ErrorCode = exc.code if exc.code in ERROR_CODES else "invalid"  # type: ignore[assignment]
-        await self._refuse(code, exc.message, client_id=client_id, message_id=message_id)
+        await self._refuse(
+            ErrorFrame(code=code, message=exc.message, id=client_id, message_id=message_id)
+        )
 
     # ---- helpers -------------------------------------------------------------------------
 
@@ -247,7 +238,12 @@ class AnswerStarting:
                 else "busy"
             )
             await self._refuse(
-                code, started.message, client_id=client_id, retry_after_s=started.retry_after_s
+                ErrorFrame(
+                    code=code,
+                    message=started.message,
+                    id=client_id,
+                    retry_after_s=started.retry_after_s,
+                )
             )
             return None
         return started
