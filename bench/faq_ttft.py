@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import dataclasses
 import statistics
 import sys
 import time
@@ -538,7 +537,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     from inference.runtime import build_faq_decider
     from inference.settings import WorkerSettings
 
-    worker_settings = dataclasses.replace(WorkerSettings.from_env(), faq=True)
+    worker_settings = WorkerSettings.from_env().model_copy(update={"faq": True})
     requests: list[Request] = []
     index_s = float("nan")
     async with harness.loaded_engine(worker_settings=worker_settings) as loaded:

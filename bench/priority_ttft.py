@@ -63,7 +63,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import dataclasses
 import random
 import sys
 import time
@@ -672,11 +671,12 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     from inference.wire.protocol import BACKGROUND_PRIORITY, INTERACTIVE_PRIORITY
 
     settings: WorkerSettings = WorkerSettings.from_env()
-    uncapped = dataclasses.replace(
-        settings,
-        request_channel=UNCAPPED_REQUEST_CHANNEL,
-        background_channel=UNCAPPED_BACKGROUND_CHANNEL,
-        max_background=settings.max_active,
+    uncapped = settings.model_copy(
+        update={
+            "request_channel": UNCAPPED_REQUEST_CHANNEL,
+            "background_channel": UNCAPPED_BACKGROUND_CHANNEL,
+            "max_background": settings.max_active,
+        }
     )
     phase_setup: dict[str, tuple[str, int, int]] = {  # channel, priority, running at most
         "B": (settings.background_channel, BACKGROUND_PRIORITY, settings.max_background),
@@ -798,11 +798,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "samples": samples,
         "records": records,
         "blocks": blocks,
-        "settings": {"main": asdict(settings), "uncapped": asdict(uncapped)},
-        "engine_settings": {
-            k: str(v) if isinstance(v, Path) else v
-            for k, v in asdict(EngineSettings.from_env()).items()
+        "settings": {
+            "main": settings.model_dump(mode="json"),
+            "uncapped": uncapped.model_dump(mode="json"),
         },
+        "engine_settings": EngineSettings.from_env().model_dump(mode="json"),
     }
 
 

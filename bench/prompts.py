@@ -105,5 +105,5 @@ def tokenizer_prompt_builder(model_dir: Path, *, context_tokens: int) -> PromptB
     return folder_prompt_builder(
         model_dir=model_dir,
         context_tokens=context_tokens,
-        chat_template=EngineSettings.from_env(default_model_dir=model_dir).chat_template(),
+        chat_template=EngineSettings.for_model(model_dir).chat_template(),
     )

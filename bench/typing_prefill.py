@@ -151,11 +151,10 @@ async def typist(ws: Any, *, seed: int, every_s: float, stop: asyncio.Event) -> 
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
-    import dataclasses
 
     from inference.settings import WorkerSettings
 
-    worker_settings = dataclasses.replace(WorkerSettings.from_env(), faq=False)
+    worker_settings = WorkerSettings.from_env().model_copy(update={"faq": False})
     samples: list[Sample] = []
     drafts_typed = 0
     async with harness.loaded_engine(worker_settings=worker_settings) as loaded:

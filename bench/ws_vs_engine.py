@@ -428,7 +428,7 @@ async def run(args: argparse.Namespace) -> int:
         print("==> app ready; loading the bench's own engine", flush=True)
         started = time.monotonic()
         with _env(CHAT_DATA_DIR=str(data_dir), MODEL=str(model_dir)):
-            settings = EngineSettings.from_env(default_model_dir=model_dir)
+            settings = EngineSettings.for_model(model_dir)
         engine = VllmEngine.create(settings=settings)  # blocks; binds to this loop on use
         load_s = time.monotonic() - started
         print(f"==> engine loaded in {load_s:.1f} s", flush=True)

@@ -1,14 +1,24 @@
-"""Worker and engine settings, read from the environment (no Django here)."""
+"""Worker and engine settings, declared once with their types, defaults and bounds (no Django).
+
+Each is a pydantic-settings object, like the web's (`chatapp/settings/service.py`): read from
+the environment by `from_env()`, where a value that is not a number, or out of its bounds, is a
+ValueError naming the variable and saying what it must be, so a worker with a typo stops at
+start instead of failing later mid-answer. Constructed directly (tests, benchmarks) the keyword
+arguments win over the environment. `docs/configuration.md` is generated from these
+declarations (`chatapp/settings/docs.py`).
+"""
 
 from __future__ import annotations
 
 import json
 import os
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal, Self
 from urllib.parse import urlsplit
+
+from pydantic import Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from inference.engines.dtype import DtypeSetting, parse_dtype_setting
 from inference.wire.protocol import BACKGROUND_CHANNEL, REQUEST_CHANNEL
@@ -17,131 +27,177 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 EngineKind = Literal["vllm", "scripted", "openai"]
 
-
-def _env_int(name: str, default: int) -> int:
-    raw = os.environ.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        return int(raw)
-    except ValueError as exc:
-        raise ValueError(f"{name} must be an integer, got {raw!r}") from exc
-
-
-def _env_port(name: str, default: int) -> int:
-    port = _env_int(name, default)
-    if not 0 <= port <= 65535:
-        raise ValueError(f"{name} must be a TCP port (1-65535) or 0 for off, got {port}")
-    return port
-
-
-def _env_at_least_one(name: str, default: int) -> int:
-    value = _env_int(name, default)
-    if value < 1:
-        raise ValueError(f"{name} must be at least 1, got {value}")
-    return value
-
-
-def _env_float(name: str, default: float) -> float:
-    raw = os.environ.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        return float(raw)
-    except ValueError as exc:
-        raise ValueError(f"{name} must be a number, got {raw!r}") from exc
-
-
-def _env_bool(name: str, default: bool) -> bool:
-    raw = os.environ.get(name)
-    if raw is None or raw == "":
-        return default
-    if raw.lower() in {"1", "true", "yes", "on"}:
-        return True
-    if raw.lower() in {"0", "false", "no", "off"}:
-        return False
-    raise ValueError(f"{name} must be true or false, got {raw!r}")
-
-
 # The folder `python -m inference.models prepare` gives the default model (SmolLM2 Instruct).
 DEFAULT_MODEL_DIR_NAME = "smollm2-135m-instruct"
-
-
-def _faq_verifier_dir_from_env() -> Path:
-    """INFERENCE_FAQ_VERIFIER_DIR, else <data_dir>/models/faq-verifier (where prepare puts it)."""
-    raw = os.environ.get("INFERENCE_FAQ_VERIFIER_DIR", "").strip()
-    if raw:
-        return Path(raw).expanduser().resolve()
-    return data_dir_from_env() / "models" / "faq-verifier"
 
 
 def data_dir_from_env() -> Path:
     return Path(os.environ.get("CHAT_DATA_DIR") or REPO_ROOT / "data").resolve()
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ScaleOptions:
+def _faq_verifier_dir_default() -> Path:
+    """<data_dir>/models/faq-verifier: where `prepare --model faq-verifier` puts it."""
+    return data_dir_from_env() / "models" / "faq-verifier"
+
+
+# What a failed check says, by pydantic's error type: the words the rest of our errors use.
+_SAYS = {
+    "int_parsing": "must be an integer",
+    "int_from_float": "must be an integer",
+    "float_parsing": "must be a number",
+    "bool_parsing": "must be true or false",
+    "greater_than_equal": "must be at least {ge}",
+    "greater_than": "must be greater than {gt}",
+    "less_than_equal": "must be at most {le}",
+    "literal_error": "must be one of {expected}",
+}
+
+
+class _EnvSettings(BaseSettings):
+    model_config = SettingsConfigDict(
+        frozen=True, extra="ignore", env_ignore_empty=True, populate_by_name=True
+    )
+
+    @classmethod
+    def from_env(cls) -> Self:
+        """Read from the environment; ValueError naming each bad variable."""
+        try:
+            return cls()
+        except ValidationError as exc:
+            raise ValueError(_described(cls, exc)) from None
+
+    @classmethod
+    def env_name(cls, field: str) -> str:
+        """The variable a field is read from."""
+        alias = cls.model_fields[field].validation_alias
+        if isinstance(alias, str):
+            return alias
+        return f"{cls.model_config.get('env_prefix', '')}{field}".upper()
+
+
+def _described(model: type[_EnvSettings], exc: ValidationError) -> str:
+    problems = []
+    for error in exc.errors():
+        field = str(error["loc"][0]) if error["loc"] else ""
+        name = model.env_name(field) if field in model.model_fields else model.__name__
+        if error["type"] == "value_error":  # our own check: its message names the variable
+            problems.append(str(error["ctx"]["error"]))
+            continue
+        ctx = error.get("ctx", {})
+        if error["type"] == "greater_than" and ctx.get("gt") == 0:
+            says = "must be positive"
+        else:
+            says = _SAYS.get(error["type"], error["msg"]).format(**ctx)
+        problems.append(f"{name} {says}, got {error.get('input')!r}")
+    return "; ".join(problems)
+
+
+def _zero_is_none(value: object) -> object:
+    """0 (or unset) means "not set": vLLM's own default."""
+    return None if value in (0, "0", "0.0") else value
+
+
+def _resolved(value: Path | None) -> Path | None:
+    return None if value is None else value.expanduser().resolve()
+
+
+class ScaleOptions(_EnvSettings):
     """Big-model knobs passed to vLLM; checked against the engine build before the model
     loads (`inference/engines/vllm_options.py`). Unset: vLLM's defaults."""
 
-    tensor_parallel_size: int = 1  # VLLM_TENSOR_PARALLEL_SIZE: GPUs one model is split over
-    gpu_memory_utilization: float | None = None  # VLLM_GPU_MEMORY_UTILIZATION: share, (0, 1]
-    quantization: str | None = None  # VLLM_QUANTIZATION: awq, gptq, fp8, ...
-    kv_offload_gib: float | None = None  # VLLM_KV_OFFLOAD_GIB: KV cache spill to CPU memory
-    # VLLM_SPECULATIVE_CONFIG: vLLM's speculative_config as JSON, e.g.
-    # {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4}
-    speculative: dict[str, object] | None = None
+    model_config = SettingsConfigDict(env_prefix="VLLM_")
 
+    tensor_parallel_size: int = Field(1, ge=1)  # GPUs one model is split over
+    gpu_memory_utilization: float | None = None  # share of each GPU's memory, (0, 1]
+    quantization: str | None = None  # awq, gptq, fp8, ...
+    kv_offload_gib: float | None = Field(None, gt=0)  # KV cache spill to CPU memory
+    # vLLM's speculative_config as JSON, e.g.
+    # {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4}
+    speculative: Annotated[dict[str, object] | None, NoDecode] = Field(
+        None, validation_alias="VLLM_SPECULATIVE_CONFIG"
+    )
+
+    @field_validator("gpu_memory_utilization", "kv_offload_gib", mode="before")
     @classmethod
-    def from_env(cls) -> ScaleOptions:
-        raw_spec = os.environ.get("VLLM_SPECULATIVE_CONFIG", "").strip()
-        speculative: dict[str, object] | None = None
-        if raw_spec:
-            try:
-                parsed = json.loads(raw_spec)
-            except ValueError as exc:
-                raise ValueError(f"VLLM_SPECULATIVE_CONFIG must be a JSON object: {exc}") from exc
-            if not isinstance(parsed, dict):
-                raise ValueError("VLLM_SPECULATIVE_CONFIG must be a JSON object")
-            speculative = parsed
-        tensor_parallel = _env_int("VLLM_TENSOR_PARALLEL_SIZE", 1)
-        if tensor_parallel < 1:
-            raise ValueError(f"VLLM_TENSOR_PARALLEL_SIZE must be at least 1, got {tensor_parallel}")
-        share = _env_float("VLLM_GPU_MEMORY_UTILIZATION", 0.0) or None
+    def _unset(cls, value: object) -> object:
+        return _zero_is_none(value)
+
+    @field_validator("gpu_memory_utilization")
+    @classmethod
+    def _a_share(cls, share: float | None) -> float | None:
         if share is not None and not 0 < share <= 1:
             raise ValueError(f"VLLM_GPU_MEMORY_UTILIZATION must be in (0, 1], got {share:g}")
-        offload = _env_float("VLLM_KV_OFFLOAD_GIB", 0.0) or None
-        if offload is not None and offload < 0:
-            raise ValueError(f"VLLM_KV_OFFLOAD_GIB must be positive, got {offload:g}")
-        return cls(
-            tensor_parallel_size=tensor_parallel,
-            gpu_memory_utilization=share,
-            quantization=os.environ.get("VLLM_QUANTIZATION", "").strip() or None,
-            kv_offload_gib=offload,
-            speculative=speculative,
-        )
+        return share
+
+    @field_validator("quantization", mode="before")
+    @classmethod
+    def _blank_is_none(cls, value: object) -> object:
+        return value.strip() or None if isinstance(value, str) else value
+
+    @field_validator("speculative", mode="before")
+    @classmethod
+    def _json_object(cls, value: object) -> object:
+        if not isinstance(value, str):
+            return value
+        if not value.strip():
+            return None
+        try:
+            parsed = json.loads(value)
+        except ValueError as exc:
+            raise ValueError(f"VLLM_SPECULATIVE_CONFIG must be a JSON object: {exc}") from None
+        if not isinstance(parsed, dict):
+            raise ValueError("VLLM_SPECULATIVE_CONFIG must be a JSON object")
+        return parsed
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class EngineSettings:
-    model_dir: Path
-    data_dir: Path
-    max_num_seqs: int
-    max_num_batched_tokens: int
-    max_model_len: int
-    kv_cache_gib: float
-    enforce_eager: bool
+class EngineSettings(_EnvSettings):
+    model_config = SettingsConfigDict(env_prefix="VLLM_")
+
+    # CHAT_DATA_DIR: models, caches, the SQLite database
+    data_dir: Path = Field(
+        default_factory=lambda: REPO_ROOT / "data", validation_alias="CHAT_DATA_DIR"
+    )
+    # MODEL: the model folder; unset: the packaged instruct model (`prepare`)
+    model_dir: Path = Field(
+        default_factory=lambda data: data["data_dir"] / "models" / DEFAULT_MODEL_DIR_NAME,
+        validation_alias="MODEL",
+    )
+    max_num_seqs: int = Field(16, ge=1)
+    max_num_batched_tokens: int = Field(4096, ge=1)
+    max_model_len: int = Field(4096, ge=1)
+    kv_cache_gib: float = Field(2.0, gt=0, validation_alias="VLLM_CPU_KVCACHE_SPACE")
+    enforce_eager: bool = True
     # vLLM's automatic prefix caching; off only to measure what it buys (bench/load.py)
     prefix_caching: bool = True
-    # KV cache block size in tokens (None: vLLM's default, 128 on the CPU build); prefix
+    # KV cache block size in tokens (unset or 0: vLLM's default, 128 on the CPU build); prefix
     # caching reuses whole blocks only
-    block_size: int | None = None
+    block_size: int | None = Field(None, ge=1)
     # a Jinja chat template that replaces the model's own (CHAT_TEMPLATE; docs/operations.md)
-    chat_template_path: Path | None = None
-    scale: ScaleOptions = ScaleOptions()
-    # VLLM_DTYPE: auto (bfloat16 where the CPU or GPU has native bf16, float32 on other CPUs,
-    # float16 on other GPUs; inference/engines/dtype.py), bfloat16, float16 or float32
+    chat_template_path: Path | None = Field(None, validation_alias="CHAT_TEMPLATE")
+    scale: ScaleOptions = Field(default_factory=ScaleOptions.from_env)
+    # auto (bfloat16 where the CPU or GPU has native bf16, float32 on other CPUs, float16 on
+    # other GPUs; inference/engines/dtype.py), bfloat16, float16 or float32
     dtype: DtypeSetting = "auto"
+
+    @field_validator("block_size", mode="before")
+    @classmethod
+    def _unset(cls, value: object) -> object:
+        return _zero_is_none(value)
+
+    @field_validator("data_dir", "model_dir", "chat_template_path")
+    @classmethod
+    def _absolute(cls, path: Path | None) -> Path | None:
+        return _resolved(path)
+
+    @field_validator("chat_template_path", mode="before")
+    @classmethod
+    def _blank_is_none(cls, value: object) -> object:
+        return value.strip() or None if isinstance(value, str) else value
+
+    @field_validator("dtype", mode="before")
+    @classmethod
+    def _dtype(cls, value: object) -> object:
+        return parse_dtype_setting(value) if isinstance(value, str) else value
 
     def chat_template(self) -> str | None:
         """The override's text (OSError when unreadable); None: the model's own template."""
@@ -150,30 +206,12 @@ class EngineSettings:
         return self.chat_template_path.read_text(encoding="utf-8")
 
     @classmethod
-    def from_env(cls, *, default_model_dir: Path | None = None) -> EngineSettings:
-        data_dir = data_dir_from_env()
-        model = os.environ.get("MODEL")
-        if model:
-            model_dir = Path(model).expanduser().resolve()
-        elif default_model_dir is not None:
-            model_dir = default_model_dir
-        else:  # the packaged instruct model (`python -m inference.models prepare`)
-            model_dir = data_dir / "models" / DEFAULT_MODEL_DIR_NAME
-        template = os.environ.get("CHAT_TEMPLATE", "").strip()
-        return cls(
-            model_dir=model_dir,
-            data_dir=data_dir,
-            max_num_seqs=_env_int("VLLM_MAX_NUM_SEQS", 16),
-            max_num_batched_tokens=_env_int("VLLM_MAX_NUM_BATCHED_TOKENS", 4096),
-            max_model_len=_env_int("VLLM_MAX_MODEL_LEN", 4096),
-            kv_cache_gib=_env_float("VLLM_CPU_KVCACHE_SPACE", 2.0),
-            enforce_eager=_env_bool("VLLM_ENFORCE_EAGER", True),
-            prefix_caching=_env_bool("VLLM_PREFIX_CACHING", True),
-            block_size=_env_int("VLLM_BLOCK_SIZE", 0) or None,
-            chat_template_path=Path(template).expanduser().resolve() if template else None,
-            scale=ScaleOptions.from_env(),
-            dtype=parse_dtype_setting(os.environ.get("VLLM_DTYPE", "")),
-        )
+    def for_model(cls, default_model_dir: Path | None) -> EngineSettings:
+        """From the environment, with `default_model_dir` where MODEL is unset."""
+        settings = cls.from_env()
+        if default_model_dir is None or os.environ.get("MODEL"):
+            return settings
+        return settings.model_copy(update={"model_dir": default_model_dir})
 
 
 # The header vLLM's router / production-stack routes sessions by (vLLM's server reads it too).
@@ -199,126 +237,97 @@ def openai_base_url(raw: str) -> str:
     return f"{parts.scheme}://{parts.netloc}{path}"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class OpenAIEngineSettings:
+class OpenAIEngineSettings(_EnvSettings):
     """The OpenAI-compatible server the `openai` engine streams from (docs/operations.md)."""
 
-    url: str  # OPENAI_ENGINE_URL: base URL, e.g. http://router:8000
-    model: str | None = None  # OPENAI_ENGINE_MODEL; None: the only one /v1/models lists
-    api_key: str | None = None  # OPENAI_ENGINE_API_KEY, sent as a bearer token
-    # OPENAI_ENGINE_SESSION_HEADER: carries the conversation id, for affinity routing
+    model_config = SettingsConfigDict(env_prefix="OPENAI_ENGINE_")
+
+    url: str = ""  # base URL, e.g. http://router:8000
+    model: str | None = None  # None: the only one /v1/models lists
+    api_key: str | None = None  # sent as a bearer token
+    # carries the conversation id, for affinity routing
     session_header: str = DEFAULT_SESSION_HEADER
-    # OPENAI_ENGINE_TIMEOUT_S: connect, and the longest wait for the next bytes of a stream
-    # (a queued request or a long prefill sends none)
-    timeout_s: float = 120.0
+    # connect, and the longest wait for the next bytes of a stream (a queued request or a long
+    # prefill sends none)
+    timeout_s: float = Field(120.0, gt=0)
 
-    def __post_init__(self) -> None:  # checked and normalised however it was made
-        object.__setattr__(self, "url", openai_base_url(self.url))
-        if not _HEADER_NAME.match(self.session_header):
-            raise ValueError(
-                f"OPENAI_ENGINE_SESSION_HEADER is not a header name: {self.session_header!r}"
-            )
-        if self.timeout_s <= 0:
-            raise ValueError(f"OPENAI_ENGINE_TIMEOUT_S must be positive, got {self.timeout_s:g}")
-
+    @field_validator("url")
     @classmethod
-    def from_env(cls) -> OpenAIEngineSettings:
-        url = os.environ.get("OPENAI_ENGINE_URL", "").strip()
-        if not url:
+    def _base_url(cls, url: str) -> str:
+        if not url.strip():
             raise ValueError(
                 "INFERENCE_ENGINE=openai needs OPENAI_ENGINE_URL, the base URL of the "
                 "OpenAI-compatible server (e.g. http://router:8000)"
             )
-        return cls(
-            url=url,
-            model=os.environ.get("OPENAI_ENGINE_MODEL", "").strip() or None,
-            api_key=os.environ.get("OPENAI_ENGINE_API_KEY", "").strip() or None,
-            session_header=os.environ.get("OPENAI_ENGINE_SESSION_HEADER", "").strip()
-            or DEFAULT_SESSION_HEADER,
-            timeout_s=_env_float("OPENAI_ENGINE_TIMEOUT_S", 120.0),
-        )
+        return openai_base_url(url)
+
+    @field_validator("session_header")
+    @classmethod
+    def _header_name(cls, header: str) -> str:
+        header = header.strip()
+        if not _HEADER_NAME.match(header):
+            raise ValueError(f"OPENAI_ENGINE_SESSION_HEADER is not a header name: {header!r}")
+        return header
+
+    @field_validator("model", "api_key", mode="before")
+    @classmethod
+    def _blank_is_none(cls, value: object) -> object:
+        return value.strip() or None if isinstance(value, str) else value
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class WorkerSettings:
-    engine: EngineKind
-    request_channel: str
-    max_active: int
-    coalesce_ms: float
-    coalesce_tokens: int
-    redis_url: str
-    faq: bool = False
+class WorkerSettings(_EnvSettings):
+    model_config = SettingsConfigDict(env_prefix="INFERENCE_")
+
+    engine: EngineKind = "vllm"
+    request_channel: str = REQUEST_CHANNEL
+    max_active: int = Field(16, ge=1)
+    # a delta is sent when this much time passed, or this many tokens (the first goes at once)
+    coalesce_ms: float = Field(15.0, ge=0)
+    coalesce_tokens: int = Field(8, ge=1)
+    # REDIS_URL: unset, the worker runs inside the web process on in-memory queues
+    redis_url: str = Field("", validation_alias="REDIS_URL")
+    faq: bool = True
     # the learned verifier that decides whether a cached FAQ answer is right for a question
-    # (prepared at <data_dir>/models/faq-verifier)
-    faq_verifier_dir: Path = field(default_factory=_faq_verifier_dir_from_env)
+    faq_verifier_dir: Path = Field(default_factory=_faq_verifier_dir_default)
     # a verifier that is missing or stale is trained in the background (niced) while the FAQ
     # cache answers exact repeats only; off: wait for one prepared elsewhere (polled)
     faq_verifier_train: bool = True
     # how often a worker waiting for its verifier looks for the prepared folder
-    faq_verifier_poll_s: float = 15.0
-    heartbeat_s: float = 2.0
+    faq_verifier_poll_s: float = Field(15.0, gt=0)
+    heartbeat_s: float = Field(2.0, gt=0)
     background_channel: str = BACKGROUND_CHANNEL
     # at most this many background requests run at once (out of max_active)
-    max_background: int = 2
+    max_background: int = Field(2, ge=1)
     # requests that may wait for this worker beyond max_active: admission refuses past
     # (max_active + max_queue) summed over live workers
-    max_queue: int = 16
+    max_queue: int = Field(16, ge=0)
     # a standalone worker serves Prometheus metrics here (0: off); docs/metrics.md
-    metrics_port: int = 9400
+    metrics_port: int = Field(9400, ge=0, le=65535)
     metrics_host: str = "127.0.0.1"
     # touched on every successful heartbeat once the model is loaded ("" = off): the
     # container healthcheck (`python -m inference.healthcheck`) reads its age
     health_file: str = ""
     # a running request that made no new token for this long after its first one is aborted
     # with an engine error (0: off); the prefill before the first token is not bounded here
-    stall_s: float = 30.0
+    stall_s: float = Field(30.0, ge=0)
     # how often the engine's own health check runs (0: off), and how long it may take
-    health_every_s: float = 10.0
-    health_timeout_s: float = 5.0
+    health_every_s: float = Field(10.0, ge=0)
+    health_timeout_s: float = Field(5.0, gt=0)
     # a remote engine (`INFERENCE_ENGINE=openai`) must fail this many health checks in a row
     # before the worker stops (a router restart is a blip); a dead in-process engine stops it
     # at once
-    health_failures: int = 3
+    health_failures: int = Field(3, ge=1)
     # a request taken by a worker that never accepted it (killed between the two) is taken
     # by another worker after this long
-    reclaim_after_s: float = 10.0
-    # on SIGTERM, running answers get this long to finish before they are aborted
-    drain_s: float = 30.0
+    reclaim_after_s: float = Field(10.0, gt=0)
+    # on SIGTERM, running answers get this long to finish before they are handed on
+    drain_s: float = Field(30.0, ge=0)
     # at start, before taking chat: warm the published templates' prefixes for up to this
     # long (0: off); a web process must answer within start_warmup_ask_s
-    start_warmup_s: float = 60.0
-    start_warmup_ask_s: float = 3.0
+    start_warmup_s: float = Field(60.0, ge=0)
+    start_warmup_ask_s: float = Field(3.0, gt=0)
 
+    @field_validator("faq_verifier_dir")
     @classmethod
-    def from_env(cls) -> WorkerSettings:
-        engine = os.environ.get("INFERENCE_ENGINE", "vllm")
-        kinds: dict[str, EngineKind] = {"vllm": "vllm", "openai": "openai", "scripted": "scripted"}
-        if engine not in kinds:
-            raise ValueError(
-                f"INFERENCE_ENGINE must be 'vllm', 'openai' or 'scripted', got {engine!r}"
-            )
-        return cls(
-            engine=kinds[engine],
-            request_channel=os.environ.get("INFERENCE_REQUEST_CHANNEL", REQUEST_CHANNEL),
-            max_active=_env_int("INFERENCE_MAX_ACTIVE", 16),
-            coalesce_ms=_env_float("INFERENCE_COALESCE_MS", 15.0),
-            coalesce_tokens=_env_int("INFERENCE_COALESCE_TOKENS", 8),
-            redis_url=os.environ.get("REDIS_URL", ""),
-            faq=_env_bool("INFERENCE_FAQ", True),
-            faq_verifier_train=_env_bool("INFERENCE_FAQ_VERIFIER_TRAIN", True),
-            faq_verifier_poll_s=_env_float("INFERENCE_FAQ_VERIFIER_POLL_S", 15.0),
-            heartbeat_s=_env_float("INFERENCE_HEARTBEAT_S", 2.0),
-            background_channel=os.environ.get("INFERENCE_BACKGROUND_CHANNEL", BACKGROUND_CHANNEL),
-            max_background=_env_int("INFERENCE_MAX_BACKGROUND", 2),
-            max_queue=_env_int("INFERENCE_MAX_QUEUE", 16),
-            metrics_port=_env_port("INFERENCE_METRICS_PORT", 9400),
-            metrics_host=os.environ.get("INFERENCE_METRICS_HOST") or "127.0.0.1",
-            health_file=os.environ.get("INFERENCE_HEALTH_FILE", ""),
-            stall_s=_env_float("INFERENCE_STALL_S", 30.0),
-            health_every_s=_env_float("INFERENCE_HEALTH_EVERY_S", 10.0),
-            health_timeout_s=_env_float("INFERENCE_HEALTH_TIMEOUT_S", 5.0),
-            health_failures=_env_at_least_one("INFERENCE_HEALTH_FAILURES", 3),
-            reclaim_after_s=_env_float("INFERENCE_RECLAIM_AFTER_S", 10.0),
-            drain_s=_env_float("INFERENCE_DRAIN_S", 30.0),
-            start_warmup_s=_env_float("INFERENCE_START_WARMUP_S", 60.0),
-        )
+    def _absolute(cls, path: Path) -> Path:
+        return path.expanduser().resolve()

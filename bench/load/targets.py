@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import json
 import os
 import shutil
@@ -118,7 +117,7 @@ class Target:
 
 def engine_settings(*, model_dir: Path) -> EngineSettings:
     """The engine sizes both the app and vLLM's server get (environment overrides apply)."""
-    return dataclasses.replace(EngineSettings.from_env(), model_dir=model_dir)
+    return EngineSettings.from_env().model_copy(update={"model_dir": model_dir})
 
 
 # ---- the app ---------------------------------------------------------------------------------

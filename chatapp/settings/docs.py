@@ -1,8 +1,9 @@
 """docs/configuration.md, generated: `python -m chatapp.settings.docs` (`make docs`).
 
 One source of truth. The names and defaults come from the code: the web's `CHAT_*` and
-`LOGIN_*` from their pydantic declarations (`chatapp/settings/service.py`, with their bounds),
-every other variable from the place that reads it (an AST scan of `chatapp/` and `inference/`
+`LOGIN_*` and the worker's `INFERENCE_*`, `VLLM_*` and `OPENAI_ENGINE_*` from their pydantic
+declarations (`chatapp/settings/service.py`, `inference/settings.py`, with their bounds), every
+other variable from the place that reads it (an AST scan of `chatapp/` and `inference/`
 for `os.environ` reads and the settings modules' helpers, with the default each passes). What
 code cannot say is below in `VARIABLES`: the section a variable belongs in and one line of
 help, plus the default in words where the code computes it. `tests/chatapp/settings/
@@ -13,6 +14,7 @@ explain, or when `VARIABLES` explains one nothing reads.
 from __future__ import annotations
 
 import ast
+import inspect
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -21,6 +23,7 @@ from pathlib import Path
 from pydantic_settings import BaseSettings
 
 from chatapp.settings.service import ChatSettings, LoginSettings
+from inference.settings import EngineSettings, OpenAIEngineSettings, ScaleOptions, WorkerSettings
 
 REPO = Path(__file__).resolve().parent.parent.parent
 PAGE = REPO / "docs" / "configuration.md"
@@ -39,7 +42,14 @@ READERS = frozenset(
     }
     | {"_list", "_bool"}
 )
-PYDANTIC: tuple[type[BaseSettings], ...] = (ChatSettings, LoginSettings)
+PYDANTIC: tuple[type[BaseSettings], ...] = (
+    ChatSettings,
+    LoginSettings,
+    WorkerSettings,
+    EngineSettings,
+    ScaleOptions,
+    OpenAIEngineSettings,
+)
 SECTIONS = (
     "Where things are",
     "Chat limits and liveness (web)",
@@ -303,6 +313,9 @@ VARIABLES: dict[str, Var] = {
         "a starting worker warms the published templates' prefixes for up to this long before "
         "taking chat; 0: off",
     ),
+    "INFERENCE_START_WARMUP_ASK_S": Var(
+        _WORKER, "how long the starting worker waits for a web process to list those templates"
+    ),
     "INFERENCE_STALL_S": Var(
         _WORKER, "a running answer with no new token this long after its first is aborted; 0: off"
     ),
@@ -491,19 +504,29 @@ def _bounds(metadata: list[object]) -> str:
     return f" ({', '.join(parts)})" if parts else ""
 
 
-def _pydantic_rows() -> Iterator[tuple[str, str]]:
-    """(name, default) of each declared web setting."""
+def _pydantic_rows() -> Iterator[tuple[str, str, str]]:
+    """(name, default, declared in) of each declared setting; a default the code computes
+    (a factory) is ''; the words for it are in `VARIABLES`."""
     for model in PYDANTIC:
         prefix = str(model.model_config.get("env_prefix", ""))
+        where = Path(inspect.getfile(model)).relative_to(REPO).as_posix()
         for field_name, info in model.model_fields.items():
+            if isinstance(info.annotation, type) and issubclass(info.annotation, BaseSettings):
+                continue  # nested: its own fields are rows
+            alias = info.validation_alias
+            name = alias if isinstance(alias, str) else f"{prefix}{field_name.upper()}"
             default = info.default
-            if isinstance(default, bool):
-                shown = "true" if default else "false"
+            if info.default_factory is not None:
+                shown = ""
+            elif default is None or default == "":
+                shown = "unset"
+            elif isinstance(default, bool):
+                shown = "`true`" if default else "`false`"
             elif isinstance(default, float) and default.is_integer():
-                shown = str(int(default))
+                shown = f"`{int(default)}`"
             else:
-                shown = str(default)
-            yield f"{prefix}{field_name.upper()}", f"`{shown}`{_bounds(list(info.metadata))}"
+                shown = f"`{default}`"
+            yield name, shown and f"{shown}{_bounds(list(info.metadata))}", where
 
 
 def rows(reads: list[Read] | None = None) -> list[Row]:
@@ -515,9 +538,11 @@ def rows(reads: list[Read] | None = None) -> list[Row]:
         where.setdefault(read.name, set()).add(read.path)
         if read.default is not None:
             defaults.setdefault(read.name, set()).add(read.default)
-    declared = dict(_pydantic_rows())
-    for name in declared:
-        where.setdefault(name, set()).add("chatapp/settings/service.py")
+    declared: dict[str, str] = {}
+    for name, default, declared_in in _pydantic_rows():
+        where.setdefault(name, set()).add(declared_in)
+        if default:
+            declared[name] = default
     problems = [
         f"{name} is read in {', '.join(sorted(paths))} but not explained in VARIABLES"
         for name, paths in sorted(where.items())

@@ -35,14 +35,19 @@ def test_a_new_variable_without_help_stops_the_generator(tmp_path: Path) -> None
 def test_defaults_come_from_the_code() -> None:
     by_name = {row.name: row for row in docs.rows()}
     # a literal passed where the variable is read
-    assert by_name["VLLM_MAX_NUM_SEQS"].default == "`16`"
-    assert by_name["VLLM_MAX_NUM_SEQS"].where == "`inference/settings.py`"
-    # a pydantic declaration, with its bounds
+    assert by_name["DB_POOL_MAX_SIZE"].default == "`10`"
+    assert by_name["DB_POOL_MAX_SIZE"].where == "`chatapp/settings/database.py`"
+    # a pydantic declaration, with its bounds, the web's and the worker's alike
     assert by_name["CHAT_MAX_FRAME_BYTES"].default == "`65536` (≥ 1024)"
     assert by_name["CHAT_TYPING_PREFILL"].default == "`true`"
+    assert by_name["VLLM_MAX_NUM_SEQS"].default == "`16` (≥ 1)"
+    assert by_name["VLLM_MAX_NUM_SEQS"].where == "`inference/settings.py`"
+    # one read under another name than the prefix gives (an alias)
+    assert by_name["VLLM_CPU_KVCACHE_SPACE"].default == "`2` (> 0)"
+    assert "VLLM_KV_CACHE_GIB" not in by_name
 
 
 def test_a_helper_read_with_another_default_shows_it(tmp_path: Path) -> None:
-    reads = [r for r in docs.env_reads() if r.name != "VLLM_MAX_NUM_SEQS"]
-    reads.append(docs.Read("VLLM_MAX_NUM_SEQS", "inference/settings.py", "32"))
-    assert {row.name: row.default for row in docs.rows(reads)}["VLLM_MAX_NUM_SEQS"] == "`32`"
+    reads = [r for r in docs.env_reads() if r.name != "DB_POOL_MAX_SIZE"]
+    reads.append(docs.Read("DB_POOL_MAX_SIZE", "chatapp/settings/database.py", "32"))
+    assert {row.name: row.default for row in docs.rows(reads)}["DB_POOL_MAX_SIZE"] == "`32`"
