@@ -12,9 +12,9 @@ import uuid
 import pytest
 from django.contrib.auth.models import User
 
-from chatapp.conversations import services
 from chatapp.conversations.models import Conversation
 from tests.security.support import client_for
+from tests.support.conversations import first_turn
 
 pytestmark = pytest.mark.django_db
 
@@ -33,14 +33,7 @@ def bob(db: None) -> User:
 
 
 def conversation_of(user: User, text: str) -> Conversation:
-    turn = services.turn_start(
-        sender=user,
-        conversation_id=None,
-        client_message_id=uuid.uuid4(),
-        text=text,
-        run_id=uuid.uuid4(),
-    )
-    return turn.conversation
+    return first_turn(user, text).conversation
 
 
 def test_conversation_list_api_lists_only_the_callers_conversations(alice: User, bob: User) -> None:

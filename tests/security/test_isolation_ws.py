@@ -27,7 +27,14 @@ from chatapp.conversations.models import Message
 from chatapp.realtime.schemas import CLIENT_FRAME_TYPES
 from tests.conftest import Connect, RunningWorker
 from tests.security.support import Frame, client_for, frames_until_quiet, leaks, raw_socket
-from tests.support.sockets import open_socket, receive_delta, receive_until, send_frame
+from tests.support.sockets import (
+    edit_frame,
+    open_socket,
+    receive_delta,
+    receive_until,
+    regenerate_frame,
+    send_frame,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -86,16 +93,11 @@ def feedback(turn: BobsTurn) -> Frame:
 
 
 def edit(turn: BobsTurn) -> Frame:
-    return {
-        "type": "chat.edit",
-        "id": str(uuid.uuid4()),
-        "message_id": turn.question_id,
-        "text": "alice rewrote this",
-    }
+    return edit_frame(turn.question_id, "alice rewrote this")
 
 
 def regenerate(turn: BobsTurn) -> Frame:
-    return {"type": "chat.regenerate", "id": str(uuid.uuid4()), "message_id": turn.answer_id}
+    return regenerate_frame(turn.answer_id)
 
 
 def send_into(turn: BobsTurn) -> Frame:

@@ -10,11 +10,11 @@ served at worker start-up.
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 
 from chatapp.faq import services as faq_services
@@ -29,7 +29,6 @@ from inference.models.faq_verifier import prepare_faq_verifier
 from inference.models.paths import default_data_dir
 from inference.wire.transport import Transport
 from inference.worker import InferenceWorker
-from tests.support.sockets import receive_until
 from tests.support.workers import worker_settings
 
 ANSWER = "Go to Settings > Security and choose 'Reset password'. We email you a link."
@@ -46,6 +45,13 @@ class FaqWorker:
                 return
             await asyncio.sleep(0.02)
         raise AssertionError(f"index has {len(self.cache.index)} entries, wanted {count}")
+
+    async def entry_cached(self, **fields: Any) -> FaqEntry:
+        """An entry saved as the admin saves one (`entry_create`), once this worker holds it."""
+        held = len(self.cache.index)
+        entry = await sync_to_async(entry_create)(**fields)
+        await self.wait_for_entries(held + 1)
+        return entry
 
 
 @pytest.fixture(scope="session")
@@ -102,15 +108,3 @@ def entry_create(**fields: Any) -> FaqEntry:
     entry = FaqEntry.objects.create(**values)
     faq_services.faq_entry_changed(entry_id=entry.pk)  # what the admin's save does
     return entry
-
-
-async def ask(ws: Any, text: str, conversation_id: str | None = None) -> list[dict[str, Any]]:
-    await ws.send_json_to(
-        {
-            "type": "chat.send",
-            "id": str(uuid.uuid4()),
-            "conversation_id": conversation_id,
-            "text": text,
-        }
-    )
-    return await receive_until(ws, "chat.done")

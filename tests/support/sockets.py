@@ -29,6 +29,50 @@ def send_frame(
     }
 
 
+def edit_frame(message_id: str, text: str, frame_id: str | None = None) -> dict[str, Any]:
+    return {
+        "type": "chat.edit",
+        "id": frame_id or str(uuid.uuid4()),
+        "message_id": message_id,
+        "text": text,
+    }
+
+
+def regenerate_frame(message_id: str, frame_id: str | None = None) -> dict[str, Any]:
+    return {
+        "type": "chat.regenerate",
+        "id": frame_id or str(uuid.uuid4()),
+        "message_id": message_id,
+    }
+
+
+def resume_frame(message_id: str, last_seq: int = 0, frame_id: str | None = None) -> dict[str, Any]:
+    return {
+        "type": "chat.resume",
+        "id": frame_id or str(uuid.uuid4()),
+        "message_id": message_id,
+        "last_seq": last_seq,
+    }
+
+
+async def first_reply(
+    ws: WebsocketCommunicator, text: str, conversation_id: str | None = None
+) -> dict[str, Any]:
+    """Sends a question and returns the first frame the server answers it with (for an
+    accepted question its `chat.accepted`)."""
+    await ws.send_json_to(send_frame(text, conversation_id=conversation_id))
+    frame: dict[str, Any] = await ws.receive_json_from(timeout=5)
+    return frame
+
+
+async def ask(
+    ws: WebsocketCommunicator, text: str, conversation_id: str | None = None
+) -> list[dict[str, Any]]:
+    """Sends a question and returns its answer's frames, up to its `chat.done`."""
+    await ws.send_json_to(send_frame(text, conversation_id=conversation_id))
+    return await receive_until(ws, "chat.done")
+
+
 async def receive_until(
     ws: WebsocketCommunicator, kind: str, timeout: float = 5
 ) -> list[dict[str, Any]]:

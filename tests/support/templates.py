@@ -10,6 +10,7 @@ from asgiref.sync import sync_to_async
 
 from chatapp.prompts import services
 from chatapp.prompts.models import PromptTemplateVersion
+from chatapp.prompts.textpatch import make_patch, sha256_hex
 from tests.chatapp.prompts.factories import template_create
 from tests.conftest import RunningWorker
 
@@ -36,3 +37,22 @@ def templated(version: PromptTemplateVersion, **fields: Any) -> dict[str, Any]:
         "template": ref(version),
         **fields,
     }
+
+
+def patched(
+    version: PromptTemplateVersion, edited: str, hashed: str | None = None
+) -> dict[str, Any]:
+    """A templated send of the user's edits to the render: the patch from RENDERED to `edited`
+    and the hash of `hashed` (of `edited` itself unless given, as a browser sends it)."""
+    return templated(
+        version,
+        variables=VALUES,
+        patch=make_patch(base=RENDERED, edited=edited),
+        result_sha256=sha256_hex(edited if hashed is None else hashed),
+    )
+
+
+def full_text(frame: dict[str, Any], text: str) -> dict[str, Any]:
+    """A patched send sent again with its whole text, as a browser does when asked to."""
+    unpatched = {k: v for k, v in frame.items() if k not in ("patch", "result_sha256")}
+    return {**unpatched, "text": text}

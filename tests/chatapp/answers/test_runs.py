@@ -38,6 +38,7 @@ from inference.wire.protocol import (
 )
 from inference.wire.registry import LocalWorkerRegistry
 from inference.wire.request_queue import LocalRequestQueue, RequestQueue
+from tests.support.conversations import first_turn
 from tests.support.wire import done
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -53,16 +54,6 @@ async def redis_db() -> AsyncIterator[aioredis.Redis]:
     yield client
     await client.flushdb()
     await client.aclose()
-
-
-def _turn(user: User, text: str) -> services.TurnStart:
-    return services.turn_start(
-        sender=user,
-        conversation_id=None,
-        client_message_id=uuid.uuid4(),
-        text=text,
-        run_id=uuid.uuid4(),
-    )
 
 
 async def _logged_run(log: AnswerLog, run_id: uuid.UUID, text: str) -> None:
@@ -82,7 +73,7 @@ def _orphans(log: AnswerLog, *, silent_after_s: float) -> Orphans:
 
 async def test_the_reaper_never_writes_an_earlier_run_into_an_edited_answer(alice: User) -> None:
     log = LocalAnswerLog(ttl_s=60)
-    turn = await sync_to_async(_turn)(alice, "old question")
+    turn = await sync_to_async(first_turn)(alice, "old question")
     first_run = turn.run_id
     await _logged_run(log, first_run, "the old answer")
     stored = await answer_store(
@@ -125,7 +116,7 @@ async def test_the_reaper_never_writes_an_earlier_run_into_an_edited_answer(alic
 
 async def test_the_reaper_ends_a_run_whose_owner_went_silent_from_its_log(alice: User) -> None:
     log = LocalAnswerLog(ttl_s=60)
-    turn = await sync_to_async(_turn)(alice, "question")
+    turn = await sync_to_async(first_turn)(alice, "question")
     await log.begin(run_id=turn.run_id, relay_channel="dead-relay", user_key="u")
     await log.append(run_id=turn.run_id, entry=LoggedDelta(seq=1, text="half an ans"))
     await asyncio.sleep(0.3)
@@ -140,7 +131,7 @@ async def test_a_process_never_reaps_a_run_it_owns_itself(alice: User) -> None:
     """Embedded (one process) an owner's heartbeat can look old after a stalled event loop;
     its own runs are alive all the same."""
     log = LocalAnswerLog(ttl_s=60)
-    turn = await sync_to_async(_turn)(alice, "question")
+    turn = await sync_to_async(first_turn)(alice, "question")
     await log.begin(run_id=turn.run_id, relay_channel="this-relay", user_key="u")
     await asyncio.sleep(0.3)
     orphans = _orphans(log, silent_after_s=0.2)
@@ -167,10 +158,10 @@ async def test_the_reaper_reaches_an_orphan_behind_more_live_runs_than_it_reads_
 
     monkeypatch.setattr(recovery, "REAP_PAGE", 3)
     log = LocalAnswerLog(ttl_s=60)
-    live = [await sync_to_async(_turn)(alice, f"live {n}") for n in range(5)]
+    live = [await sync_to_async(first_turn)(alice, f"live {n}") for n in range(5)]
     for turn in live:
         await log.begin(run_id=turn.run_id, relay_channel="this-relay", user_key="u")
-    orphan = await sync_to_async(_turn)(alice, "the orphan")
+    orphan = await sync_to_async(first_turn)(alice, "the orphan")
     await log.begin(run_id=orphan.run_id, relay_channel="dead-relay", user_key="u")
     await asyncio.sleep(0.3)
     live_ids = {turn.run_id for turn in live}
@@ -195,7 +186,7 @@ async def test_a_resume_waits_while_a_live_owner_stores_the_answer(alice: User) 
     """The end is logged before the row is written: a watcher must not be told the answer
     is complete while a reload would still find it streaming."""
     log = LocalAnswerLog(ttl_s=60)
-    turn = await sync_to_async(_turn)(alice, "question")
+    turn = await sync_to_async(first_turn)(alice, "question")
     await _logged_run(log, turn.run_id, "the answer")
     watch = RunWatch(
         message_id=turn.assistant_message.id, run_id=turn.run_id, owner="relay-1", client_id=None
@@ -221,7 +212,7 @@ async def test_a_resume_waits_while_a_live_owner_stores_the_answer(alice: User) 
 
 async def test_a_replaced_run_is_not_shown_as_the_rest_of_the_old_one(alice: User) -> None:
     log = LocalAnswerLog(ttl_s=60)
-    turn = await sync_to_async(_turn)(alice, "question")
+    turn = await sync_to_async(first_turn)(alice, "question")
     watch = RunWatch(
         message_id=turn.assistant_message.id, run_id=uuid.uuid4(), owner="", client_id=None
     )
@@ -333,7 +324,7 @@ async def test_heartbeats_during_a_stream_never_rewrite_a_healthy_log(
     alice: User, running_relay: RunningRelay
 ) -> None:
     relay, layer = running_relay.relay, running_relay.layer
-    turn = await sync_to_async(_turn)(alice, "question")
+    turn = await sync_to_async(first_turn)(alice, "question")
     request_id = str(turn.run_id)
     await _start(relay, turn)
     send = layer.send
@@ -434,7 +425,7 @@ async def test_a_stalled_database_thread_does_not_silence_the_relays_heartbeat(
     running = await _relay_running(log=log, reap_every_s=0.2, owner_silent_after_s=1.0)
     relay, layer, task = running.relay, running.layer, running.task
     try:
-        turn = await sync_to_async(_turn)(alice, "question")
+        turn = await sync_to_async(first_turn)(alice, "question")
         request_id = str(turn.run_id)
         await _start(relay, turn)
         await layer.send(
@@ -464,8 +455,8 @@ async def test_a_run_whose_owner_record_vanished_is_not_reaped_until_it_stays_go
     must not take the missing record for a dead owner and cut the live answer short; a record
     still missing after the owner's silence bound means the owner is really gone."""
     log = LocalAnswerLog(ttl_s=60)
-    live = await sync_to_async(_turn)(alice, "live")
-    dead = await sync_to_async(_turn)(alice, "dead")
+    live = await sync_to_async(first_turn)(alice, "live")
+    dead = await sync_to_async(first_turn)(alice, "dead")
     await asyncio.sleep(0.25)  # both older than the reap age: candidates for the reaper
     orphans = _orphans(log, silent_after_s=0.2)
 
@@ -510,7 +501,7 @@ async def test_a_dead_owners_moved_run_is_cancelled_on_the_worker_now_serving_it
     from inference.wire.protocol import CancelRequest
 
     log = LocalAnswerLog(ttl_s=60)
-    turn = await sync_to_async(_turn)(alice, "question")
+    turn = await sync_to_async(first_turn)(alice, "question")
     await log.begin(run_id=turn.run_id, relay_channel="dead-relay", user_key="u")
     await log.worker_taken(
         run_id=turn.run_id, worker_channel="worker-2", request_id=f"{turn.run_id}~1"
@@ -537,7 +528,7 @@ async def _migrated_run(
         workers=("w1", "w2"), first_token_timeout_s=first_token_timeout_s, queue=queue
     )
     relay, layer, task, registry_ = running.relay, running.layer, running.task, running.registry
-    turn = await sync_to_async(_turn)(alice, "question")
+    turn = await sync_to_async(first_turn)(alice, "question")
     run = str(turn.run_id)
     await _start(relay, turn, max_tokens=max_tokens)
     send = layer.send
@@ -655,7 +646,7 @@ async def test_a_queued_request_redis_lost_is_queued_again(
     running = await _relay_running(queue=queue)
     relay, task = running.relay, running.task
     try:
-        turn = await sync_to_async(_turn)(alice, "question")
+        turn = await sync_to_async(first_turn)(alice, "question")
         await _start(relay, turn)
         assert await queue.depth("test.requests") == 1
         await redis_db.flushdb()  # the restart: nothing persisted

@@ -2,33 +2,21 @@
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from chatapp.conversations import services
+from tests.support.conversations import first_turn
 
 pytestmark = pytest.mark.django_db
-
-
-def ask(user: User, text: str) -> services.TurnStart:
-    return services.turn_start(
-        sender=user,
-        conversation_id=None,
-        client_message_id=uuid.uuid4(),
-        text=text,
-        run_id=uuid.uuid4(),
-    )
 
 
 def test_lists_only_my_conversations_newest_first_with_titles() -> None:
     alice = User.objects.create_user("alice", password="pw-alice-123")
     bob = User.objects.create_user("bob", password="pw-bob-123")
-    older = ask(alice, "Where is my parcel?")
-    newer = ask(alice, "How   do I\\nreturn " + "a very long item name " * 5)
-    ask(bob, "bob's secret question")
+    older = first_turn(alice, "Where is my parcel?")
+    newer = first_turn(alice, "How   do I\\nreturn " + "a very long item name " * 5)
+    first_turn(bob, "bob's secret question")
     client = Client()
     client.force_login(alice)
 
@@ -46,7 +34,7 @@ def test_lists_only_my_conversations_newest_first_with_titles() -> None:
 
 def test_the_chat_page_carries_the_list_for_the_sidebar() -> None:
     alice = User.objects.create_user("alice", password="pw-alice-123")
-    turn = ask(alice, "Where is my parcel?")
+    turn = first_turn(alice, "Where is my parcel?")
     client = Client()
     client.force_login(alice)
     page = client.get(f"/c/{turn.conversation.id}/")

@@ -7,18 +7,16 @@ place the relay and the orphan reaper store an answer, with the stats a worker s
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
 from django.contrib.auth.models import Permission, User
 from django.test import Client
 from django.urls import reverse
 
-from chatapp.conversations.models import Conversation, Message
-from chatapp.conversations.services import answer_finish
+from chatapp.conversations.models import Message
 from chatapp.faq.models import FaqEntry, FaqSuggestion
 from inference.wire.protocol import AnswerStats
 from tests.support.admin import superuser_client
+from tests.support.conversations import model_answered
 from tests.support.faq_standin import entry_create
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -29,28 +27,7 @@ CHANGELIST = reverse("admin:faq_faqsuggestion_changelist")
 def model_answer(question: str, *, near: int | None, user: User | None = None) -> Message:
     """A user question and the model's answer, stored as the relay stores it."""
     owner = user or User.objects.get_or_create(username="ann")[0]
-    conversation = Conversation.objects.create(owner=owner)
-    asked = Message.objects.create(
-        conversation=conversation, role=Message.Role.USER, content=question
-    )
-    run_id = uuid.uuid4()
-    answer = Message.objects.create(
-        conversation=conversation,
-        role=Message.Role.ASSISTANT,
-        status=Message.Status.STREAMING,
-        reply_to=asked,
-        run_id=run_id,
-    )
-    stored = answer_finish(
-        message_id=answer.id,
-        run_id=run_id,
-        content="A model answer.",
-        status=Message.Status.COMPLETE,
-        stats=AnswerStats(source="model", faq_near_entry_id=near),
-    )
-    assert stored
-    answer.refresh_from_db()
-    return answer
+    return model_answered(owner, question, AnswerStats(source="model", faq_near_entry_id=near))
 
 
 def listed(admin: Client, url: str) -> list[str]:

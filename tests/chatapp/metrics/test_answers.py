@@ -7,7 +7,6 @@ counters are covered in tests/integration/test_engine_metrics.py.
 from __future__ import annotations
 
 import json
-import uuid
 
 import pytest
 from django.contrib.auth.models import User
@@ -16,7 +15,14 @@ from django.test import override_settings
 from chatapp.answers.runtime import answer_runtime_close
 from tests.chatapp.metrics.samples import Changes, s, value, wait_for_value
 from tests.conftest import Connect, RunningWorker
-from tests.support.sockets import open_socket, receive_until, send_frame
+from tests.support.sockets import (
+    ask,
+    first_reply,
+    open_socket,
+    receive_until,
+    resume_frame,
+    send_frame,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -51,14 +57,7 @@ async def test_one_answer_watched_by_two_sockets_is_counted_once(
     frame = send_frame(question + " [[slow]]")
     await first.send_json_to(frame)
     accepted = await first.receive_json_from(timeout=5)
-    await second.send_json_to(
-        {
-            "type": "chat.resume",
-            "id": str(uuid.uuid4()),
-            "message_id": accepted["assistant_message_id"],
-            "last_seq": 0,
-        }
-    )
+    await second.send_json_to(resume_frame(accepted["assistant_message_id"]))
     done = (await receive_until(first, "chat.done"))[-1]
     followed = (await receive_until(second, "chat.done"))[-1]
     # the same end; only the socket that sent the question has the hops of its wait
@@ -103,14 +102,12 @@ async def test_follow_ups_are_not_faq_lookups(
     connect: Connect, alice: User, scripted_worker: RunningWorker
 ) -> None:
     ws = await open_socket(connect, alice)
-    await ws.send_json_to(send_frame("first question"))
-    first = await receive_until(ws, "chat.done")
+    first = await ask(ws, "first question")
     changes = Changes(
         s("chat:faq_requests_total", result="miss"),
         s("chat:answers_total", source="model", status="complete"),
     )
-    await ws.send_json_to(send_frame("and then?", conversation_id=first[0]["conversation_id"]))
-    await receive_until(ws, "chat.done")
+    await ask(ws, "and then?", conversation_id=first[0]["conversation_id"])
     assert changes.delta("chat:answers_total", source="model", status="complete") == 1
     assert changes.delta("chat:faq_requests_total", result="miss") == 0
 
@@ -121,8 +118,7 @@ async def test_without_the_faq_cache_nothing_is_counted_as_a_miss(
 ) -> None:
     changes = Changes(s("chat:faq_requests_total", result="miss"))
     ws = await open_socket(connect, alice)
-    await ws.send_json_to(send_frame("a first question"))
-    await receive_until(ws, "chat.done")
+    await ask(ws, "a first question")
     assert changes.delta("chat:faq_requests_total", result="miss") == 0
 
 
@@ -137,16 +133,8 @@ async def test_a_failed_answer_counts_one_error_and_refused_frames_count_theirs(
     )
     first = await open_socket(connect, alice)
     second = await open_socket(connect, alice)
-    await first.send_json_to(send_frame("please [[fail]] now [[slow]]"))
-    accepted = await first.receive_json_from(timeout=5)
-    await second.send_json_to(
-        {
-            "type": "chat.resume",
-            "id": str(uuid.uuid4()),
-            "message_id": accepted["assistant_message_id"],
-            "last_seq": 0,
-        }
-    )
+    accepted = await first_reply(first, "please [[fail]] now [[slow]]")
+    await second.send_json_to(resume_frame(accepted["assistant_message_id"]))
     for ws in (first, second):  # both are told
         assert (await receive_until(ws, "chat.error"))[-1]["code"] == "engine"
     await first.send_to(text_data="{not json")
@@ -184,10 +172,8 @@ async def test_admission_refusals_are_counted_by_reason(
         s("chat:request_frame_bytes_count", kind="text"),
     )
     ws = await open_socket(connect, alice)
-    await ws.send_json_to(send_frame("one"))
-    await receive_until(ws, "chat.done")
-    await ws.send_json_to(send_frame("two"))
-    refused = await ws.receive_json_from(timeout=5)
+    await ask(ws, "one")
+    refused = await first_reply(ws, "two")
 
     assert refused["code"] == "rate_limited"
     assert changes.delta("chat:admission_refusals_total", reason="rate_limited") == 1

@@ -13,7 +13,7 @@ from django.contrib.auth.models import User
 from chatapp.conversations.models import Message
 from tests.chatapp.metrics.samples import Changes, s, value, wait_for_value
 from tests.conftest import Connect, RunningWorker
-from tests.support.sockets import open_socket, receive_until, send_frame
+from tests.support.sockets import ask, open_socket, receive_until, send_frame
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -31,8 +31,7 @@ def timing(message_id: str, ttft_ms: Any) -> dict[str, Any]:
 
 
 async def answered(ws: WebsocketCommunicator, text: str = "hello there") -> str:
-    await ws.send_json_to(send_frame(text))
-    frames = await receive_until(ws, "chat.done")
+    frames = await ask(ws, text)
     return str(frames[0]["assistant_message_id"])
 
 
@@ -82,8 +81,7 @@ async def test_another_users_answer_is_refused(
         error = await bob_ws.receive_json_from(timeout=5)
         assert (error["code"], error["message_id"]) == ("not_found", target)
     # nor a question of one's own: only answers have a time to first token
-    await alice_ws.send_json_to(send_frame("another"))
-    frames = await receive_until(alice_ws, "chat.done")
+    frames = await ask(alice_ws, "another")
     await alice_ws.send_json_to(timing(frames[0]["user_message_id"], 120))
     assert (await alice_ws.receive_json_from(timeout=5))["code"] == "not_found"
 

@@ -3,19 +3,16 @@
 from __future__ import annotations
 
 import json
-import uuid
 
 import pytest
-from asgiref.sync import sync_to_async
 from django.contrib.auth.models import User
 
 from chatapp.prompts.models import PromptTemplateVersion
-from chatapp.prompts.textpatch import make_patch, sha256_hex
 from tests.chatapp.metrics.samples import Changes, s
 from tests.conftest import Connect
-from tests.support.faq import ANSWER, FaqWorker, ask, entry_create
-from tests.support.sockets import open_socket, receive_until
-from tests.support.templates import RENDERED, VALUES, templated
+from tests.support.faq import ANSWER, FaqWorker
+from tests.support.sockets import ask, edit_frame, open_socket, receive_until
+from tests.support.templates import RENDERED, VALUES, full_text, patched, templated
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -46,21 +43,11 @@ async def test_each_kind_of_frame_counts_its_bytes_and_the_text_it_stands_for(
     await receive_until(ws, "chat.done")
 
     edited = RENDERED.replace("a refund", "a replacement 🚲, in blue") + " Thanks!"
-    patched = templated(
-        published,
-        variables=VALUES,
-        patch=make_patch(base=RENDERED, edited=edited),
-        result_sha256=sha256_hex(edited),
-    )
-    await ws.send_json_to(patched)
+    edits = patched(published, edited)
+    await ws.send_json_to(edits)
     first = await receive_until(ws, "chat.done")
 
-    edit = {
-        "type": "chat.edit",
-        "id": str(uuid.uuid4()),
-        "message_id": first[0]["user_message_id"],
-        "text": "Where is my order?",
-    }
+    edit = edit_frame(first[0]["user_message_id"], "Where is my order?")
     await ws.send_json_to(edit)
     await receive_until(ws, "chat.done")
 
@@ -70,7 +57,7 @@ async def test_each_kind_of_frame_counts_its_bytes_and_the_text_it_stands_for(
         RENDERED.encode()
     )
     assert changes.delta("chat:request_frame_bytes_count", kind="patch") == 1
-    assert changes.delta("chat:request_frame_bytes_total", kind="patch") == wire(patched)
+    assert changes.delta("chat:request_frame_bytes_total", kind="patch") == wire(edits)
     assert changes.delta("chat:request_prompt_bytes_total", kind="patch") == len(edited.encode())
     # an edit carries its whole text
     assert changes.delta("chat:request_frame_bytes_count", kind="text") == 1
@@ -86,16 +73,10 @@ async def test_a_resend_with_the_full_text_counts_as_text_once(
     changes = Changes(*frame_series())
     ws = await open_socket(connect, alice)
     edited = RENDERED + " (second attempt)"
-    frame = templated(
-        published,
-        variables=VALUES,
-        patch=make_patch(base=RENDERED, edited=edited),
-        result_sha256=sha256_hex("something else entirely"),
-    )
+    frame = patched(published, edited, hashed="something else entirely")
     await ws.send_json_to(frame)
     assert (await ws.receive_json_from(timeout=5))["type"] == "chat.resend_full"
-    full = {k: v for k, v in frame.items() if k not in ("patch", "result_sha256")}
-    full["text"] = edited
+    full = full_text(frame, edited)
     await ws.send_json_to(full)
     await receive_until(ws, "chat.done")
 
@@ -107,8 +88,7 @@ async def test_a_resend_with_the_full_text_counts_as_text_once(
 async def test_faq_hits_and_misses_are_counted_per_answer(
     connect: Connect, alice: User, faq_worker: FaqWorker
 ) -> None:
-    await sync_to_async(entry_create)()
-    await faq_worker.wait_for_entries(1)
+    await faq_worker.entry_cached()
     changes = Changes(
         s("chat:faq_requests_total", result="hit"),
         s("chat:faq_requests_total", result="miss"),

@@ -13,7 +13,7 @@ from django.test import Client
 from chatapp.apikeys.models import ApiKey, key_hash
 from chatapp.apikeys.selectors import api_key_authenticate
 from tests.chatapp.openai_api.conftest import Key, chat, sse_events
-from tests.support.faq import ANSWER, FaqWorker, entry_create
+from tests.support.faq import ANSWER, FaqWorker
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -21,8 +21,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 async def test_a_faq_hit_is_a_normal_completion_with_the_faq_marker(
     http: httpx.AsyncClient, api_key: Key, faq_worker: FaqWorker
 ) -> None:
-    entry = await sync_to_async(entry_create)()
-    await faq_worker.wait_for_entries(1)
+    entry = await faq_worker.entry_cached()
 
     response = await http.post(
         "/v1/chat/completions", json=chat("how can I reset my password"), headers=api_key.headers
@@ -51,8 +50,7 @@ async def test_a_faq_hit_is_a_normal_completion_with_the_faq_marker(
 async def test_faq_false_and_follow_ups_go_to_the_model(
     http: httpx.AsyncClient, api_key: Key, faq_worker: FaqWorker
 ) -> None:
-    await sync_to_async(entry_create)()
-    await faq_worker.wait_for_entries(1)
+    await faq_worker.entry_cached()
 
     skipped = await http.post(
         "/v1/chat/completions",
@@ -76,8 +74,7 @@ async def test_faq_false_and_follow_ups_go_to_the_model(
 async def test_requests_an_faq_answer_cannot_honour_go_to_the_model(
     http: httpx.AsyncClient, api_key: Key, faq_worker: FaqWorker
 ) -> None:
-    await sync_to_async(entry_create)()
-    await faq_worker.wait_for_entries(1)
+    await faq_worker.entry_cached()
     question = "how can I reset my password"
     hit = await http.post("/v1/chat/completions", json=chat(question), headers=api_key.headers)
     assert hit.headers["X-Answer-Source"] == "faq"

@@ -22,7 +22,7 @@ from tests.chatapp.openai_api.conftest import Key, chat, key_create
 from tests.chatapp.prompts.factories import SYSTEM
 from tests.conftest import Connect, RunningWorker
 from tests.support.sockets import open_socket, receive_until
-from tests.support.templates import RENDERED, VALUES
+from tests.support.templates import RENDERED, VALUES, templated
 from tests.support.workers import worker_settings
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -37,19 +37,7 @@ async def test_a_template_reference_gives_the_same_prompt_bytes_as_the_chat_sock
 ) -> None:
     alice = await sync_to_async(User.objects.create_user)("alice", password="pw-alice-123")
     ws = await open_socket(connect, alice)
-    await ws.send_json_to(
-        {
-            "type": "chat.send",
-            "id": str(uuid.uuid4()),
-            "conversation_id": None,
-            "template": {
-                "id": published.template_id,
-                "version": published.version,
-                "sha256": published.sha256,
-            },
-            "variables": VALUES,
-        }
-    )
+    await ws.send_json_to(templated(published, variables=VALUES))
     await receive_until(ws, "chat.done")
     socket_prompt = scripted_worker.engine.prompts[-1]
 

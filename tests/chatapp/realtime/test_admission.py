@@ -14,7 +14,7 @@ from django.db import OperationalError
 from chatapp.answers.runtime import answer_runtime
 from chatapp.conversations.models import Message
 from tests.conftest import Connect, RunningWorker
-from tests.support.sockets import open_socket, receive_until, send_frame
+from tests.support.sockets import ask, first_reply, open_socket, receive_until, send_frame
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -52,10 +52,8 @@ async def test_past_the_rate_limit_the_user_is_told_when_to_try_again(
     settings.CHAT_USER_RATE_WINDOW_S = 60
     ws = await open_socket(connect, alice)
     for text in ("one", "two"):
-        await ws.send_json_to(send_frame(text))
-        await receive_until(ws, "chat.done")
-    await ws.send_json_to(send_frame("three"))
-    refused = await ws.receive_json_from(timeout=5)
+        await ask(ws, text)
+    refused = await first_reply(ws, "three")
     assert (refused["type"], refused["code"]) == ("chat.error", "rate_limited")
     assert 50 <= refused["retry_after_s"] <= 60
     assert await sync_to_async(Message.objects.filter(content="three").exists)() is False
@@ -77,8 +75,7 @@ async def test_when_every_worker_is_full_the_queue_is_bounded_and_users_get_busy
     assert (await ws.receive_json_from(timeout=5))["type"] == "chat.accepted"
 
     late = await open_socket(connect, bob)
-    await late.send_json_to(send_frame("am I queued forever?"))
-    refused = await late.receive_json_from(timeout=5)
+    refused = await first_reply(late, "am I queued forever?")
     assert (refused["code"], refused["retry_after_s"]) == ("busy", settings.CHAT_BUSY_RETRY_AFTER_S)
     assert "busy" in refused["message"].lower()
 
@@ -101,8 +98,7 @@ async def test_a_database_failure_gives_an_error_and_stores_nothing(
     ws = await open_socket(connect, alice)
     with monkeypatch.context() as patch:
         patch.setattr(models.Message.objects, "create", broken_create)
-        await ws.send_json_to(send_frame("will this be lost?"))
-        error = await ws.receive_json_from(timeout=5)
+        error = await first_reply(ws, "will this be lost?")
     # the database is away: a clear "try again shortly", not a server failure
     assert (error["type"], error["code"]) == ("chat.error", "unavailable")
     assert error["retry_after_s"] >= 1

@@ -20,6 +20,9 @@ from inference.wire.request_queue import local_request_queue
 from tests.conftest import Connect, RunningWorker
 from tests.support.sockets import (
     answer_text,
+    ask,
+    edit_frame,
+    first_reply,
     open_socket,
     receive_delta,
     receive_until,
@@ -34,8 +37,7 @@ async def test_answer_streams_and_is_stored_once(
 ) -> None:
     ws = await open_socket(connect, alice)
     question = "how do I reset my password please tell me now"
-    await ws.send_json_to(send_frame(question))
-    frames = await receive_until(ws, "chat.done")
+    frames = await ask(ws, question)
 
     accepted = frames[0]
     assert accepted["type"] == "chat.accepted"
@@ -66,12 +68,10 @@ async def test_follow_up_sends_the_conversation_history(
     connect: Connect, alice: User, scripted_worker: RunningWorker
 ) -> None:
     ws = await open_socket(connect, alice)
-    await ws.send_json_to(send_frame("first question"))
-    first = await receive_until(ws, "chat.done")
+    first = await ask(ws, "first question")
     conversation_id = first[0]["conversation_id"]
 
-    await ws.send_json_to(send_frame("second question", conversation_id=conversation_id))
-    second = await receive_until(ws, "chat.done")
+    second = await ask(ws, "second question", conversation_id=conversation_id)
 
     assert second[0]["conversation_id"] == conversation_id
     prompt = scripted_worker.engine.prompts[-1]
@@ -90,8 +90,7 @@ async def test_stop_aborts_generation_and_keeps_partial_answer(
 ) -> None:
     ws = await open_socket(connect, alice)
     words = " ".join(f"w{i}" for i in range(60))
-    await ws.send_json_to(send_frame(f"[[slow]] {words}"))
-    accepted = await ws.receive_json_from(timeout=5)
+    accepted = await first_reply(ws, f"[[slow]] {words}")
     first_delta = await receive_delta(ws)
     assert first_delta["type"] == "chat.delta"
 
@@ -113,8 +112,7 @@ async def test_a_dropped_socket_leaves_the_answer_running_for_the_grace_period_t
 ) -> None:
     settings.CHAT_DISCONNECT_GRACE_S = 0.8
     ws = await open_socket(connect, alice)
-    await ws.send_json_to(send_frame("[[slow]] " + " ".join(["word"] * 200)))
-    accepted = await ws.receive_json_from(timeout=5)
+    accepted = await first_reply(ws, "[[slow]] " + " ".join(["word"] * 200))
     assert (await receive_delta(ws))["type"] == "chat.delta"
     await ws.disconnect()
 
@@ -160,8 +158,7 @@ async def test_bad_frames_get_a_typed_error_and_the_socket_stays_usable(
     assert error["code"] == code
     assert error["message"]
 
-    await ws.send_json_to(send_frame("still there?"))
-    frames = await receive_until(ws, "chat.done")
+    frames = await ask(ws, "still there?")
     assert answer_text(frames) == "You said: still there?"
 
 
@@ -256,8 +253,7 @@ async def test_someone_elses_conversation_is_not_found(
 ) -> None:
     conversation = await sync_to_async(Conversation.objects.create)(owner=bob, title="bob's")
     ws = await open_socket(connect, alice)
-    await ws.send_json_to(send_frame("let me in", conversation_id=str(conversation.id)))
-    error = await ws.receive_json_from(timeout=5)
+    error = await first_reply(ws, "let me in", conversation_id=str(conversation.id))
     assert (error["type"], error["code"]) == ("chat.error", "not_found")
     assert await sync_to_async(Message.objects.count)() == 0
 
@@ -293,8 +289,7 @@ async def test_no_worker_is_reported_at_once_and_nothing_is_stored(
     connect: Connect, alice: User
 ) -> None:
     ws = await open_socket(connect, alice)
-    await ws.send_json_to(send_frame("anyone home?"))
-    error = await ws.receive_json_from(timeout=5)
+    error = await first_reply(ws, "anyone home?")
     assert (error["type"], error["code"]) == ("chat.error", "no_worker")
     assert error["retry_after_s"] >= 1
     assert await sync_to_async(Message.objects.count)() == 0  # the browser keeps the text
@@ -313,8 +308,7 @@ async def test_a_queued_request_waits_for_busy_workers_but_not_forever(
     await registry.announce(worker_id="wedged", capacity=4, ttl_s=30)  # alive, never pulls
     try:
         ws = await open_socket(connect, alice)
-        await ws.send_json_to(send_frame("anyone home?"))
-        accepted = await ws.receive_json_from(timeout=5)
+        accepted = await first_reply(ws, "anyone home?")
         # past the accept timeout, but a live worker may still take it: keep waiting
         assert await ws.receive_nothing(timeout=0.8)
         error = await ws.receive_json_from(timeout=5)
@@ -413,8 +407,7 @@ async def test_a_worker_that_dies_mid_answer_is_detected_and_the_answer_kept_as_
 ) -> None:
     settings.CHAT_STALL_TIMEOUT_S = 0.6
     ws = await open_socket(connect, alice)
-    await ws.send_json_to(send_frame("[[slow]] " + " ".join(["word"] * 80)))
-    accepted = await ws.receive_json_from(timeout=5)
+    accepted = await first_reply(ws, "[[slow]] " + " ".join(["word"] * 80))
     first = await receive_delta(ws)
     assert first["type"] == "chat.delta"
 
@@ -435,8 +428,7 @@ async def test_a_long_silent_prefill_is_not_taken_for_a_dead_worker(
 ) -> None:
     settings.CHAT_STALL_TIMEOUT_S = 0.5  # the engine is silent for 1 s; heartbeats every 0.1 s
     ws = await open_socket(connect, alice)
-    await ws.send_json_to(send_frame("[[stall]] patience"))
-    frames = await receive_until(ws, "chat.done")
+    frames = await ask(ws, "[[stall]] patience")
     assert answer_text(frames) == "You said: [[stall]] patience"
 
 
@@ -468,18 +460,11 @@ async def test_edit_and_resend_replaces_the_question_and_drops_what_came_after(
     connect: Connect, alice: User, scripted_worker: RunningWorker
 ) -> None:
     ws = await open_socket(connect, alice)
-    await ws.send_json_to(send_frame("first question"))
-    first = await receive_until(ws, "chat.done")
+    first = await ask(ws, "first question")
     conversation_id = first[0]["conversation_id"]
-    await ws.send_json_to(send_frame("second question", conversation_id=conversation_id))
-    await receive_until(ws, "chat.done")
+    await ask(ws, "second question", conversation_id=conversation_id)
 
-    edit = {
-        "type": "chat.edit",
-        "id": str(uuid.uuid4()),
-        "message_id": first[0]["user_message_id"],
-        "text": "first question, reworded",
-    }
+    edit = edit_frame(first[0]["user_message_id"], "first question, reworded")
     await ws.send_json_to(edit)
     frames = await receive_until(ws, "chat.done")
 
@@ -503,17 +488,9 @@ async def test_editing_someone_elses_question_changes_nothing(
     connect: Connect, alice: User, bob: User, scripted_worker: RunningWorker
 ) -> None:
     ws = await open_socket(connect, alice)
-    await ws.send_json_to(send_frame("alice asks"))
-    frames = await receive_until(ws, "chat.done")
+    frames = await ask(ws, "alice asks")
     intruder = await open_socket(connect, bob)
-    await intruder.send_json_to(
-        {
-            "type": "chat.edit",
-            "id": str(uuid.uuid4()),
-            "message_id": frames[0]["user_message_id"],
-            "text": "bob was here",
-        }
-    )
+    await intruder.send_json_to(edit_frame(frames[0]["user_message_id"], "bob was here"))
     error = await intruder.receive_json_from(timeout=5)
     assert (error["type"], error["code"]) == ("chat.error", "not_found")
     question = await sync_to_async(Message.objects.get)(id=frames[0]["user_message_id"])

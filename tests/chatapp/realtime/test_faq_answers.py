@@ -25,8 +25,9 @@ from inference.faq.deciders import FaqDecider
 from tests.chatapp.prompts.factories import template_create
 from tests.conftest import Connect
 from tests.support.admin import superuser_client
-from tests.support.faq import ANSWER, FaqWorker, ask, entry_create, start_faq_worker
-from tests.support.sockets import answer_text, open_socket, receive_until
+from tests.support.faq import ANSWER, FaqWorker, entry_create, start_faq_worker
+from tests.support.sockets import answer_text, ask, open_socket, receive_until
+from tests.support.templates import templated
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -34,8 +35,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 async def test_a_paraphrase_is_answered_from_the_faq_at_once(
     connect: Connect, alice: User, faq_worker: FaqWorker
 ) -> None:
-    entry = await sync_to_async(entry_create)()
-    await faq_worker.wait_for_entries(1)
+    entry = await faq_worker.entry_cached()
     ws = await open_socket(connect, alice)
     frames = await ask(ws, "how can I reset my password")
 
@@ -52,8 +52,7 @@ async def test_a_paraphrase_is_answered_from_the_faq_at_once(
 async def test_near_misses_follow_ups_and_disabled_entries_go_to_the_model(
     connect: Connect, alice: User, faq_worker: FaqWorker
 ) -> None:
-    entry = await sync_to_async(entry_create)()
-    await faq_worker.wait_for_entries(1)
+    entry = await faq_worker.entry_cached()
     ws = await open_socket(connect, alice)
 
     near_miss = await ask(ws, "how do I reset my router?")
@@ -77,40 +76,26 @@ async def test_template_scoped_entries_only_answer_that_templates_conversations(
 ) -> None:
     template = await sync_to_async(template_create)()
     version = await sync_to_async(prompt_services.template_publish)(template=template, user=None)
-    await sync_to_async(entry_create)(
+    await faq_worker.entry_cached(
         template=template,
         question="Where is my parcel?",
         alternates="My order has not arrived",
         answer="Parcels arrive within 5 working days; track yours under Orders.",
     )
-    await faq_worker.wait_for_entries(1)
     ws = await open_socket(connect, alice)
 
     plain = await ask(ws, "Where is my parcel?")
     assert plain[-1]["source"] == "model"
 
-    await ws.send_json_to(
-        {
-            "type": "chat.send",
-            "id": str(uuid.uuid4()),
-            "conversation_id": None,
-            "template": {
-                "id": version.template_id,
-                "version": version.version,
-                "sha256": version.sha256,
-            },
-            "text": "Where is my parcel?",
-        }
-    )
-    templated = await receive_until(ws, "chat.done")
-    assert templated[-1]["source"] == "faq"
+    await ws.send_json_to(templated(version, text="Where is my parcel?"))
+    in_template = await receive_until(ws, "chat.done")
+    assert in_template[-1]["source"] == "faq"
 
 
 async def test_ask_the_assistant_instead_and_thumbs_down(
     connect: Connect, alice: User, faq_worker: FaqWorker
 ) -> None:
-    entry = await sync_to_async(entry_create)()
-    await faq_worker.wait_for_entries(1)
+    entry = await faq_worker.entry_cached()
     ws = await open_socket(connect, alice)
     frames = await ask(ws, "I forgot my password")
     message_id = frames[0]["assistant_message_id"]
@@ -164,8 +149,7 @@ async def test_a_worker_started_later_loads_existing_entries_from_a_snapshot(
 async def test_a_question_that_came_close_is_suggested_and_once_added_is_answered_from_the_faq(
     connect: Connect, alice: User, faq_worker: FaqWorker
 ) -> None:
-    entry = await sync_to_async(entry_create)()
-    await faq_worker.wait_for_entries(1)
+    entry = await faq_worker.entry_cached()
     ws = await open_socket(connect, alice)
     # close (cosine 0.68 to a phrasing) but refused by the verifier (at most 0.32)
     question = "The site won't accept my password anymore"

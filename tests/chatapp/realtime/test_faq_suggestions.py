@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import uuid
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -25,8 +24,7 @@ from asgiref.sync import sync_to_async
 from django.contrib.auth.models import User
 from django.test import Client
 
-from chatapp.conversations.models import Conversation, Message
-from chatapp.conversations.services import answer_finish
+from chatapp.conversations.models import Message
 from chatapp.faq import services as faq_services
 from chatapp.faq.models import FaqEntry
 from inference.faq.candidates import Candidate
@@ -34,8 +32,9 @@ from inference.faq.deciders import DecisionName
 from inference.faq.entry_choice import ChoiceRule, EntryChoice, choose
 from inference.wire.protocol import AnswerStats, SuggestedEntry
 from tests.conftest import Connect
-from tests.support.faq import FaqWorker, ask, entry_create, start_faq_worker
-from tests.support.sockets import answer_text, open_socket
+from tests.support.conversations import model_answered
+from tests.support.faq import FaqWorker, entry_create, start_faq_worker
+from tests.support.sockets import answer_text, ask, open_socket
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -150,25 +149,8 @@ async def test_a_deleted_or_disabled_entry_is_no_longer_suggested(
 def stored_suggestions(offered: list[FaqEntry]) -> list[dict[str, Any]]:
     """The suggestions stored with an answer whose worker offered `offered`."""
     owner = User.objects.get_or_create(username="carol")[0]
-    conversation = Conversation.objects.create(owner=owner)
-    asked = Message.objects.create(conversation=conversation, role="user", content=UNSURE)
-    run_id = uuid.uuid4()
-    answer = Message.objects.create(
-        conversation=conversation,
-        role=Message.Role.ASSISTANT,
-        status=Message.Status.STREAMING,
-        reply_to=asked,
-        run_id=run_id,
-    )
     suggested = [SuggestedEntry(entry_id=e.pk, question=e.question) for e in offered]
-    assert answer_finish(
-        message_id=answer.id,
-        run_id=run_id,
-        content="A model answer.",
-        status=Message.Status.COMPLETE,
-        stats=AnswerStats(suggested_entries=suggested),
-    )
-    answer.refresh_from_db()
+    answer = model_answered(owner, UNSURE, AnswerStats(suggested_entries=suggested))
     return list(answer.suggested_entries)
 
 

@@ -6,13 +6,17 @@ token, so the engine's share is known and the web process's hops must add up aro
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
 from django.contrib.auth.models import User
 
 from tests.conftest import Connect, RunningWorker
-from tests.support.sockets import open_socket, receive_until, send_frame
+from tests.support.sockets import (
+    ask,
+    first_reply,
+    open_socket,
+    receive_until,
+    resume_frame,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -21,8 +25,7 @@ async def test_the_done_of_a_sent_question_carries_its_first_token_hops_in_order
     connect: Connect, alice: User, scripted_worker: RunningWorker
 ) -> None:
     ws = await open_socket(connect, alice)
-    await ws.send_json_to(send_frame("[[slow]] where is my parcel"))
-    frames = await receive_until(ws, "chat.done")
+    frames = await ask(ws, "[[slow]] where is my parcel")
     # the wait is never silent: queued (accepted), then a worker reads it (started), then text
     assert [f["type"] for f in frames[:3]] == ["chat.accepted", "chat.started", "chat.delta"]
     assert frames[1]["message_id"] == frames[0]["assistant_message_id"]
@@ -60,18 +63,10 @@ async def test_an_answer_followed_from_another_socket_has_no_hops(
 ) -> None:
     """The second socket did not send the question: it has no clock of its wait."""
     first = await open_socket(connect, alice)
-    await first.send_json_to(send_frame("[[slow]] one two three four five six seven eight"))
-    accepted = await first.receive_json_from(timeout=5)
+    accepted = await first_reply(first, "[[slow]] one two three four five six seven eight")
     assert accepted["type"] == "chat.accepted"
     second = await open_socket(connect, alice)
-    await second.send_json_to(
-        {
-            "type": "chat.resume",
-            "id": str(uuid.uuid4()),
-            "message_id": accepted["assistant_message_id"],
-            "last_seq": 0,
-        }
-    )
+    await second.send_json_to(resume_frame(accepted["assistant_message_id"]))
     followed = await receive_until(second, "chat.done")
     assert followed[-1]["status"] == "complete"
     assert followed[-1]["hops"] is None

@@ -12,7 +12,7 @@ from django.contrib.auth.models import User
 from pytest_django.fixtures import Settings
 
 from tests.conftest import Connect, RunningWorker
-from tests.support.sockets import answer_text, open_socket, receive_until, send_frame
+from tests.support.sockets import answer_text, open_socket, receive_until, resume_frame, send_frame
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -29,9 +29,7 @@ async def test_resumes_past_their_budget_are_refused(
     replies: list[list[dict[str, Any]]] = []
     for _ in range(4):
         frame_id = str(uuid.uuid4())
-        await ws.send_json_to(
-            {"type": "chat.resume", "id": frame_id, "message_id": message_id, "last_seq": 0}
-        )
+        await ws.send_json_to(resume_frame(message_id, frame_id=frame_id))
         frames = await receive_until(ws, "chat.done") if len(replies) < 3 else []
         if not frames:
             frames = [await ws.receive_json_from(timeout=5)]

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
+from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import User
 
 from chatapp.conversations.models import Message
@@ -19,7 +20,7 @@ from inference.engines.scripted import ScriptedEngine
 from inference.wire.transport import Transport
 from inference.worker import InferenceWorker
 from tests.conftest import Connect
-from tests.support.sockets import open_socket, receive_delta, receive_until, send_frame
+from tests.support.sockets import first_reply, open_socket, receive_delta, receive_until
 from tests.support.workers import worker_settings
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -86,14 +87,18 @@ async def _until_running(workers: Workers) -> int:
     raise AssertionError("no worker took the question")
 
 
+async def _question_running(ws: WebsocketCommunicator, workers: Workers) -> tuple[Any, int]:
+    """Sends QUESTION: its `chat.accepted` and the index of the worker that runs it."""
+    accepted = await first_reply(ws, QUESTION)
+    return accepted, await _until_running(workers)
+
+
 async def test_an_answer_whose_worker_dies_goes_on_on_another_worker(
     connect: Connect, alice: User, workers: Workers
 ) -> None:
     await workers.start(2)
     ws = await open_socket(connect, alice)
-    await ws.send_json_to(send_frame(QUESTION))
-    accepted = await ws.receive_json_from(timeout=5)
-    serving = await _until_running(workers)
+    accepted, serving = await _question_running(ws, workers)
     deltas: list[dict[str, Any]] = []
     while len(deltas) < 5:
         frame = await receive_delta(ws)
@@ -122,9 +127,7 @@ async def test_with_no_other_worker_it_fails_worker_lost_with_the_text_so_far(
 ) -> None:
     await workers.start(1)
     ws = await open_socket(connect, alice)
-    await ws.send_json_to(send_frame(QUESTION))
-    accepted = await ws.receive_json_from(timeout=5)
-    await _until_running(workers)
+    accepted, _ = await _question_running(ws, workers)
     deltas = [await ws.receive_json_from(timeout=5) for _ in range(3)]
     await workers.kill(0)
 
@@ -141,9 +144,7 @@ async def test_a_draining_worker_finishes_its_answer_itself(
     """A SIGTERM drain is no death: the answer is not moved while its worker finishes it."""
     await workers.start(2)
     ws = await open_socket(connect, alice)
-    await ws.send_json_to(send_frame(QUESTION))
-    await ws.receive_json_from(timeout=5)
-    serving = await _until_running(workers)
+    _, serving = await _question_running(ws, workers)
     draining = asyncio.create_task(workers.workers[serving].drain(timeout_s=30))
     frames = await receive_until(ws, "chat.done", timeout=15)
     assert "".join(f["text"] for f in frames if f["type"] == "chat.delta") == ANSWER
@@ -159,9 +160,7 @@ async def test_an_answer_longer_than_the_drain_goes_on_on_another_worker(
     failed `worker_lost` (it used to be, with the text so far; issue 31 defect 4)."""
     await workers.start(2)
     ws = await open_socket(connect, alice)
-    await ws.send_json_to(send_frame(QUESTION))
-    accepted = await ws.receive_json_from(timeout=5)
-    serving = await _until_running(workers)
+    accepted, serving = await _question_running(ws, workers)
     draining = asyncio.create_task(workers.workers[serving].drain(timeout_s=0.3))
     frames = await receive_until(ws, "chat.done", timeout=15)
     await asyncio.wait_for(draining, 10)
@@ -183,9 +182,7 @@ async def test_an_emptied_registry_moves_no_answer(
 
     await workers.start(2, heartbeat_s=2.0)
     ws = await open_socket(connect, alice)
-    await ws.send_json_to(send_frame(QUESTION))
-    accepted = await ws.receive_json_from(timeout=5)
-    serving = await _until_running(workers)
+    accepted, serving = await _question_running(ws, workers)
     deltas = [await receive_delta(ws) for _ in range(3)]
     registry = worker_registry(redis_url="")
     for worker in workers.workers:  # what a restarted Redis holds: no worker at all

@@ -17,22 +17,22 @@ from django.contrib.auth.models import User
 from chatapp.answers.runtime import answer_runtime
 from chatapp.conversations.models import Message
 from tests.conftest import Connect, RunningWorker
-from tests.support.sockets import answer_text, open_socket, receive_delta, receive_until, send_frame
+from tests.support.sockets import (
+    answer_text,
+    ask,
+    first_reply,
+    open_socket,
+    receive_delta,
+    receive_until,
+    resume_frame,
+    send_frame,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 WORDS = " ".join(f"w{i}" for i in range(60))
 QUESTION = f"[[slow]] {WORDS}"
 FULL_ANSWER = f"You said: {QUESTION}"
-
-
-def resume_frame(message_id: str, last_seq: int) -> dict[str, Any]:
-    return {
-        "type": "chat.resume",
-        "id": str(uuid.uuid4()),
-        "message_id": message_id,
-        "last_seq": last_seq,
-    }
 
 
 def assert_contiguous(frames: list[dict[str, Any]], first_seq: int) -> None:
@@ -44,8 +44,7 @@ async def test_a_refresh_mid_stream_resumes_with_no_gap_and_no_duplicate(
     connect: Connect, alice: User, scripted_worker: RunningWorker
 ) -> None:
     first = await open_socket(connect, alice)
-    await first.send_json_to(send_frame(QUESTION))
-    accepted = await first.receive_json_from(timeout=5)
+    accepted = await first_reply(first, QUESTION)
     seen = [await receive_delta(first) for _ in range(3)]
     assert [f["type"] for f in seen] == ["chat.delta"] * 3
     await first.disconnect()  # the page reloads
@@ -66,8 +65,7 @@ async def test_a_browser_that_lost_everything_resumes_from_zero(
     connect: Connect, alice: User, scripted_worker: RunningWorker
 ) -> None:
     first = await open_socket(connect, alice)
-    await first.send_json_to(send_frame(QUESTION))
-    accepted = await first.receive_json_from(timeout=5)
+    accepted = await first_reply(first, QUESTION)
     await first.receive_json_from(timeout=5)
     await first.disconnect()
 
@@ -82,8 +80,7 @@ async def test_resuming_an_answer_that_ended_meanwhile_gives_the_rest_and_its_en
     connect: Connect, alice: User, scripted_worker: RunningWorker
 ) -> None:
     first = await open_socket(connect, alice)
-    await first.send_json_to(send_frame("[[slow]] short one"))
-    accepted = await first.receive_json_from(timeout=5)
+    accepted = await first_reply(first, "[[slow]] short one")
     head = await receive_delta(first)
     await first.disconnect()
     message_id = accepted["assistant_message_id"]
@@ -105,8 +102,7 @@ async def test_resume_after_the_log_expired_sends_the_stored_text_as_a_snapshot(
     connect: Connect, alice: User, scripted_worker: RunningWorker
 ) -> None:
     ws = await open_socket(connect, alice)
-    await ws.send_json_to(send_frame("remember me"))
-    frames = await receive_until(ws, "chat.done")
+    frames = await ask(ws, "remember me")
     message_id = frames[0]["assistant_message_id"]
     runtime = await answer_runtime()
     # as if the log had expired: nothing left to replay from
@@ -129,8 +125,7 @@ async def test_nobody_can_resume_someone_elses_answer(
     connect: Connect, alice: User, bob: User, scripted_worker: RunningWorker
 ) -> None:
     ws = await open_socket(connect, alice)
-    await ws.send_json_to(send_frame(QUESTION))
-    accepted = await ws.receive_json_from(timeout=5)
+    accepted = await first_reply(ws, QUESTION)
 
     intruder = await open_socket(connect, bob)
     await intruder.send_json_to(resume_frame(accepted["assistant_message_id"], 0))
@@ -167,8 +162,7 @@ async def test_stop_from_another_tab_stops_the_answer_everywhere(
     connect: Connect, alice: User, scripted_worker: RunningWorker
 ) -> None:
     first = await open_socket(connect, alice)
-    await first.send_json_to(send_frame(QUESTION))
-    accepted = await first.receive_json_from(timeout=5)
+    accepted = await first_reply(first, QUESTION)
     message_id = accepted["assistant_message_id"]
     other = await open_socket(connect, alice)
     await other.send_json_to(resume_frame(message_id, 0))

@@ -4,7 +4,6 @@ and a refused frame costs the user nothing. Through the full ASGI app, scripted 
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
@@ -12,26 +11,17 @@ from pytest_django.fixtures import Settings
 
 from chatapp.conversations.models import Message
 from tests.conftest import Connect, RunningWorker
-from tests.support.sockets import answer_text, open_socket, receive_until, send_frame
+from tests.support.sockets import (
+    answer_text,
+    ask,
+    edit_frame,
+    open_socket,
+    receive_until,
+    regenerate_frame,
+    send_frame,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def regenerate_frame(message_id: str, frame_id: str | None = None) -> dict[str, Any]:
-    return {
-        "type": "chat.regenerate",
-        "id": frame_id or str(uuid.uuid4()),
-        "message_id": message_id,
-    }
-
-
-def edit_frame(message_id: str, text: str, frame_id: str | None = None) -> dict[str, Any]:
-    return {
-        "type": "chat.edit",
-        "id": frame_id or str(uuid.uuid4()),
-        "message_id": message_id,
-        "text": text,
-    }
 
 
 async def test_a_repeated_regenerate_frame_runs_once(
@@ -89,6 +79,5 @@ async def test_refused_regenerate_and_edit_frames_do_not_use_up_the_rate_window(
         assert (refused["type"], refused["code"]) == ("chat.error", "not_found"), refused
 
     for question in ("one", "two"):  # the user's whole rate is still there
-        await ws.send_json_to(send_frame(question))
-        frames = await receive_until(ws, "chat.done")
+        frames = await ask(ws, question)
         assert answer_text(frames) == f"You said: {question}"

@@ -21,7 +21,7 @@ from chatapp.answers.runtime import answer_runtime
 from chatapp.conversations import services
 from chatapp.conversations.models import Message
 from tests.conftest import Connect, RunningWorker
-from tests.support.sockets import answer_text, open_socket, receive_until, send_frame
+from tests.support.sockets import answer_text, ask, open_socket, receive_until, send_frame
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -40,8 +40,7 @@ async def test_an_answer_faster_than_the_write_of_its_question_is_stored_whole(
 
     _wrapped(monkeypatch, slow)
     ws = await open_socket(connect, alice)
-    await ws.send_json_to(send_frame("where is my parcel"))
-    frames = await receive_until(ws, "chat.done")
+    frames = await ask(ws, "where is my parcel")
     assert frames[0]["type"] == "chat.accepted"  # before any of the answer, as always
     assert answer_text(frames) == "You said: where is my parcel"
     # the worker started before the question was stored

@@ -15,11 +15,10 @@ from django.contrib.auth.models import User
 from chatapp.conversations.models import Message
 from chatapp.prompts import services
 from chatapp.prompts.models import PromptTemplate, PromptTemplateVersion
-from chatapp.prompts.textpatch import make_patch, sha256_hex
 from tests.chatapp.prompts.factories import SYSTEM, template_create
 from tests.conftest import Connect, RunningWorker
 from tests.support.sockets import answer_text, open_socket, receive_until
-from tests.support.templates import RENDERED, VALUES, ref, templated
+from tests.support.templates import RENDERED, VALUES, full_text, patched, ref, templated
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -71,12 +70,7 @@ async def test_a_patch_of_the_users_edits_is_applied_and_verified(
 ) -> None:
     edited = RENDERED.replace("a refund", "a replacement 🚲, in blue") + " Thanks!"
     ws = await open_socket(connect, alice)
-    frame = templated(
-        published,
-        variables=VALUES,
-        patch=make_patch(base=RENDERED, edited=edited),
-        result_sha256=sha256_hex(edited),
-    )
+    frame = patched(published, edited)
     await ws.send_json_to(frame)
     frames = await receive_until(ws, "chat.done")
     assert await stored_user_text(frames) == edited
@@ -91,19 +85,13 @@ async def test_a_hash_mismatch_asks_for_the_full_text_which_then_goes_through(
 ) -> None:
     edited = RENDERED + " (second attempt)"
     ws = await open_socket(connect, alice)
-    frame = templated(
-        published,
-        variables=VALUES,
-        patch=make_patch(base=RENDERED, edited=edited),
-        result_sha256=sha256_hex("something else entirely"),
-    )
+    frame = patched(published, edited, hashed="something else entirely")
     await ws.send_json_to(frame)
     resend = await ws.receive_json_from(timeout=5)
     assert resend == {"type": "chat.resend_full", "id": frame["id"], "reason": "hash_mismatch"}
     assert await sync_to_async(Message.objects.count)() == 0
 
-    full = {k: v for k, v in frame.items() if k not in ("patch", "result_sha256")}
-    await ws.send_json_to({**full, "text": edited})
+    await ws.send_json_to(full_text(frame, edited))
     frames = await receive_until(ws, "chat.done")
     assert frames[0]["id"] == frame["id"]
     assert await stored_user_text(frames) == edited
@@ -128,12 +116,7 @@ async def test_a_stale_base_or_unappliable_patch_asks_for_the_full_text(
     reason: str,
 ) -> None:
     edited = RENDERED + "!"
-    frame = templated(
-        published,
-        variables=VALUES,
-        patch=make_patch(base=RENDERED, edited=edited),
-        result_sha256=sha256_hex(edited),
-    )
+    frame = patched(published, edited)
     ws = await open_socket(connect, alice)
     await ws.send_json_to(mutate(frame))
     resend = await ws.receive_json_from(timeout=5)

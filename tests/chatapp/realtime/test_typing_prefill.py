@@ -22,7 +22,7 @@ from chatapp.prompts.models import PromptTemplateVersion
 from inference.wire.protocol import BACKGROUND_CHANNEL, ChatTurn, PrefillRequest
 from inference.wire.request_queue import local_request_queue
 from tests.conftest import Connect, RunningWorker
-from tests.support.sockets import open_socket, receive_until, send_frame
+from tests.support.sockets import ask, open_socket, receive_until, send_frame
 from tests.support.templates import RENDERED, VALUES, published, ref, templated
 
 __all__ = ["published"]  # a fixture
@@ -58,8 +58,7 @@ async def test_a_draft_prefills_the_exact_prompt_of_the_question_sent_after_it(
 ) -> None:
     engine = scripted_worker.engine
     ws = await open_socket(connect, alice)
-    await ws.send_json_to(send_frame("do you ship to Norway?"))
-    first = await receive_until(ws, "chat.done")
+    first = await ask(ws, "do you ship to Norway?")
     conversation_id = first[0]["conversation_id"]
     ran = prefills("run")
     rows = await sync_to_async(Message.objects.count)()
@@ -74,8 +73,7 @@ async def test_a_draft_prefills_the_exact_prompt_of_the_question_sent_after_it(
     assert await ws.receive_nothing(timeout=0.2)  # no reply to a draft
     assert await sync_to_async(Message.objects.count)() == rows  # never stored
 
-    await ws.send_json_to(send_frame(FOLLOW_UP, conversation_id=conversation_id))
-    await receive_until(ws, "chat.done")
+    await ask(ws, FOLLOW_UP, conversation_id=conversation_id)
     assert engine.prompts[2] == prefilled  # the cache holds all of it by Send
 
 

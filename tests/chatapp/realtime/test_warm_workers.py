@@ -29,7 +29,7 @@ from inference.wire.transport import Transport
 from inference.worker import InferenceWorker
 from tests.chatapp.prompts.factories import SYSTEM, template_create
 from tests.conftest import Connect
-from tests.support.sockets import answer_text, open_socket, receive_until, send_frame
+from tests.support.sockets import answer_text, ask, open_socket
 from tests.support.workers import worker_settings
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -77,10 +77,18 @@ async def pair() -> AsyncIterator[Pair]:
 
 
 async def _ask(ws: WebsocketCommunicator, text: str, conversation_id: str | None) -> Any:
-    await ws.send_json_to(send_frame(text, conversation_id=conversation_id))
-    frames = await receive_until(ws, "chat.done")
+    frames = await ask(ws, text, conversation_id=conversation_id)
     assert answer_text(frames) == f"You said: {text}"
     return frames[0]
+
+
+async def _conversation_started(
+    pair: Pair, ws: WebsocketCommunicator, text: str
+) -> tuple[str, int]:
+    """A new conversation asking `text`: its id and the engine that answered (its home)."""
+    accepted = await _ask(ws, text, None)
+    [home] = pair.served(text)
+    return str(accepted["conversation_id"]), home
 
 
 async def test_every_turn_of_a_conversation_goes_to_the_worker_of_its_first(
@@ -108,9 +116,7 @@ async def test_a_turn_whose_worker_is_busy_goes_to_the_other_at_once(
     connect: Connect, alice: User, pair: Pair
 ) -> None:
     ws = await open_socket(connect, alice)
-    accepted = await _ask(ws, "where is my parcel", None)
-    conversation_id = str(accepted["conversation_id"])
-    [home] = pair.served("where is my parcel")
+    conversation_id, home = await _conversation_started(pair, ws, "where is my parcel")
     # the conversation's worker (one slot) gets busy with a long answer of someone else
     long_answer = await _occupy(pair.workers[home])
     await asyncio.sleep(0.2)  # it announces no free slot
@@ -154,9 +160,7 @@ async def test_a_turn_whose_worker_vanished_is_answered_by_the_other(
     connect: Connect, alice: User, pair: Pair
 ) -> None:
     ws = await open_socket(connect, alice)
-    accepted = await _ask(ws, "reset my password", None)
-    conversation_id = str(accepted["conversation_id"])
-    [home] = pair.served("reset my password")
+    conversation_id, home = await _conversation_started(pair, ws, "reset my password")
     # its worker stops taking anything but still looks alive with a free slot (frozen)
     pair.tasks[home].cancel()
     with contextlib.suppress(asyncio.CancelledError):
