@@ -9,6 +9,7 @@ from typing import Literal
 from django.http import JsonResponse
 
 from chatapp.admission.limiter import Refused
+from chatapp.answers.entries import LoggedEnd
 
 ErrorType = Literal[
     "invalid_request_error",
@@ -99,8 +100,10 @@ def refused(decision: Refused) -> ApiError:
     )
 
 
-def answer_failed(*, error_code: str, message: str, retry_after_s: float) -> ApiError:
-    """An answer that failed before its first token (the relay's end codes)."""
+def answer_failed(end: LoggedEnd, *, retry_after_s: float) -> ApiError:
+    """An answer that failed before its first token, by its end's code (the relay's)."""
+    error_code = end.error_code
+    message = end.error_message or "The answer failed."
     if error_code == "too_long":  # OpenAI's code, which clients check to trim the history
         return invalid(message, param="messages", code="context_length_exceeded")
     if error_code == "invalid":

@@ -66,11 +66,7 @@ async def sse_stream(
                 chunk = maker.delta(entry.text, tokens)
                 yield sse(chunk_payload(chunk, include_usage=include_usage))
             elif entry.status == "failed":
-                error = answer_failed(
-                    error_code=entry.error_code,
-                    message=entry.error_message or "The answer failed.",
-                    retry_after_s=retry_after_s,
-                )
+                error = answer_failed(entry, retry_after_s=retry_after_s)
                 yield sse(error.body())
                 yield DONE
                 return

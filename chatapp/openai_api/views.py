@@ -213,11 +213,7 @@ def _printable_header(request: HttpRequest, name: str, *, max_chars: int) -> str
 
 
 def _failed(end: LoggedEnd) -> ApiError:
-    return answer_failed(
-        error_code=end.error_code,
-        message=end.error_message or "The answer failed.",
-        retry_after_s=settings.CHAT_BUSY_RETRY_AFTER_S,
-    )
+    return answer_failed(end, retry_after_s=settings.CHAT_BUSY_RETRY_AFTER_S)
 
 
 @api_view("GET", "POST", "PUT", "PATCH", "DELETE")
