@@ -12,7 +12,6 @@ screenshots`) use the scripted engine.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import tempfile
@@ -20,7 +19,7 @@ from pathlib import Path
 
 from inference.models.paths import default_data_dir, smollm2_model_dir
 from tests.e2e.support import CHROMIUM, PASSWORD, REPO, VIEWPORT, App, Tab, login
-from tests.integration.processes import app_served
+from tests.integration.processes import app_served, local_env
 
 ANSWER_TIMEOUT_MS = 120_000  # a real model on a busy 2-core machine
 
@@ -30,17 +29,15 @@ def main(argv: list[str]) -> int:
 
     target = Path(argv[0]).resolve() if argv else REPO / "docs" / "screenshots" / "answer.png"
     with tempfile.TemporaryDirectory(prefix="answer-shot-") as tmp:
-        env = {
-            **{k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL")},
-            "DJANGO_SETTINGS_MODULE": "chatapp.settings.local",
-            "CHAT_DATA_DIR": tmp,
-            "MODEL": str(smollm2_model_dir(data_dir=default_data_dir())),
-            # the FAQ example is an exact repeat: no verifier needed (and none trained here)
-            "INFERENCE_FAQ_VERIFIER_TRAIN": "0",
-            "DEMO_PASSWORD": PASSWORD,
-            "DEBUG": "0",
-            "PYTHONUNBUFFERED": "1",
-        }
+        env = local_env(
+            Path(tmp),
+            {
+                "MODEL": str(smollm2_model_dir(data_dir=default_data_dir())),
+                # the FAQ example is an exact repeat: no verifier needed (and none trained here)
+                "INFERENCE_FAQ_VERIFIER_TRAIN": "0",
+                "DEMO_PASSWORD": PASSWORD,
+            },
+        )
         manage = [sys.executable, str(REPO / "manage.py")]
         for command in (["migrate", "--noinput"], ["demo_user"], ["seed_examples"]):
             subprocess.run([*manage, *command], env=env, cwd=REPO, check=True)

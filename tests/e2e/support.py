@@ -21,10 +21,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from tests.integration.processes import app_served, prepared_verifier_env
+from tests.e2e.seed import ADMIN_PASSWORD, ADMIN_USERNAME
+from tests.integration.processes import app_served, local_env, prepared_verifier_env
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Locator, Page, ViewportSize
+    from playwright.sync_api import Browser, Locator, Page, ViewportSize
 
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = Path(os.environ.get("E2E_CHROMIUM", "/usr/bin/chromium"))
@@ -66,21 +67,19 @@ class App:
 
 def app_start(data_dir: Path, options: AppOptions) -> Generator[App]:
     """`manage.py serve` in the embedded default: SQLite in `data_dir`, worker inside."""
-    env = {
-        **{k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL")},
-        "DJANGO_SETTINGS_MODULE": "chatapp.settings.local",
-        "CHAT_DATA_DIR": str(data_dir),
-        "INFERENCE_ENGINE": "scripted",
-        "INFERENCE_FAQ": "1" if options.faq else "0",
-        "CHAT_FAQ_ENABLED": "1" if options.faq else "0",
-        **(prepared_verifier_env() if options.faq else {}),  # its data dir is a fresh one
-        "DEMO_PASSWORD": PASSWORD,
-        "DEBUG": "0",
-        "PYTHONUNBUFFERED": "1",
-        # publishing a template in the seed step warms it; no worker runs there yet
-        "CHAT_WARMUP_TIMEOUT_S": "0.2",
-        **options.env,
-    }
+    env = local_env(
+        data_dir,
+        {
+            "INFERENCE_ENGINE": "scripted",
+            "INFERENCE_FAQ": "1" if options.faq else "0",
+            "CHAT_FAQ_ENABLED": "1" if options.faq else "0",
+            **(prepared_verifier_env() if options.faq else {}),  # its data dir is a fresh one
+            "DEMO_PASSWORD": PASSWORD,
+            # publishing a template in the seed step warms it; no worker runs there yet
+            "CHAT_WARMUP_TIMEOUT_S": "0.2",
+            **options.env,
+        },
+    )
     seed = [sys.executable, "-m", "tests.e2e.seed", *options.seeds]  # migrate, demo user, data
     result = subprocess.run(seed, env=env, cwd=REPO, capture_output=True, text=True)
     assert result.returncode == 0, f"seeding failed:\n{result.stdout}\n{result.stderr}"
@@ -237,6 +236,34 @@ def _frame(payload: str | bytes) -> dict[str, Any]:
     except ValueError:
         return {"type": "<not json>", "raw": str(payload)[:200]}
     return value if isinstance(value, dict) else {"type": "<not an object>", "raw": value}
+
+
+def faq_entries_add(browser: Browser, app: App, entries: Sequence[tuple[str, str, str]]) -> None:
+    """An admin adds FAQ entries (question, alternates, answer) in Django admin, as in
+    production; each then shows in the list, embedded."""
+    from playwright.sync_api import expect
+
+    context = browser.new_context(viewport=VIEWPORT)
+    page = context.new_page()
+    try:
+        page.goto(f"{app.base_url}/admin/login/?next=/admin/faq/faqentry/")
+        page.get_by_label("Username").fill(ADMIN_USERNAME)
+        page.get_by_label("Password").fill(ADMIN_PASSWORD)
+        page.get_by_role("button", name="Log in").click()
+        for question, alternates, answer in entries:
+            page.goto(f"{app.base_url}/admin/faq/faqentry/add/")
+            page.get_by_label("Question").fill(question)
+            page.get_by_label("Alternates").fill(alternates)
+            page.get_by_label("Answer").fill(answer)
+            page.get_by_role("button", name="Save", exact=True).click()
+            row = page.get_by_role("row").filter(has_text=question)
+            # the first save loads the web process's embedding model
+            expect(row).to_have_count(1, timeout=SAVE_TIMEOUT_MS)
+            expect(row.locator(".field-embedded img")).to_have_attribute(
+                "alt", "True", timeout=SAVE_TIMEOUT_MS
+            )
+    finally:
+        context.close()
 
 
 def login(tab: Tab, app: App, *, shoot: bool = False) -> None:

@@ -15,20 +15,13 @@ pytest.importorskip("playwright.sync_api", reason="pip install playwright (a dev
 
 from playwright.sync_api import expect
 
-from tests.e2e.seed import (
-    ADMIN_PASSWORD,
-    ADMIN_USERNAME,
-    FAQ_ALTERNATES,
-    FAQ_ANSWER,
-    FAQ_QUESTION,
-)
+from tests.e2e.seed import FAQ_ALTERNATES, FAQ_ANSWER, FAQ_QUESTION
 from tests.e2e.support import (
-    SAVE_TIMEOUT_MS,
     TIMEOUT_MS,
-    VIEWPORT,
     App,
     AppOptions,
     Tab,
+    faq_entries_add,
     needs_chromium,
     scripted_reply,
     text_of,
@@ -45,22 +38,7 @@ APP = AppOptions(faq=True, seeds=("admin",))
 @pytest.fixture(scope="module", autouse=True)
 def faq_entry(browser: Browser, app: App) -> None:
     """An admin adds the FAQ entry in Django admin; the list then shows it embedded."""
-    context = browser.new_context(viewport=VIEWPORT)
-    page = context.new_page()
-    try:
-        page.goto(f"{app.base_url}/admin/faq/faqentry/add/")
-        page.get_by_label("Username").fill(ADMIN_USERNAME)
-        page.get_by_label("Password").fill(ADMIN_PASSWORD)
-        page.get_by_role("button", name="Log in").click()
-        page.get_by_label("Question").fill(FAQ_QUESTION)
-        page.get_by_label("Alternates").fill(FAQ_ALTERNATES)
-        page.get_by_label("Answer").fill(FAQ_ANSWER)
-        page.get_by_role("button", name="Save", exact=True).click()
-        row = page.get_by_role("row").filter(has_text=FAQ_QUESTION)
-        expect(row).to_have_count(1, timeout=SAVE_TIMEOUT_MS)  # the first save loads a model
-        expect(row.locator(".field-embedded img")).to_have_attribute("alt", "True")
-    finally:
-        context.close()
+    faq_entries_add(browser, app, [(FAQ_QUESTION, FAQ_ALTERNATES, FAQ_ANSWER)])
 
 
 def test_a_faq_answer_is_labelled_and_the_assistant_can_answer_instead(tab: Tab) -> None:

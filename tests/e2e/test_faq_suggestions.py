@@ -28,21 +28,14 @@ from playwright.sync_api import expect
 from inference.faq.verifier import VerifierInfo
 from inference.models.faq_verifier import MODEL_NAME, training_source
 from inference.models.readiness import write_marker
-from tests.e2e.seed import (
-    ADMIN_PASSWORD,
-    ADMIN_USERNAME,
-    FAQ_ALTERNATES,
-    FAQ_ANSWER,
-    FAQ_QUESTION,
-)
+from tests.e2e.seed import FAQ_ALTERNATES, FAQ_ANSWER, FAQ_QUESTION
 from tests.e2e.support import (
-    SAVE_TIMEOUT_MS,
     TIMEOUT_MS,
-    VIEWPORT,
     App,
     AppOptions,
     Tab,
     app_start,
+    faq_entries_add,
     needs_chromium,
     scripted_reply,
     text_of,
@@ -99,29 +92,11 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[App]:
 @pytest.fixture(scope="module", autouse=True)
 def faq_entries(browser: Browser, app: App) -> None:
     """An admin adds two entries in Django admin; the list then shows them embedded."""
-    context = browser.new_context(viewport=VIEWPORT)
-    page = context.new_page()
-    try:
-        page.goto(f"{app.base_url}/admin/login/?next=/admin/faq/faqentry/")
-        page.get_by_label("Username").fill(ADMIN_USERNAME)
-        page.get_by_label("Password").fill(ADMIN_PASSWORD)
-        page.get_by_role("button", name="Log in").click()
-        for question, alternates, answer in (
-            (FAQ_QUESTION, FAQ_ALTERNATES, FAQ_ANSWER),
-            (OTHER_QUESTION, "", OTHER_ANSWER),
-        ):
-            page.goto(f"{app.base_url}/admin/faq/faqentry/add/")
-            page.get_by_label("Question").fill(question)
-            page.get_by_label("Alternates").fill(alternates)
-            page.get_by_label("Answer").fill(answer)
-            page.get_by_role("button", name="Save", exact=True).click()
-            row = page.get_by_role("row").filter(has_text=question)
-            # the first save loads the web process's embedding model
-            expect(row.locator(".field-embedded img")).to_have_attribute(
-                "alt", "True", timeout=SAVE_TIMEOUT_MS
-            )
-    finally:
-        context.close()
+    faq_entries_add(
+        browser,
+        app,
+        [(FAQ_QUESTION, FAQ_ALTERNATES, FAQ_ANSWER), (OTHER_QUESTION, "", OTHER_ANSWER)],
+    )
 
 
 def offered_under(tab: Tab) -> Locator:
