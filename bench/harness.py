@@ -4,8 +4,7 @@
   `django.setup()` and `migrate`), `add_engine_args` for the options that go with it;
 * the engine and its worker inside the running loop: `loaded_engine` / `LoadedEngine`;
 * a logged-in `/ws/chat/` socket through the full ASGI app: `chat_socket`, `send_and_wait`
-  (`Reply`), `receive_until_done`, `chat_send` (a frame); `demo_login` for an app served as a
-  process;
+  (`Reply`), `chat_send` (a frame); `demo_login` for an app served as a process;
 * statistics and the report: `percentile`, `median`, `values_of`, `cpu_name`, `machine`,
   `load_average`, `command_line`, `timestamp`, `report_base`, `write_results`;
 * servers the bench starts as subprocesses: `ServerProcess`, `free_port` (`bench.load`) and
@@ -285,32 +284,6 @@ async def chat_socket(*, username: str = "bench") -> AsyncIterator[Any]:
             await ws.disconnect()
 
 
-async def receive_until_done(
-    *, ws: Any, started: float
-) -> tuple[dict[str, Any], float, float, str]:
-    """Frames up to `chat.done`; returns it, the accepted and first-delta times, the answer.
-
-    Times are seconds since `started` (`time.perf_counter()`); -1.0 where the frame never came.
-    """
-    accepted = first_delta = -1.0
-    parts: list[str] = []
-    while True:
-        frame: dict[str, Any] = await ws.receive_json_from(timeout=120)
-        now = time.perf_counter() - started
-        kind = frame.get("type")
-        if kind == "chat.accepted":
-            accepted = now
-        elif kind == "chat.delta":
-            if first_delta < 0:
-                first_delta = now
-            parts.append(str(frame["text"]))
-        elif kind == "chat.done":
-            return frame, accepted, first_delta, "".join(parts)
-        elif kind in {"chat.error", "chat.resend_full"}:
-            raise RuntimeError(f"unexpected frame: {frame}")
-        # templates.changed and anything else: ignore
-
-
 @dataclass(kw_only=True)
 class Reply:
     """One `chat.send` answered: client-side times (s) and what `chat.done` reports."""
@@ -326,17 +299,40 @@ class Reply:
     server_total_ms: float | None
     answer: str
     done: dict[str, Any]
+    conversation_id: str | None  # from `chat.accepted`
 
     def fields(self) -> dict[str, Any]:
-        """The measurements as keyword arguments for a result record (`done` left out)."""
-        return {k: v for k, v in vars(self).items() if k != "done"}
+        """The measurements as keyword arguments for a result record (`done` and the
+        conversation left out)."""
+        return {k: v for k, v in vars(self).items() if k not in ("done", "conversation_id")}
 
 
-async def send_and_wait(*, ws: Any, frame: dict[str, Any]) -> Reply:
-    """Send `frame` and time the answer up to `chat.done` from the moment it is sent."""
+async def send_and_wait(*, ws: Any, frame: dict[str, Any], timeout_s: float = 120) -> Reply:
+    """Send `frame` and time the answer up to `chat.done` from the moment it is sent, each
+    frame within `timeout_s`. Times are seconds; `accepted_s` is -1.0 if `chat.accepted`
+    never came."""
     started = time.perf_counter()
     await ws.send_json_to(frame)
-    done, accepted_s, first_delta_s, answer = await receive_until_done(ws=ws, started=started)
+    accepted_s = first_delta_s = -1.0
+    conversation_id: str | None = None
+    parts: list[str] = []
+    while True:
+        received: dict[str, Any] = await ws.receive_json_from(timeout=timeout_s)
+        now = time.perf_counter() - started
+        kind = received.get("type")
+        if kind == "chat.accepted":
+            accepted_s = now
+            conversation_id = str(received["conversation_id"])
+        elif kind == "chat.delta":
+            if first_delta_s < 0:
+                first_delta_s = now
+            parts.append(str(received["text"]))
+        elif kind == "chat.done":
+            done = received
+            break
+        elif kind in {"chat.error", "chat.resend_full"}:
+            raise RuntimeError(f"unexpected frame: {received}")
+        # templates.changed and anything else: ignore
     total_s = time.perf_counter() - started
     usage = done.get("usage") or {}
     timings = done.get("timings") or {}
@@ -350,8 +346,9 @@ async def send_and_wait(*, ws: Any, frame: dict[str, Any]) -> Reply:
         server_ttft_ms=timings.get("ttft_ms"),
         queue_wait_ms=timings.get("queue_wait_ms"),
         server_total_ms=timings.get("total_ms"),
-        answer=answer,
+        answer="".join(parts),
         done=done,
+        conversation_id=conversation_id,
     )
 
 

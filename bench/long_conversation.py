@@ -69,7 +69,6 @@ import secrets
 import subprocess
 import sys
 import tempfile
-import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -434,43 +433,11 @@ class Answer:
 
 async def send(ws: Any, frame: dict[str, Any]) -> Answer:
     """Send `frame`, read up to `chat.done`; the conversation id from `chat.accepted`."""
-    started = time.perf_counter()
-    await ws.send_json_to(frame)
-    conversation_id: str | None = None
-    first_delta = -1.0
-    parts: list[str] = []
-    while True:
-        reply: dict[str, Any] = await ws.receive_json_from(timeout=300)
-        now = time.perf_counter() - started
-        kind = reply.get("type")
-        if kind == "chat.accepted":
-            conversation_id = str(reply["conversation_id"])
-        elif kind == "chat.delta":
-            if first_delta < 0:
-                first_delta = now
-            parts.append(str(reply["text"]))
-        elif kind == "chat.done":
-            break
-        elif kind in {"chat.error", "chat.resend_full"}:
-            raise RuntimeError(f"unexpected frame: {reply}")
-    usage = reply.get("usage") or {}
-    timings = reply.get("timings") or {}
+    reply = await harness.send_and_wait(ws=ws, frame=frame, timeout_s=300)
     return Answer(
-        conversation_id=conversation_id,
-        finish_reason=reply.get("finish_reason"),
-        reply=harness.Reply(
-            ttft_s=first_delta if first_delta >= 0 else None,
-            accepted_s=-1.0,
-            total_s=time.perf_counter() - started,
-            prompt_tokens=usage.get("prompt_tokens"),
-            cached_prompt_tokens=usage.get("cached_prompt_tokens"),
-            completion_tokens=usage.get("completion_tokens"),
-            server_ttft_ms=timings.get("ttft_ms"),
-            queue_wait_ms=timings.get("queue_wait_ms"),
-            server_total_ms=timings.get("total_ms"),
-            answer="".join(parts),
-            done=reply,
-        ),
+        conversation_id=reply.conversation_id,
+        finish_reason=reply.done.get("finish_reason"),
+        reply=reply,
     )
 
 
