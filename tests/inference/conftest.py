@@ -1,16 +1,20 @@
 """Models for the inference tests: the tiny one built per session (seconds), SmolLM2 converted
 once per session (or reused when prepared), so tokenizer-level tests run on the real ones; a
-fresh in-memory channel layer and scripted engine for the worker tests."""
+fresh in-memory channel layer and scripted engine for the worker tests; the real Redis
+database a wire test module names."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+import redis.asyncio as aioredis
 from channels.layers import InMemoryChannelLayer
 
 from inference.engines.scripted import ScriptedEngine
 from inference.models import build_tiny_model
+from tests.inference.redis_db import flushed_redis
 
 
 @pytest.fixture
@@ -21,6 +25,14 @@ async def layer() -> InMemoryChannelLayer:
 @pytest.fixture
 async def engine() -> ScriptedEngine:
     return ScriptedEngine()
+
+
+@pytest.fixture
+async def redis_db(request: pytest.FixtureRequest) -> AsyncIterator[aioredis.Redis]:
+    """A client of the Redis database in the test module's REDIS_URL, emptied before and after
+    each test."""
+    async with flushed_redis(request.module.REDIS_URL) as client:
+        yield client
 
 
 @pytest.fixture(scope="session")

@@ -1,5 +1,6 @@
 """A real Redis database for the wire tests, flushed around each test (`redis-server` on
-127.0.0.1:6379; each test module names its own db)."""
+127.0.0.1:6379; each test module names its own db in REDIS_URL, the `redis_db` fixture of
+tests/inference/conftest.py connects to it)."""
 
 from __future__ import annotations
 

@@ -15,15 +15,9 @@ from inference.wire.registry import (
     WorkerRegistry,
     worker_registry,
 )
-from tests.inference.redis_db import LOCAL_AND_REDIS, flushed_redis
+from tests.inference.redis_db import LOCAL_AND_REDIS
 
 REDIS_URL = "redis://127.0.0.1:6379/11"
-
-
-@pytest.fixture
-async def redis_db() -> AsyncIterator[aioredis.Redis]:
-    async with flushed_redis(REDIS_URL) as client:
-        yield client
 
 
 @pytest.fixture(params=LOCAL_AND_REDIS)

@@ -14,16 +14,10 @@ import redis.asyncio as aioredis
 
 from inference.wire.request_queue import LocalRequestQueue, RequestQueue
 from inference.wire.stream_queue import GROUP, KEY_PREFIX, RedisStreamQueue
-from tests.inference.redis_db import LOCAL_AND_REDIS, flushed_redis
+from tests.inference.redis_db import LOCAL_AND_REDIS
 
 REDIS_URL = "redis://127.0.0.1:6379/10"
 RECLAIM_S = 0.3
-
-
-@pytest.fixture
-async def redis_db() -> AsyncIterator[aioredis.Redis]:
-    async with flushed_redis(REDIS_URL) as client:
-        yield client
 
 
 @pytest.fixture(params=LOCAL_AND_REDIS)

@@ -27,19 +27,12 @@ from inference.wire.registry import LocalWorkerRegistry
 from inference.wire.stream_queue import RedisStreamQueue
 from inference.wire.transport import Transport
 from inference.worker import InferenceWorker
-from tests.inference.redis_db import flushed_redis
 from tests.support.workers import worker_settings
 
 pytestmark = pytest.mark.redis
 
 REDIS_URL = "redis://127.0.0.1:6379/10"
 RECLAIM_S = 0.3
-
-
-@pytest.fixture
-async def redis_db() -> AsyncIterator[aioredis.Redis]:
-    async with flushed_redis(REDIS_URL) as client:
-        yield client
 
 
 class Fleet:
