@@ -11,12 +11,14 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
+from websockets.asyncio.client import connect
 
 from inference.models.faq_verifier import prepare_faq_verifier
 from inference.models.paths import default_data_dir
@@ -107,6 +109,23 @@ def login(host: str, password: str) -> str:
         )
         assert answer.status_code == 302, answer.text[:500]
         return client.cookies["sessionid"]
+
+
+def chat_socket(host: str, session: str, **options: Any) -> connect:
+    """The chat WebSocket of the web process at `host` (`127.0.0.1:PORT`), logged in with the
+    `session` cookie, as the page opens it: await it, or use it with `async with`."""
+    return connect(
+        f"ws://{host}/ws/chat/",
+        additional_headers={"Cookie": f"sessionid={session}", "Origin": f"http://{host}"},
+        **options,
+    )
+
+
+def chat_send(text: str) -> str:
+    """A `chat.send` frame of `text` in a new conversation, as the page sends it."""
+    return json.dumps(
+        {"type": "chat.send", "id": str(uuid.uuid4()), "conversation_id": None, "text": text}
+    )
 
 
 async def frames_until(ws: Any, kind: str, timeout: float = 60) -> list[dict[str, Any]]:

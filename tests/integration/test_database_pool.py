@@ -26,9 +26,9 @@ from typing import Any
 import httpx
 import psycopg
 import pytest
-import websockets
 
 from bench.db_load import PG_ADMIN, Stack, drive, running_stack, served_model
+from tests.integration.processes import chat_socket
 
 pytestmark = [pytest.mark.redis, pytest.mark.asyncio(loop_scope="session")]
 
@@ -76,11 +76,7 @@ def _admin() -> psycopg.Connection[Any]:
 
 
 async def _socket(stack: Stack) -> Any:
-    host = stack.base_url.removeprefix("http://")
-    return await websockets.connect(
-        f"ws://{host}/ws/chat/",
-        additional_headers={"Cookie": f"sessionid={stack.session}", "Origin": stack.base_url},
-    )
+    return await chat_socket(stack.base_url.removeprefix("http://"), stack.session)
 
 
 async def _send(ws: Any, client_id: str) -> list[dict[str, Any]]:

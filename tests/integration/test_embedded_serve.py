@@ -7,20 +7,19 @@ worker starts inside daphne's running event loop, static files are served, the s
 from __future__ import annotations
 
 import asyncio
-import json
 import subprocess
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-import websockets
 
 from tests.integration.processes import (
     MANAGE,
     REPO_ROOT,
     app_served,
+    chat_send,
+    chat_socket,
     frames_until,
     local_env,
     login,
@@ -57,20 +56,8 @@ def test_static_assets_are_served(embedded: str) -> None:
 
 async def test_a_chat_answers_in_the_single_process_default(embedded: str) -> None:
     session = await asyncio.to_thread(login, embedded, PASSWORD)
-    async with websockets.connect(
-        f"ws://{embedded}/ws/chat/",
-        additional_headers={"Cookie": f"sessionid={session}", "Origin": f"http://{embedded}"},
-    ) as ws:
-        await ws.send(
-            json.dumps(
-                {
-                    "type": "chat.send",
-                    "id": str(uuid.uuid4()),
-                    "conversation_id": None,
-                    "text": "ping pong",
-                }
-            )
-        )
+    async with chat_socket(embedded, session) as ws:
+        await ws.send(chat_send("ping pong"))
         frames = await frames_until(ws, "chat.done", timeout=20)
     assert frames[-1]["type"] == "chat.done"
     assert "".join(f["text"] for f in frames if f["type"] == "chat.delta") == "You said: ping pong"

@@ -11,21 +11,20 @@ is tested in tests/inference/faq/test_verifier_pickup.py.
 from __future__ import annotations
 
 import asyncio
-import json
 import shutil
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
-import websockets
 
 from inference.models.faq_verifier import prepare_faq_verifier
 from inference.models.paths import default_data_dir
 from tests.integration.processes import (
     Served,
     app_served,
+    chat_send,
+    chat_socket,
     frames_until,
     local_env,
     login,
@@ -37,12 +36,8 @@ PASSWORD = "first-run-pw-123"
 
 async def ask(served: Served, session: str, text: str) -> dict[str, Any]:
     host = f"127.0.0.1:{served.port}"
-    async with websockets.connect(
-        f"ws://{host}/ws/chat/",
-        additional_headers={"Cookie": f"sessionid={session}", "Origin": f"http://{host}"},
-    ) as ws:
-        frame = {"type": "chat.send", "id": str(uuid.uuid4()), "conversation_id": None}
-        await ws.send(json.dumps({**frame, "text": text}))
+    async with chat_socket(host, session) as ws:
+        await ws.send(chat_send(text))
         frames = await frames_until(ws, "chat.done", timeout=30)
     assert frames[-1]["type"] == "chat.done", frames[-1]
     return frames[-1]

@@ -21,9 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-import websockets
 
-from tests.integration.processes import app_served, local_env, login, manage_run
+from tests.integration.processes import app_served, chat_socket, local_env, login, manage_run
 
 PASSWORD = "sqlite-tabs-pw-123"
 TABS = 3
@@ -130,11 +129,7 @@ async def test_three_tabs_asking_rating_regenerating_and_editing_see_no_error(
 ) -> None:
     host, output = served
     session = await asyncio.to_thread(login, host, PASSWORD)
-    headers = {"Cookie": f"sessionid={session}", "Origin": f"http://{host}"}
-    sockets = [
-        await websockets.connect(f"ws://{host}/ws/chat/", additional_headers=headers)
-        for _ in range(TABS)
-    ]
+    sockets = [await chat_socket(host, session) for _ in range(TABS)]
     tabs = [Tab(ws=ws, name=f"tab{i + 1}") for i, ws in enumerate(sockets)]
     try:
         await asyncio.gather(*(_use(tab, ROUNDS) for tab in tabs))

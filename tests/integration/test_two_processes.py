@@ -19,10 +19,11 @@ from pathlib import Path
 import psycopg
 import pytest
 import redis
-import websockets
 
 from tests.integration.processes import (
     MANAGE,
+    chat_send,
+    chat_socket,
     frames_until,
     keep_draining,
     login,
@@ -91,24 +92,12 @@ def topology(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Iter
 
 async def test_a_chat_streams_across_web_and_worker_processes(topology: str) -> None:
     session = await asyncio.to_thread(login, topology, PASSWORD)
-    async with websockets.connect(
-        f"ws://{topology}/ws/chat/",
-        additional_headers={"Cookie": f"sessionid={session}", "Origin": f"http://{topology}"},
-    ) as ws:
+    async with chat_socket(topology, session) as ws:
         await ws.send("{definitely not json")
         error = json.loads(await asyncio.wait_for(ws.recv(), 10))
         assert (error["type"], error["code"]) == ("chat.error", "bad_json")
 
-        await ws.send(
-            json.dumps(
-                {
-                    "type": "chat.send",
-                    "id": str(uuid.uuid4()),
-                    "conversation_id": None,
-                    "text": "Where is my order?",
-                }
-            )
-        )
+        await ws.send(chat_send("Where is my order?"))
         frames = await frames_until(ws, "chat.done")
         assert frames[0]["type"] == "chat.accepted"
         assert frames[-1]["type"] == "chat.done", frames[-1]
