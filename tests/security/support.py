@@ -6,19 +6,10 @@ import json
 from typing import Any
 
 from channels.testing import WebsocketCommunicator
-from django.contrib.auth.models import User
-from django.test import Client
 
 from chatapp.asgi import application
 
 Frame = dict[str, Any]
-
-
-def client_for(user: User | None, *, enforce_csrf_checks: bool = False) -> Client:
-    client = Client(enforce_csrf_checks=enforce_csrf_checks)
-    if user is not None:
-        client.force_login(user)
-    return client
 
 
 def raw_socket(headers: list[tuple[bytes, bytes]]) -> WebsocketCommunicator:

@@ -17,8 +17,8 @@ from django.test import Client
 from django.urls import reverse
 
 from chatapp.faq.models import FaqEntry
-from tests.security.support import client_for
 from tests.support.admin import FAQ_ADD, faq_form
+from tests.support.users import client_for
 
 pytestmark = pytest.mark.django_db
 

@@ -13,8 +13,8 @@ import pytest
 from django.contrib.auth.models import User
 
 from chatapp.conversations.models import Conversation
-from tests.security.support import client_for
 from tests.support.conversations import first_turn
+from tests.support.users import client_for
 
 pytestmark = pytest.mark.django_db
 

@@ -26,7 +26,7 @@ from django.contrib.auth.models import User
 from chatapp.conversations.models import Message
 from chatapp.realtime.schemas import CLIENT_FRAME_TYPES
 from tests.conftest import Connect, RunningWorker
-from tests.security.support import Frame, client_for, frames_until_quiet, leaks, raw_socket
+from tests.security.support import Frame, frames_until_quiet, leaks, raw_socket
 from tests.support.sockets import (
     edit_frame,
     open_socket,
@@ -35,6 +35,7 @@ from tests.support.sockets import (
     regenerate_frame,
     send_frame,
 )
+from tests.support.users import client_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

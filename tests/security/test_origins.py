@@ -19,8 +19,9 @@ from django.contrib.auth.models import User
 
 from chatapp.answers.runtime import answer_runtime_close
 from tests.conftest import Connect, RunningWorker
-from tests.security.support import client_for, raw_socket
-from tests.support.sockets import receive_until, send_frame
+from tests.security.support import raw_socket
+from tests.support.sockets import ask
+from tests.support.users import client_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -92,8 +93,7 @@ async def test_an_allowed_origin_chats(
     try:
         connected, _ = await ws.connect()
         assert connected
-        await ws.send_json_to(send_frame("hello from my own page"))
-        frames = await receive_until(ws, "chat.done")
+        frames = await ask(ws, "hello from my own page")
         assert frames[-1]["status"] == "complete"
     finally:
         await ws.disconnect()

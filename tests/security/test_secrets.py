@@ -40,8 +40,9 @@ from tests.conftest import RunningWorker
 from tests.integration.processes import (
     app_served,
 )
-from tests.security.support import client_for, raw_socket
-from tests.support.sockets import receive_until, send_frame
+from tests.security.support import raw_socket
+from tests.support.sockets import ask, send_frame
+from tests.support.users import client_for
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PASSWORD = "pw-erin-Tr0ub4dor&3-secret"
@@ -124,8 +125,7 @@ async def test_login_and_a_socket_answer_log_no_secret(
     )
     connected, _ = await ws.connect()
     assert connected
-    await ws.send_json_to(send_frame("what is my order status"))
-    frames = await receive_until(ws, "chat.done")
+    frames = await ask(ws, "what is my order status")
     assert frames[-1]["status"] == "complete"
     await ws.send_json_to({"type": "chat.resume", "id": str(uuid.uuid4()), "message_id": "x"})
     await ws.receive_json_from(timeout=5)  # an invalid frame: a logged-at-most error path

@@ -16,8 +16,8 @@ from django.urls import reverse
 from chatapp.apikeys.models import ApiKey
 from chatapp.faq.models import FaqEntry
 from chatapp.prompts.models import PromptTemplate
-from tests.security.support import client_for
 from tests.support.admin import FAQ_ADD, faq_form
+from tests.support.users import client_for
 
 pytestmark = pytest.mark.django_db
 

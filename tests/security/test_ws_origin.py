@@ -21,7 +21,8 @@ from django.contrib.auth.models import User
 from django.test import override_settings
 
 from chatapp.answers.runtime import answer_runtime_close
-from tests.security.support import client_for, raw_socket
+from tests.security.support import raw_socket
+from tests.support.users import client_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -8,6 +8,8 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
+from tests.support.users import client_for
+
 FAQ_ADD = reverse("admin:faq_faqentry_add")
 
 
@@ -23,6 +25,4 @@ def faq_form(question: str) -> dict[str, Any]:
 
 
 def superuser_client(username: str = "root") -> Client:
-    client = Client()
-    client.force_login(User.objects.create_superuser(username, password="pw-root-123"))
-    return client
+    return client_for(User.objects.create_superuser(username, password="pw-root-123"))

@@ -7,6 +7,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from tests.support.conversations import first_turn
+from tests.support.users import client_for
 
 pytestmark = pytest.mark.django_db
 
@@ -17,8 +18,7 @@ def test_lists_only_my_conversations_newest_first_with_titles() -> None:
     older = first_turn(alice, "Where is my parcel?")
     newer = first_turn(alice, "How   do I\\nreturn " + "a very long item name " * 5)
     first_turn(bob, "bob's secret question")
-    client = Client()
-    client.force_login(alice)
+    client = client_for(alice)
 
     response = client.get("/api/conversations/")
 
@@ -35,8 +35,7 @@ def test_lists_only_my_conversations_newest_first_with_titles() -> None:
 def test_the_chat_page_carries_the_list_for_the_sidebar() -> None:
     alice = User.objects.create_user("alice", password="pw-alice-123")
     turn = first_turn(alice, "Where is my parcel?")
-    client = Client()
-    client.force_login(alice)
+    client = client_for(alice)
     page = client.get(f"/c/{turn.conversation.id}/")
     assert page.status_code == 200
     assert page.context["conversations"][0]["title"] == "Where is my parcel?"

@@ -8,15 +8,14 @@ from django.test import Client
 
 from chatapp.prompts import services
 from tests.chatapp.prompts.factories import SYSTEM, template_create
+from tests.support.users import client_for
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def client_in() -> Client:
-    client = Client()
-    client.force_login(User.objects.create_user("alice", password="pw-alice-123"))
-    return client
+    return client_for(User.objects.create_user("alice", password="pw-alice-123"))
 
 
 def test_lists_published_versions_without_the_system_prompt(client_in: Client) -> None:

@@ -6,13 +6,12 @@ import csv
 import io
 
 import pytest
-from django.contrib.auth.models import User
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.test import Client
 
 from chatapp.faq import services
 from chatapp.faq.models import FaqEntry
 from tests.chatapp.prompts.factories import template_create
+from tests.support.admin import superuser_client
 
 pytestmark = pytest.mark.django_db
 
@@ -70,8 +69,7 @@ def test_a_bad_file_imports_nothing_and_says_why(text: str, error: str) -> None:
 
 
 def test_the_admin_imports_and_exports() -> None:
-    client = Client()
-    client.force_login(User.objects.create_superuser("root", password="pw-root-123"))
+    client = superuser_client()
     page = client.get("/admin/faq/faqentry/")
     assert "Import CSV" in page.content.decode()
     upload = SimpleUploadedFile("faq.csv", CSV.replace("Late order", "").encode())

@@ -18,6 +18,7 @@ from inference.wire.protocol import AnswerStats
 from tests.support.admin import superuser_client
 from tests.support.conversations import model_answered
 from tests.support.faq_standin import entry_create
+from tests.support.users import client_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -142,8 +143,7 @@ def test_staff_who_may_not_edit_entries_cannot_add_phrasings() -> None:
     suggestion = FaqSuggestion.objects.get()
     viewer = User.objects.create_user("viewer", password="pw-viewer-123", is_staff=True)
     viewer.user_permissions.add(Permission.objects.get(codename="view_faqsuggestion"))
-    client = Client()
-    client.force_login(viewer)
+    client = client_for(viewer)
     response = client.post(reverse("admin:faq_faqsuggestion_accept", args=[suggestion.pk]))
     assert response.status_code == 403
     entry.refresh_from_db()

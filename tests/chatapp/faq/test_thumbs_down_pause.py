@@ -11,13 +11,14 @@ from datetime import timedelta
 
 import pytest
 from django.contrib.auth.models import User
-from django.test import Client, override_settings
+from django.test import override_settings
 from django.utils import timezone
 
 from chatapp.conversations.models import Conversation, Message
 from chatapp.conversations.services import message_feedback
 from chatapp.faq.models import FaqEntry
 from tests.support.faq_standin import entry_create
+from tests.support.users import client_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -78,8 +79,7 @@ def test_an_admin_enabling_a_paused_entry_clears_its_reason() -> None:
     assert entry.paused_reason
 
     admin = User.objects.create_superuser("root", password="pw-123456789")
-    client = Client()
-    client.force_login(admin)
+    client = client_for(admin)
     page = client.get("/admin/faq/faqentry/")
     assert "thumbs-down within" in page.content.decode()  # shown next to the entry
     response = client.post(

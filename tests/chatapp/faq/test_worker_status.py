@@ -7,10 +7,10 @@ import time
 import uuid
 
 import pytest
-from django.contrib.auth.models import User
 from django.test import Client
 
 from chatapp.faq import worker_status
+from tests.support.admin import superuser_client
 
 pytestmark = pytest.mark.django_db
 
@@ -19,9 +19,7 @@ TRAINING = "exact repeats of an entry's phrasings only: training: epoch 2/4: 40%
 
 @pytest.fixture
 def admin_client() -> Client:
-    client = Client()
-    client.force_login(User.objects.create_superuser("root", password="pw-root-123"))
-    return client
+    return superuser_client()
 
 
 @pytest.fixture(params=["local", pytest.param("redis", marks=pytest.mark.redis)])

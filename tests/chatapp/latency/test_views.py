@@ -14,18 +14,12 @@ from chatapp.conversations.models import Message
 from chatapp.latency import selectors
 from chatapp.latency.selectors import BUCKETS
 from tests.chatapp.latency.factories import answer_create
+from tests.support.users import client_for
 
 pytestmark = pytest.mark.django_db
 
 PAGE = "/admin/latency/"
 DATA = "/admin/latency/data.json"
-
-
-def client_for(user: User | None) -> Client:
-    client = Client()
-    if user is not None:
-        client.force_login(user)
-    return client
 
 
 @pytest.fixture

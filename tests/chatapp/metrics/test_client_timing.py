@@ -13,7 +13,7 @@ from django.contrib.auth.models import User
 from chatapp.conversations.models import Message
 from tests.chatapp.metrics.samples import Changes, s, value, wait_for_value
 from tests.conftest import Connect, RunningWorker
-from tests.support.sockets import ask, open_socket, receive_until, send_frame
+from tests.support.sockets import ask, open_socket, receive_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -41,8 +41,7 @@ async def stored_ttft(message_id: str) -> float | None:
 
 
 async def still_usable(ws: WebsocketCommunicator) -> None:
-    await ws.send_json_to(send_frame("still there?"))
-    assert (await receive_until(ws, "chat.done"))[-1]["status"] == "complete"
+    assert (await ask(ws, "still there?"))[-1]["status"] == "complete"
 
 
 async def test_a_report_is_stored_and_observed_once(

@@ -20,6 +20,7 @@ from tests.chatapp.openai_api.conftest import (
     sse_events,
 )
 from tests.conftest import RunningWorker
+from tests.support.waiting import until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -149,18 +150,12 @@ async def test_a_dropped_client_aborts_the_engine_request(
             await asyncio.wait_for(client.first_chunk.wait(), 10)
             assert client.sent[0]["status"] == 200
         else:
-            for _ in range(100):
-                if scripted_worker.engine.prompts:
-                    break
-                await asyncio.sleep(0.02)
+            await until(lambda: scripted_worker.engine.prompts, timeout_s=2)
             await asyncio.sleep(0.3)  # a few words generated
             assert client.sent == []  # nothing answered yet: the whole answer is awaited
         assert scripted_worker.worker.active_requests == 1
         await client.leave()
-        for _ in range(100):
-            if scripted_worker.worker.active_requests == 0:
-                break
-            await asyncio.sleep(0.05)
+        await until(lambda: scripted_worker.worker.active_requests == 0)
         assert scripted_worker.worker.active_requests == 0
         assert scripted_worker.engine.stats().running_requests == 0
         message_id = await sync_to_async(

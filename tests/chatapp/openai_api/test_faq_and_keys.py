@@ -13,6 +13,7 @@ from django.test import Client
 from chatapp.apikeys.models import ApiKey, key_hash
 from chatapp.apikeys.selectors import api_key_authenticate
 from tests.chatapp.openai_api.conftest import Key, chat, sse_events
+from tests.support.admin import superuser_client
 from tests.support.faq import ANSWER, FaqWorker
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -103,9 +104,7 @@ async def test_requests_an_faq_answer_cannot_honour_go_to_the_model(
 
 @pytest.fixture
 def admin_client() -> Client:
-    client = Client()
-    client.force_login(User.objects.create_superuser("root", password="pw-root-123"))
-    return client
+    return superuser_client()
 
 
 def test_a_key_made_in_admin_is_shown_once_and_stored_hashed(admin_client: Client) -> None:

@@ -14,6 +14,7 @@ from channels.layers import get_channel_layer
 from chatapp.conversations.models import Conversation, Message
 from tests.chatapp.openai_api.conftest import Key, LeavingClient, chat
 from tests.conftest import RunningWorker
+from tests.support.waiting import until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -160,10 +161,7 @@ async def drop_mid_answer(
 
     client = LeavingClient(headers, body)
     try:
-        for _ in range(100):
-            if scripted.engine.prompts:
-                break
-            await asyncio.sleep(0.02)
+        await until(lambda: scripted.engine.prompts, timeout_s=2)
         await asyncio.sleep(0.3)  # a few words generated
         await client.leave()
     finally:

@@ -8,15 +8,15 @@ from django.test import Client
 
 from chatapp.prompts.models import PromptTemplateVersion
 from tests.chatapp.prompts.factories import template_create
+from tests.support.admin import superuser_client
+from tests.support.users import client_for
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def admin_client() -> Client:
-    client = Client()
-    client.force_login(User.objects.create_superuser("root", password="pw-root-123"))
-    return client
+    return superuser_client()
 
 
 def test_the_change_page_shows_a_preview_and_the_prefix_cache_lint(admin_client: Client) -> None:
@@ -49,8 +49,7 @@ def test_publish_action_creates_a_version_and_reports_it(admin_client: Client) -
 
 
 def test_only_staff_can_reach_the_template_admin() -> None:
-    client = Client()
-    client.force_login(User.objects.create_user("eve", password="pw-eve-123"))
+    client = client_for(User.objects.create_user("eve", password="pw-eve-123"))
     response = client.get("/admin/prompts/prompttemplate/")
     assert response.status_code == 302
     assert "/admin/login/" in response["Location"]

@@ -6,13 +6,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from django.contrib.auth.models import User
-from django.test import Client
 
 from chatapp.prompts import model_check
 from inference.models import ModelNotReadyError, ensure_model_ready, smollm2_model_dir
 from inference.settings import data_dir_from_env
 from tests.chatapp.prompts.factories import template_create
+from tests.support.admin import superuser_client
 
 SMOLLM2 = smollm2_model_dir(data_dir=data_dir_from_env())
 DATED = (  # the shape of Llama 3.1's template: today's date before the system prompt
@@ -75,8 +74,7 @@ def test_no_model_folder_here_is_said_not_guessed(
 
 @pytest.mark.django_db
 def test_the_admin_lint_shows_the_token_check(served: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    client = Client()
-    client.force_login(User.objects.create_superuser("root", password="pw-root-123"))
+    client = superuser_client()
     override = tmp_path / "dated.jinja"
     override.write_text(DATED)
     served.setenv("CHAT_TEMPLATE", str(override))

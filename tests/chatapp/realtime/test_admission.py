@@ -36,8 +36,7 @@ async def test_one_user_cannot_run_more_answers_at_once_than_allowed(
     assert "2" in refused["message"]
 
     other_user = await open_socket(connect, bob)  # a limit per user, not for everyone
-    await other_user.send_json_to(send_frame("my turn"))
-    assert (await receive_until(other_user, "chat.done"))[-1]["status"] == "complete"
+    assert (await ask(other_user, "my turn"))[-1]["status"] == "complete"
 
     await tabs[0].send_json_to({"type": "chat.stop", "id": str(uuid.uuid4())})
     await receive_until(tabs[0], "chat.done")

@@ -28,6 +28,7 @@ from tests.support.sockets import (
     receive_until,
     send_frame,
 )
+from tests.support.waiting import until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -118,10 +119,7 @@ async def test_a_dropped_socket_leaves_the_answer_running_for_the_grace_period_t
 
     await asyncio.sleep(0.4)  # within the grace period: still generating for a refresh
     assert scripted_worker.worker.active_requests == 1
-    for _ in range(100):
-        if scripted_worker.worker.active_requests == 0:
-            break
-        await asyncio.sleep(0.05)
+    await until(lambda: scripted_worker.worker.active_requests == 0)
     assert scripted_worker.worker.active_requests == 0
     assert scripted_worker.engine.stats().running_requests == 0
     message = await sync_to_async(Message.objects.get)(id=accepted["assistant_message_id"])
@@ -281,8 +279,7 @@ async def test_a_conversation_too_long_for_the_model_says_so_and_the_socket_goes
     message = await sync_to_async(Message.objects.get)(id=frames[0]["assistant_message_id"])
     assert (message.status, message.error_code) == ("failed", "too_long")
 
-    await ws.send_json_to(send_frame("short"))
-    assert (await receive_until(ws, "chat.done"))[-1]["status"] == "complete"
+    assert (await ask(ws, "short"))[-1]["status"] == "complete"
 
 
 async def test_no_worker_is_reported_at_once_and_nothing_is_stored(
@@ -449,10 +446,7 @@ async def test_a_first_token_later_than_its_deadline_ends_the_wait_with_a_typed_
     assert 0.4 <= waited < 1.0  # before the stalled engine's first token would have come
     message = await sync_to_async(Message.objects.get)(id=frames[0]["assistant_message_id"])
     assert (message.status, message.error_code) == ("failed", "timeout")
-    for _ in range(100):
-        if scripted_worker.worker.active_requests == 0:
-            break
-        await asyncio.sleep(0.02)
+    await until(lambda: scripted_worker.worker.active_requests == 0, timeout_s=2)
     assert scripted_worker.worker.active_requests == 0
 
 

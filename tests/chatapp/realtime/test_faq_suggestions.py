@@ -22,7 +22,6 @@ from typing import Any
 import pytest
 from asgiref.sync import sync_to_async
 from django.contrib.auth.models import User
-from django.test import Client
 
 from chatapp.conversations.models import Message
 from chatapp.faq import services as faq_services
@@ -35,6 +34,7 @@ from tests.conftest import Connect
 from tests.support.conversations import model_answered
 from tests.support.faq import FaqWorker, entry_create, start_faq_worker
 from tests.support.sockets import answer_text, ask, open_socket
+from tests.support.users import client_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -81,8 +81,7 @@ def two_entries() -> tuple[FaqEntry, FaqEntry]:
 
 def history_of(user: User, conversation_id: str) -> list[dict[str, Any]]:
     """The history the chat page hands its script after a reload."""
-    client = Client()
-    client.force_login(user)
+    client = client_for(user)
     page = client.get(f"/c/{conversation_id}/").content.decode()
     found = re.search(r'<script id="chat-history" type="application/json">(.*?)</script>', page)
     assert found is not None

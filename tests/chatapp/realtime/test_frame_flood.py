@@ -12,7 +12,13 @@ from django.contrib.auth.models import User
 from pytest_django.fixtures import Settings
 
 from tests.conftest import Connect, RunningWorker
-from tests.support.sockets import answer_text, open_socket, receive_until, resume_frame, send_frame
+from tests.support.sockets import (
+    answer_text,
+    ask,
+    open_socket,
+    receive_until,
+    resume_frame,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -23,8 +29,7 @@ async def test_resumes_past_their_budget_are_refused(
     settings.CHAT_SOCKET_RESUME_BURST = 3
     settings.CHAT_SOCKET_RESUMES_PER_S = 0.2
     ws = await open_socket(connect, alice)
-    await ws.send_json_to(send_frame("a long answer to replay"))
-    message_id = (await receive_until(ws, "chat.done"))[0]["assistant_message_id"]
+    message_id = (await ask(ws, "a long answer to replay"))[0]["assistant_message_id"]
 
     replies: list[list[dict[str, Any]]] = []
     for _ in range(4):
@@ -54,5 +59,4 @@ async def test_a_frame_flood_is_refused_and_the_socket_stays_usable(
     assert codes[:5] == ["bad_json"] * 5
     assert codes[5:] == ["rate_limited"] * 3
     await ws.receive_nothing(timeout=0.2)  # 50 frames a second: the budget refills
-    await ws.send_json_to(send_frame("still here"))
-    assert answer_text(await receive_until(ws, "chat.done")) == "You said: still here"
+    assert answer_text(await ask(ws, "still here")) == "You said: still here"

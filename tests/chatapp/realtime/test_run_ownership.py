@@ -18,7 +18,6 @@ from tests.support.sockets import (
     open_socket,
     receive_until,
     regenerate_frame,
-    send_frame,
 )
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -28,8 +27,7 @@ async def test_a_repeated_regenerate_frame_runs_once(
     connect: Connect, alice: User, scripted_worker: RunningWorker
 ) -> None:
     ws = await open_socket(connect, alice)
-    await ws.send_json_to(send_frame("first question"))
-    answer_id = (await receive_until(ws, "chat.done"))[0]["assistant_message_id"]
+    answer_id = (await ask(ws, "first question"))[0]["assistant_message_id"]
     frame = regenerate_frame(answer_id)
     await ws.send_json_to(frame)
     await receive_until(ws, "chat.done")
@@ -49,8 +47,7 @@ async def test_a_repeated_edit_frame_runs_once(
     connect: Connect, alice: User, scripted_worker: RunningWorker
 ) -> None:
     ws = await open_socket(connect, alice)
-    await ws.send_json_to(send_frame("a question"))
-    accepted = (await receive_until(ws, "chat.done"))[0]
+    accepted = (await ask(ws, "a question"))[0]
     frame = edit_frame(accepted["user_message_id"], "an edited question")
     await ws.send_json_to(frame)
     await receive_until(ws, "chat.done")

@@ -17,7 +17,7 @@ from chatapp.prompts import services
 from chatapp.prompts.models import PromptTemplate, PromptTemplateVersion
 from tests.chatapp.prompts.factories import SYSTEM, template_create
 from tests.conftest import Connect, RunningWorker
-from tests.support.sockets import answer_text, open_socket, receive_until
+from tests.support.sockets import answer_text, ask, open_socket, receive_until
 from tests.support.templates import RENDERED, VALUES, full_text, patched, ref, templated
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -173,10 +173,7 @@ async def test_a_template_on_a_follow_up_is_refused(
     published: PromptTemplateVersion,
 ) -> None:
     ws = await open_socket(connect, alice)
-    await ws.send_json_to(
-        {"type": "chat.send", "id": str(uuid.uuid4()), "conversation_id": None, "text": "hello"}
-    )
-    frames = await receive_until(ws, "chat.done")
+    frames = await ask(ws, "hello")
     await ws.send_json_to(
         templated(published, variables=VALUES) | {"conversation_id": frames[0]["conversation_id"]}
     )

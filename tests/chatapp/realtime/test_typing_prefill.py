@@ -7,10 +7,8 @@ was given: the prefill's prompt must be exactly the prompt of the question sent 
 
 from __future__ import annotations
 
-import asyncio
 import time
 import uuid
-from collections.abc import Callable
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -24,6 +22,7 @@ from inference.wire.request_queue import local_request_queue
 from tests.conftest import Connect, RunningWorker
 from tests.support.sockets import ask, open_socket, receive_until, send_frame
 from tests.support.templates import RENDERED, VALUES, published, ref, templated
+from tests.support.waiting import until
 
 __all__ = ["published"]  # a fixture
 
@@ -46,13 +45,6 @@ def prefills(outcome: str) -> float:
     return REGISTRY.get_sample_value("inference_typing_prefills_total", {"outcome": outcome}) or 0
 
 
-async def _until(condition: Callable[[], bool], timeout_s: float = 3.0) -> None:
-    for _ in range(int(timeout_s / 0.01)):
-        if condition():
-            return
-        await asyncio.sleep(0.01)
-
-
 async def test_a_draft_prefills_the_exact_prompt_of_the_question_sent_after_it(
     connect: Connect, alice: User, scripted_worker: RunningWorker
 ) -> None:
@@ -64,7 +56,7 @@ async def test_a_draft_prefills_the_exact_prompt_of_the_question_sent_after_it(
     rows = await sync_to_async(Message.objects.count)()
 
     await ws.send_json_to(draft_frame(FOLLOW_UP, conversation_id))
-    await _until(lambda: len(engine.prompts) == 2 and prefills("run") == ran + 1)
+    await until(lambda: len(engine.prompts) == 2 and prefills("run") == ran + 1)
     assert prefills("run") == ran + 1
     prefilled = engine.prompts[1]
     assert "do you ship to Norway?" in prefilled
@@ -85,7 +77,7 @@ async def test_a_templates_first_message_prefills_the_prompt_its_send_will_have(
     engine = scripted_worker.engine
     ws = await open_socket(connect, alice)
     await ws.send_json_to(draft_frame(RENDERED, None, template=ref(published)))
-    await _until(lambda: any(RENDERED in p for p in engine.prompts))
+    await until(lambda: any(RENDERED in p for p in engine.prompts))
     [at] = [i for i, p in enumerate(engine.prompts) if RENDERED in p]
     prefilled = engine.prompts[at]
     assert published.system_prompt in prefilled
@@ -119,8 +111,7 @@ async def test_a_draft_for_someone_elses_conversation_is_refused(
     connect: Connect, alice: User, bob: User, scripted_worker: RunningWorker
 ) -> None:
     bobs = await open_socket(connect, bob)
-    await bobs.send_json_to(send_frame("bob's private question"))
-    conversation_id = (await receive_until(bobs, "chat.done"))[0]["conversation_id"]
+    conversation_id = (await ask(bobs, "bob's private question"))[0]["conversation_id"]
     ws = await open_socket(connect, alice)
     frame = draft_frame("let me read bob's chat please", conversation_id)
     await ws.send_json_to(frame)
@@ -140,7 +131,7 @@ async def test_a_worker_answering_chat_drops_drafts_and_stale_drafts_are_dropped
     await receive_until(ws, "chat.delta")  # alice's answer streams
     other = await open_socket(connect, bob)
     await other.send_json_to(draft_frame("where is my parcel right now?", None))
-    await _until(lambda: prefills("dropped_busy") == busy + 1)
+    await until(lambda: prefills("dropped_busy") == busy + 1)
     assert prefills("dropped_busy") == busy + 1
     await receive_until(ws, "chat.done")
 
@@ -150,7 +141,7 @@ async def test_a_worker_answering_chat_drops_drafts_and_stale_drafts_are_dropped
         submitted_at=time.time() - 60,
     )
     await local_request_queue().put(BACKGROUND_CHANNEL, old.to_channel())
-    await _until(lambda: prefills("dropped_stale") == stale + 1)
+    await until(lambda: prefills("dropped_stale") == stale + 1)
     assert prefills("dropped_stale") == stale + 1
     assert [p for p in engine.prompts if "typed a minute ago" in p] == []
     assert not [p for p in engine.prompts if "where is my parcel right now?" in p]

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 from django.contrib.auth.models import User
 from django.core.management import call_command
-from django.test import Client
 
 from chatapp.faq import selectors as faq_selectors
 from chatapp.faq.models import FaqEntry
 from chatapp.prompts.models import PromptTemplate
 from chatapp.web.examples import MARKER_NAME, seed_examples
+from tests.support.users import client_for
 
 pytestmark = pytest.mark.django_db
 
@@ -70,8 +70,7 @@ def test_the_command_says_what_it_seeded(
 def test_a_new_conversation_suggests_first_questions_while_the_examples_exist(
     tmp_path: Path,
 ) -> None:
-    client = Client()
-    client.force_login(User.objects.create_user("dana", password="pw-dana-123"))
+    client = client_for(User.objects.create_user("dana", password="pw-dana-123"))
     assert 'id="first-questions"' not in client.get("/").content.decode()
     seed_examples(data_dir=tmp_path)
     page = client.get("/").content.decode()

@@ -11,15 +11,14 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from chatapp.conversations.models import Conversation, Message
+from tests.support.users import client_for
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def alice_client() -> Client:
-    client = Client()
-    client.force_login(User.objects.create_user("alice", password="pw-alice-123"))
-    return client
+    return client_for(User.objects.create_user("alice", password="pw-alice-123"))
 
 
 def test_the_chat_page_needs_a_login() -> None:
