@@ -8,12 +8,13 @@ the worker's abort path writes.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -63,6 +64,18 @@ class LiveServer:
         )
         return result.stdout.strip().splitlines()[-1]
 
+    def stream(
+        self, *, key: str, body: dict[str, Any], timeout: float
+    ) -> contextlib.AbstractContextManager[httpx.Response]:
+        """POST `body` to /v1/chat/completions with `key`; the response is read as it comes."""
+        return httpx.stream(
+            "POST",
+            f"{self.base_url}/v1/chat/completions",
+            json=body,
+            headers={"Authorization": f"Bearer {key}"},
+            timeout=timeout,
+        )
+
     def client(self, key: str) -> openai.OpenAI:
         return openai.OpenAI(api_key=key, base_url=f"{self.base_url}/v1", max_retries=0)
 
@@ -76,6 +89,23 @@ class LiveServer:
                 (completion_id.removeprefix("chatcmpl-"),),
             ).fetchone()
         return dict(row) if row is not None else {}
+
+
+def streamed_text(chunks: Iterable[openai.types.chat.ChatCompletionChunk]) -> str:
+    """The answer's text, put together from a streamed completion's chunks."""
+    return "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+
+
+def streamed_logprobs(
+    chunks: Iterable[openai.types.chat.ChatCompletionChunk],
+) -> list[openai.types.chat.ChatCompletionTokenLogprob]:
+    """The logprobs of a streamed completion's tokens, in order."""
+    return [
+        token
+        for chunk in chunks
+        if chunk.choices and chunk.choices[0].logprobs is not None
+        for token in chunk.choices[0].logprobs.content or []
+    ]
 
 
 def serve(
@@ -175,7 +205,7 @@ def test_the_official_client_gets_completions_streamed_and_not(scripted: LiveSer
         stream_options={"include_usage": True},
     )
     chunks = list(stream)
-    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    text = streamed_text(chunks)
     assert text == "You said: one two three four five six seven eight nine"
     assert chunks[-1].choices == []
     assert chunks[-1].usage is not None
@@ -196,13 +226,7 @@ def test_events_arrive_while_the_answer_is_generated(scripted: LiveServer) -> No
     key = scripted.key("sse")
     body = slow_stream(scripted, words=30)
     arrivals: list[float] = []
-    with httpx.stream(
-        "POST",
-        f"{scripted.base_url}/v1/chat/completions",
-        json=body,
-        headers={"Authorization": f"Bearer {key}"},
-        timeout=30,
-    ) as response:
+    with scripted.stream(key=key, body=body, timeout=30) as response:
         assert response.status_code == 200
         assert response.headers["content-type"].startswith("text/event-stream")
         lines = []
@@ -221,13 +245,7 @@ def stream_then_drop(
 ) -> dict[str, Any]:
     """Stream a completion, hang up after its first event, and return the stored answer once
     it is no longer streaming: it must be stopped because the client went away."""
-    with httpx.stream(
-        "POST",
-        f"{server.base_url}/v1/chat/completions",
-        json=body,
-        headers={"Authorization": f"Bearer {key}"},
-        timeout=60,
-    ) as response:
+    with server.stream(key=key, body=body, timeout=60) as response:
         first = next(line for line in response.iter_lines() if line.startswith("data: "))
     completion_id = httpx.Response(200, content=first.removeprefix("data: ")).json()["id"]
     stored: dict[str, Any] = wait_until(
@@ -305,7 +323,7 @@ def test_web_and_worker_in_separate_processes_over_redis(over_redis: LiveServer)
     completion = client.chat.completions.create(model=over_redis.model, messages=messages)
     assert completion.choices[0].message.content == "You said: is my parcel on its way"
     stream = client.chat.completions.create(model=over_redis.model, messages=messages, stream=True)
-    text = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
+    text = streamed_text(stream)
     assert text == "You said: is my parcel on its way"
 
     key = over_redis.key("redis-gone")
@@ -338,7 +356,7 @@ def test_the_real_engine_answers_through_the_official_client(real: LiveServer) -
         stream_options={"include_usage": True},
     )
     chunks = list(stream)
-    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    text = streamed_text(chunks)
     assert text == completion.choices[0].message.content  # greedy: the same answer
     last = chunks[-1].usage
     assert last is not None
@@ -396,12 +414,7 @@ def test_sampling_parameters_through_the_live_server(scripted: LiveServer) -> No
     stream = client.chat.completions.create(
         model=scripted.model, messages=messages, logprobs=True, top_logprobs=2, stream=True
     )
-    tokens = [
-        token
-        for chunk in stream
-        if chunk.choices and chunk.choices[0].logprobs is not None
-        for token in chunk.choices[0].logprobs.content or []
-    ]
+    tokens = streamed_logprobs(stream)
     assert "".join(t.token for t in tokens) == "You said: one two three four"
     assert [t.logprob for t in tokens[0].top_logprobs] == [0.0, -1.0]
 
@@ -467,7 +480,7 @@ def test_response_format_makes_the_real_engine_answer_json(real: LiveServer) -> 
         response_format=response_format,
         stream=True,
     )
-    assert "".join(c.choices[0].delta.content or "" for c in stream if c.choices) == text
+    assert streamed_text(stream) == text
 
     # Any JSON object: its strings are free, so a random model may not close it within
     # max_tokens; what is certain is that it must open it (no other first token is allowed).
@@ -536,12 +549,7 @@ def test_logprobs_and_logit_bias_on_the_real_engine(real: LiveServer) -> None:
         top_logprobs=3,
         stream=True,
     )
-    streamed = [
-        token
-        for chunk in stream
-        if chunk.choices and chunk.choices[0].logprobs is not None
-        for token in chunk.choices[0].logprobs.content or []
-    ]
+    streamed = streamed_logprobs(stream)
     assert [t.token for t in streamed] == [t.token for t in tokens]
     assert [t.logprob for t in streamed] == pytest.approx([t.logprob for t in tokens], abs=1e-4)
 
