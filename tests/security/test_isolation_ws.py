@@ -29,6 +29,7 @@ from tests.conftest import Connect, RunningWorker
 from tests.security.support import Frame, frames_until_quiet, leaks, raw_socket
 from tests.support.sockets import (
     edit_frame,
+    feedback_frame,
     open_socket,
     receive_delta,
     receive_until,
@@ -85,12 +86,7 @@ def stop(turn: BobsTurn) -> Frame:
 
 
 def feedback(turn: BobsTurn) -> Frame:
-    return {
-        "type": "chat.feedback",
-        "id": str(uuid.uuid4()),
-        "message_id": turn.answer_id,
-        "rating": "down",
-    }
+    return feedback_frame(turn.answer_id, "down")
 
 
 def edit(turn: BobsTurn) -> Frame:

@@ -10,6 +10,7 @@ served at worker start-up.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -74,9 +75,10 @@ def faq_decider(prepared_verifier: FaqVerifier) -> FaqDecider:
     return VerifierDecision(verifier=prepared_verifier)
 
 
-async def start_faq_worker(
-    embedder: Any, decider: FaqDecider
-) -> tuple[FaqWorker, list[asyncio.Task[None]]]:
+@contextlib.asynccontextmanager
+async def faq_worker_running(embedder: Any, decider: FaqDecider) -> AsyncIterator[FaqWorker]:
+    """A scripted worker with a FAQ cache deciding with `decider`, and the snapshot server it
+    loads its entries from at start; both stopped on leaving."""
     cache = FaqCache(embedder=embedder, decider=decider)
     worker = InferenceWorker(
         engine=ScriptedEngine(),
@@ -85,17 +87,19 @@ async def start_faq_worker(
         faq=cache,
     )
     tasks = [asyncio.create_task(serve_snapshots()), asyncio.create_task(worker.run())]
-    await worker.ready.wait()
-    return FaqWorker(worker, cache), tasks
+    try:
+        await worker.ready.wait()
+        yield FaqWorker(worker, cache)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 @pytest.fixture
 async def faq_worker(embedder: Any, faq_decider: FaqDecider) -> AsyncIterator[FaqWorker]:
-    running, tasks = await start_faq_worker(embedder, faq_decider)
-    yield running
-    for task in tasks:
-        task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
+    async with faq_worker_running(embedder, faq_decider) as running:
+        yield running
 
 
 def entry_create(**fields: Any) -> FaqEntry:

@@ -38,11 +38,21 @@ def edit_frame(message_id: str, text: str, frame_id: str | None = None) -> dict[
     }
 
 
-def regenerate_frame(message_id: str, frame_id: str | None = None) -> dict[str, Any]:
+def regenerate_frame(message_id: str, frame_id: str | None = None, **fields: Any) -> dict[str, Any]:
     return {
         "type": "chat.regenerate",
         "id": frame_id or str(uuid.uuid4()),
         "message_id": message_id,
+        **fields,
+    }
+
+
+def feedback_frame(message_id: str, rating: str) -> dict[str, Any]:
+    return {
+        "type": "chat.feedback",
+        "id": str(uuid.uuid4()),
+        "message_id": message_id,
+        "rating": rating,
     }
 
 

@@ -13,7 +13,7 @@ from django.contrib.auth.models import User
 from chatapp.conversations.models import Message
 from tests.chatapp.metrics.samples import Changes, s, value, wait_for_value
 from tests.conftest import Connect, RunningWorker
-from tests.support.sockets import ask, open_socket, receive_until
+from tests.support.sockets import ask, open_socket, receive_until, regenerate_frame
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -113,14 +113,7 @@ async def test_a_regenerated_answer_is_measured_again(
     ws = await open_socket(connect, alice)
     message_id = await answered(ws)
     await ws.send_json_to(timing(message_id, 300))
-    await ws.send_json_to(
-        {
-            "type": "chat.regenerate",
-            "id": str(uuid.uuid4()),
-            "message_id": message_id,
-            "bypass_faq": False,
-        }
-    )
+    await ws.send_json_to(regenerate_frame(message_id, bypass_faq=False))
     await receive_until(ws, "chat.done")
     assert await stored_ttft(message_id) is None
     before = value(COUNT)

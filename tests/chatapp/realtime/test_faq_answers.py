@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import html
-import uuid
 from typing import Any
 
 import pytest
@@ -25,8 +24,15 @@ from inference.faq.deciders import FaqDecider
 from tests.chatapp.prompts.factories import template_create
 from tests.conftest import Connect
 from tests.support.admin import superuser_client
-from tests.support.faq import ANSWER, FaqWorker, entry_create, start_faq_worker
-from tests.support.sockets import answer_text, ask, open_socket, receive_until
+from tests.support.faq import ANSWER, FaqWorker, entry_create, faq_worker_running
+from tests.support.sockets import (
+    answer_text,
+    ask,
+    feedback_frame,
+    open_socket,
+    receive_until,
+    regenerate_frame,
+)
 from tests.support.templates import templated
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -101,27 +107,13 @@ async def test_ask_the_assistant_instead_and_thumbs_down(
     message_id = frames[0]["assistant_message_id"]
     assert frames[-1]["source"] == "faq"
 
-    await ws.send_json_to(
-        {
-            "type": "chat.feedback",
-            "id": str(uuid.uuid4()),
-            "message_id": message_id,
-            "rating": "down",
-        }
-    )
+    await ws.send_json_to(feedback_frame(message_id, "down"))
     recorded = await ws.receive_json_from(timeout=5)
     assert (recorded["type"], recorded["rating"]) == ("chat.feedback_recorded", "down")
     await sync_to_async(entry.refresh_from_db)()
     assert entry.thumbs_down == 1
 
-    await ws.send_json_to(
-        {
-            "type": "chat.regenerate",
-            "id": str(uuid.uuid4()),
-            "message_id": message_id,
-            "bypass_faq": True,
-        }
-    )
+    await ws.send_json_to(regenerate_frame(message_id, bypass_faq=True))
     again = await receive_until(ws, "chat.done")
     assert again[0]["assistant_message_id"] == message_id
     assert again[-1]["source"] == "model"
@@ -134,16 +126,11 @@ async def test_a_worker_started_later_loads_existing_entries_from_a_snapshot(
     connect: Connect, alice: User, embedder: Any, faq_decider: FaqDecider
 ) -> None:
     await sync_to_async(entry_create)()  # embedded now; no worker is listening yet
-    running, tasks = await start_faq_worker(embedder, faq_decider)
-    try:
+    async with faq_worker_running(embedder, faq_decider) as running:
         await running.wait_for_entries(1)
         ws = await open_socket(connect, alice)
         frames = await ask(ws, "how do I reset my password")
         assert frames[-1]["source"] == "faq"
-    finally:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 async def test_a_question_that_came_close_is_suggested_and_once_added_is_answered_from_the_faq(

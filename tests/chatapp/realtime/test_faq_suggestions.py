@@ -13,7 +13,6 @@ training, so its scores are fixed here.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 from collections.abc import AsyncIterator, Sequence
@@ -32,7 +31,7 @@ from inference.faq.entry_choice import ChoiceRule, EntryChoice, choose
 from inference.wire.protocol import AnswerStats, SuggestedEntry
 from tests.conftest import Connect
 from tests.support.conversations import model_answered
-from tests.support.faq import FaqWorker, entry_create, start_faq_worker
+from tests.support.faq import FaqWorker, entry_create, faq_worker_running
 from tests.support.sockets import answer_text, ask, open_socket
 from tests.support.users import client_for
 
@@ -66,17 +65,22 @@ class MeasuredScores:
 
 @pytest.fixture
 async def unsure_worker(embedder: Any) -> AsyncIterator[FaqWorker]:
-    running, tasks = await start_faq_worker(embedder, MeasuredScores())
-    yield running
-    for task in tasks:
-        task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
+    async with faq_worker_running(embedder, MeasuredScores()) as running:
+        yield running
 
 
 def two_entries() -> tuple[FaqEntry, FaqEntry]:
     reset = entry_create(question=RESET)
     delete = entry_create(question=DELETE, alternates="", answer=DELETE_ANSWER)
     return reset, delete
+
+
+@pytest.fixture
+async def held(unsure_worker: FaqWorker) -> tuple[FaqEntry, FaqEntry]:
+    """The two entries (`two_entries`), once the worker holds both."""
+    entries = await sync_to_async(two_entries)()
+    await unsure_worker.wait_for_entries(2)
+    return entries
 
 
 def history_of(user: User, conversation_id: str) -> list[dict[str, Any]]:
@@ -90,10 +94,9 @@ def history_of(user: User, conversation_id: str) -> list[dict[str, Any]]:
 
 
 async def test_an_unsure_question_gets_the_model_and_suggestions_and_a_click_the_faq(
-    connect: Connect, alice: User, unsure_worker: FaqWorker
+    connect: Connect, alice: User, held: tuple[FaqEntry, FaqEntry]
 ) -> None:
-    reset, delete = await sync_to_async(two_entries)()
-    await unsure_worker.wait_for_entries(2)
+    reset, delete = held
     ws = await open_socket(connect, alice)
 
     frames = await ask(ws, UNSURE)
@@ -125,10 +128,9 @@ async def test_an_unsure_question_gets_the_model_and_suggestions_and_a_click_the
 
 
 async def test_a_deleted_or_disabled_entry_is_no_longer_suggested(
-    connect: Connect, alice: User, unsure_worker: FaqWorker
+    connect: Connect, alice: User, held: tuple[FaqEntry, FaqEntry]
 ) -> None:
-    reset, delete = await sync_to_async(two_entries)()
-    await unsure_worker.wait_for_entries(2)
+    reset, delete = held
     ws = await open_socket(connect, alice)
     frames = await ask(ws, UNSURE)
     conversation_id = frames[0]["conversation_id"]
