@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Annotated, Literal, Self
 from urllib.parse import urlsplit
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import BeforeValidator, Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from inference.engines.dtype import DtypeSetting, parse_dtype_setting
@@ -93,8 +93,15 @@ def _described(model: type[_EnvSettings], exc: ValidationError) -> str:
 
 
 def _zero_is_none(value: object) -> object:
-    """0 (or unset) means "not set": vLLM's own default."""
     return None if value in (0, "0", "0.0") else value
+
+
+def _blank_is_none(value: object) -> object:
+    return (value.strip() or None) if isinstance(value, str) else value
+
+
+ZeroIsUnset = BeforeValidator(_zero_is_none)  # 0: not set (vLLM's own default)
+BlankIsUnset = BeforeValidator(_blank_is_none)  # blank: not set
 
 
 def _resolved(value: Path | None) -> Path | None:
@@ -108,19 +115,16 @@ class ScaleOptions(_EnvSettings):
     model_config = SettingsConfigDict(env_prefix="VLLM_")
 
     tensor_parallel_size: int = Field(1, ge=1)  # GPUs one model is split over
-    gpu_memory_utilization: float | None = None  # share of each GPU's memory, (0, 1]
-    quantization: str | None = None  # awq, gptq, fp8, ...
-    kv_offload_gib: float | None = Field(None, gt=0)  # KV cache spill to CPU memory
+    # share of each GPU's memory, (0, 1]
+    gpu_memory_utilization: Annotated[float | None, ZeroIsUnset] = None
+    quantization: Annotated[str | None, BlankIsUnset] = None  # awq, gptq, fp8, ...
+    # KV cache spill to CPU memory
+    kv_offload_gib: Annotated[float | None, ZeroIsUnset] = Field(None, gt=0)
     # vLLM's speculative_config as JSON, e.g.
     # {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4}
     speculative: Annotated[dict[str, object] | None, NoDecode] = Field(
         None, validation_alias="VLLM_SPECULATIVE_CONFIG"
     )
-
-    @field_validator("gpu_memory_utilization", "kv_offload_gib", mode="before")
-    @classmethod
-    def _unset(cls, value: object) -> object:
-        return _zero_is_none(value)
 
     @field_validator("gpu_memory_utilization")
     @classmethod
@@ -128,11 +132,6 @@ class ScaleOptions(_EnvSettings):
         if share is not None and not 0 < share <= 1:
             raise ValueError(f"VLLM_GPU_MEMORY_UTILIZATION must be in (0, 1], got {share:g}")
         return share
-
-    @field_validator("quantization", mode="before")
-    @classmethod
-    def _blank_is_none(cls, value: object) -> object:
-        return value.strip() or None if isinstance(value, str) else value
 
     @field_validator("speculative", mode="before")
     @classmethod
@@ -171,28 +170,20 @@ class EngineSettings(_EnvSettings):
     prefix_caching: bool = True
     # KV cache block size in tokens (unset or 0: vLLM's default, 128 on the CPU build); prefix
     # caching reuses whole blocks only
-    block_size: int | None = Field(None, ge=1)
+    block_size: Annotated[int | None, ZeroIsUnset] = Field(None, ge=1)
     # a Jinja chat template that replaces the model's own (CHAT_TEMPLATE; docs/operations.md)
-    chat_template_path: Path | None = Field(None, validation_alias="CHAT_TEMPLATE")
+    chat_template_path: Annotated[Path | None, BlankIsUnset] = Field(
+        None, validation_alias="CHAT_TEMPLATE"
+    )
     scale: ScaleOptions = Field(default_factory=ScaleOptions.from_env)
     # auto (bfloat16 where the CPU or GPU has native bf16, float32 on other CPUs, float16 on
     # other GPUs; inference/engines/dtype.py), bfloat16, float16 or float32
     dtype: DtypeSetting = "auto"
 
-    @field_validator("block_size", mode="before")
-    @classmethod
-    def _unset(cls, value: object) -> object:
-        return _zero_is_none(value)
-
     @field_validator("data_dir", "model_dir", "chat_template_path")
     @classmethod
     def _absolute(cls, path: Path | None) -> Path | None:
         return _resolved(path)
-
-    @field_validator("chat_template_path", mode="before")
-    @classmethod
-    def _blank_is_none(cls, value: object) -> object:
-        return value.strip() or None if isinstance(value, str) else value
 
     @field_validator("dtype", mode="before")
     @classmethod
@@ -243,8 +234,8 @@ class OpenAIEngineSettings(_EnvSettings):
     model_config = SettingsConfigDict(env_prefix="OPENAI_ENGINE_")
 
     url: str = ""  # base URL, e.g. http://router:8000
-    model: str | None = None  # None: the only one /v1/models lists
-    api_key: str | None = None  # sent as a bearer token
+    model: Annotated[str | None, BlankIsUnset] = None  # None: the only one /v1/models lists
+    api_key: Annotated[str | None, BlankIsUnset] = None  # sent as a bearer token
     # carries the conversation id, for affinity routing
     session_header: str = DEFAULT_SESSION_HEADER
     # connect, and the longest wait for the next bytes of a stream (a queued request or a long
@@ -268,11 +259,6 @@ class OpenAIEngineSettings(_EnvSettings):
         if not _HEADER_NAME.match(header):
             raise ValueError(f"OPENAI_ENGINE_SESSION_HEADER is not a header name: {header!r}")
         return header
-
-    @field_validator("model", "api_key", mode="before")
-    @classmethod
-    def _blank_is_none(cls, value: object) -> object:
-        return value.strip() or None if isinstance(value, str) else value
 
 
 class WorkerSettings(_EnvSettings):
