@@ -34,21 +34,23 @@ from typing import Any
 
 import psycopg
 import pytest
-import websockets
 from websockets.asyncio.client import ClientConnection
 
 from inference.wire.registry import RedisWorkerRegistry
 from tests.integration.processes import (
+    MANAGE,
+    REPO_ROOT,
+    chat_socket,
     keep_draining,
     login,
     process_stop,
     redis_server_start,
+    repo_process,
     wait_for_line,
     wait_until,
 )
 from tests.support.net import free_port
 
-REPO = Path(__file__).resolve().parents[2]
 PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
 PASSWORD = "faults-demo-pw-123"
 
@@ -123,14 +125,7 @@ class Stack:
     def _spawn(
         self, args: list[str], env: Mapping[str, str] | None = None
     ) -> subprocess.Popen[str]:
-        return subprocess.Popen(
-            args,
-            env={**self.env, **(env or {})},
-            cwd=REPO,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
+        return repo_process(args, {**self.env, **(env or {})})
 
     def _drain(self, label: str, proc: subprocess.Popen[str]) -> None:
         key, n = label, 1
@@ -152,9 +147,8 @@ class Stack:
         starting = []
         for _ in range(webs):
             port = free_port()
-            manage = [sys.executable, str(REPO / "manage.py")]
             serve = ["serve", "--no-worker", "--host", "127.0.0.1", "--port", str(port)]
-            starting.append((f"127.0.0.1:{port}", self._spawn([*manage, *serve])))
+            starting.append((f"127.0.0.1:{port}", self._spawn([*MANAGE, *serve])))
         self.webs.extend(starting)
         if self.workers_one_by_one:
             self.start_worker(wait=True)
@@ -276,10 +270,9 @@ def databases(workdir: Path) -> Iterator[Databases]:
             **base_env(workdir / "data"),
             "DATABASE_URL": f"postgresql://postgres@127.0.0.1:5432/{template}",
         }
-        manage = [sys.executable, str(REPO / "manage.py")]
         for command in (["migrate", "--noinput"], ["demo_user"]):
             done = subprocess.run(
-                [*manage, *command], env=env, cwd=REPO, capture_output=True, text=True
+                [*MANAGE, *command], env=env, cwd=REPO_ROOT, capture_output=True, text=True
             )
             assert done.returncode == 0, done.stdout + done.stderr
         yield dbs
@@ -387,12 +380,7 @@ class Chat:
 
     @classmethod
     async def open(cls, host: str, session: str) -> Chat:
-        ws = await websockets.connect(
-            f"ws://{host}/ws/chat/",
-            additional_headers={"Cookie": f"sessionid={session}", "Origin": f"http://{host}"},
-            max_queue=None,
-        )
-        return cls(ws)
+        return cls(await chat_socket(host, session, max_queue=None))
 
     async def close(self) -> None:
         await self.ws.close()

@@ -30,8 +30,8 @@ from typing import Any
 import pytest
 import redis
 
+from tests.integration.processes import REPO_ROOT
 from tests.integration.stack import (
-    REPO,
     Answer,
     Chat,
     Databases,
@@ -355,7 +355,7 @@ def database_facts(two_slot_stack: Stack) -> dict[str, Any]:
     done = subprocess.run(
         [sys.executable, "-c", _DJANGO],
         env=two_slot_stack.env,
-        cwd=REPO,
+        cwd=REPO_ROOT,
         capture_output=True,
         text=True,
         timeout=60,

@@ -26,8 +26,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.integration.processes import REPO_ROOT
 from tests.integration.stack import (
-    REPO,
     Answer,
     Chat,
     Databases,
@@ -117,7 +117,7 @@ async def test_a_json_answer_whose_worker_is_killed_fails_clearly_instead_of_mov
         subprocess.run,
         [sys.executable, "manage.py", "shell", "-c", _MAKE_KEY],
         env=stack.env,
-        cwd=REPO,
+        cwd=REPO_ROOT,
         capture_output=True,
         text=True,
         check=True,
