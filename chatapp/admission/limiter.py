@@ -75,6 +75,11 @@ class Admission(Protocol):
         for this user (API keys carry their own rate and concurrency); the global capacity is
         shared either way."""
 
+    async def draft_take(self, *, user_key: str, every_s: float) -> bool:
+        """A typing prefill for this user may go: at most one per `every_s` for each user,
+        over all sockets and web processes (0: always)."""
+        ...
+
     async def release(self, *, request_id: str, user_key: str, refund: bool = False) -> None:
         """Free the request's leases; idempotent. `refund`: the request was refused after it
         was admitted (nothing started), so it does not count against the user's rate either."""
@@ -135,6 +140,7 @@ class LocalAdmission:
         # user_key -> (start time, request_id) within the window, oldest first
         self._starts: dict[str, deque[tuple[float, str]]] = {}
         self._windows: dict[str, float] = {}  # user_key -> its rate window, when not the default
+        self._next_draft: dict[str, float] = {}  # user_key -> when its next draft may go
         # Check-and-take has no await inside, so no other coroutine can interleave; a thread
         # lock (rather than an asyncio one) also covers callers on other threads' event loops.
         self._lock = threading.Lock()
@@ -174,6 +180,18 @@ class LocalAdmission:
             starts.append((now, request_id))
             self._starts[user_key] = starts
             return Admitted(request_id)
+
+    async def draft_take(self, *, user_key: str, every_s: float) -> bool:
+        if every_s <= 0:
+            return True
+        now = time.monotonic()
+        with self._lock:
+            if self._next_draft.get(user_key, 0.0) > now:
+                return False
+            if len(self._next_draft) > 10_000:  # forget users whose interval has passed
+                self._next_draft = {k: t for k, t in self._next_draft.items() if t > now}
+            self._next_draft[user_key] = now + every_s
+            return True
 
     async def release(self, *, request_id: str, user_key: str, refund: bool = False) -> None:
         with self._lock:
@@ -332,6 +350,14 @@ class RedisAdmission:
         if result[0] == "admitted":
             return Admitted(request_id)
         return _refused(result[0], float(result[1]), limits=limits)
+
+    async def draft_take(self, *, user_key: str, every_s: float) -> bool:
+        if every_s <= 0:
+            return True
+        # One key a user, there while the interval lasts: the first draft sets it, the rest of
+        # the interval's drafts (any socket, any web process) find it set.
+        key = f"{self._prefix}:user:{user_key}:draft"
+        return bool(await self._redis.set(key, 1, px=max(1, round(every_s * 1000)), nx=True))
 
     async def release(self, *, request_id: str, user_key: str, refund: bool = False) -> None:
         user_leases, user_starts = self._user_keys(user_key)

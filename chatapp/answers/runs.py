@@ -359,6 +359,9 @@ async def draft_prefill(
     or logged. Raises NotFoundError for a conversation that is not the user's,
     TemplateUnknown for a template version that is not published."""
     runtime = await answer_runtime()
+    every_s = settings.CHAT_USER_DRAFT_EVERY_S
+    if not await runtime.admission.draft_take(user_key=str(sender.pk), every_s=every_s):
+        return  # past the user's draft limit (all sockets): a hint dropped, nothing lost
     context = await database_sync_to_async(_draft_context)(
         sender=sender, conversation_id=conversation_id, text=text, template=template
     )

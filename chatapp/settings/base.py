@@ -221,6 +221,7 @@ CHAT_SOCKET_RESUMES_PER_S = CHAT.socket_resumes_per_s
 CHAT_SOCKET_RESUME_BURST = CHAT.socket_resume_burst
 CHAT_SOCKET_DRAFTS_PER_S = CHAT.socket_drafts_per_s
 CHAT_SOCKET_DRAFT_BURST = CHAT.socket_draft_burst
+CHAT_USER_DRAFT_EVERY_S = CHAT.user_draft_every_s
 
 # Prometheus /metrics (docs/metrics.md): with METRICS_TOKEN set, scrapes must send
 # "Authorization: Bearer <token>" (401 otherwise); without it, only these networks get them

@@ -233,6 +233,11 @@ VARIABLES: dict[str, Var] = {
         "quietly (each queues a prefill of the whole conversation on a worker)",
     ),
     "CHAT_SOCKET_DRAFT_BURST": Var(_ADMIT, "their bucket's size"),
+    "CHAT_USER_DRAFT_EVERY_S": Var(
+        _ADMIT,
+        "one user's drafts over all sockets and web processes: at most one per this long, the "
+        "rest dropped quietly; 0: no limit",
+    ),
     "INFERENCE_MAX_QUEUE": Var(
         _ADMIT,
         "requests that may wait for one worker beyond its `INFERENCE_MAX_ACTIVE`; past the sum "

@@ -83,6 +83,9 @@ class ChatSettings(BaseSettings):
     # seconds; past this they are dropped (a hint: nothing is lost)
     socket_drafts_per_s: float = Field(0.5, ge=0)
     socket_draft_burst: int = Field(3, ge=1)
+    # ... and one user's drafts over all sockets and web processes: at most one per this long
+    # (0: no limit), so many tabs or sockets cannot fill the workers with prefills
+    user_draft_every_s: float = Field(1.0, ge=0)
 
     @model_validator(mode="after")
     def _liveness_bounds(self) -> ChatSettings:

@@ -246,6 +246,33 @@ async def test_concurrent_acquires_of_one_user_respect_the_user_limit(make: Make
     assert sum(isinstance(r, Admitted) for r in results) == 3
 
 
+async def test_one_draft_per_user_per_interval_and_users_apart(make: Make) -> None:
+    admission = make()
+    assert await admission.draft_take(user_key="u", every_s=0.3)
+    assert not await admission.draft_take(user_key="u", every_s=0.3)  # within the interval
+    assert await admission.draft_take(user_key="v", every_s=0.3)  # another user's own
+    await asyncio.sleep(0.35)
+    assert await admission.draft_take(user_key="u", every_s=0.3)
+
+
+async def test_no_draft_limit_at_zero(make: Make) -> None:
+    admission = make()
+    assert all([await admission.draft_take(user_key="u", every_s=0) for _ in range(5)])
+
+
+@pytest.mark.redis
+async def test_a_users_draft_limit_holds_across_web_processes(redis_db: aioredis.Redis) -> None:
+    one = RedisAdmission(redis_url=REDIS_URL, limits=LIMITS)
+    two = RedisAdmission(redis_url=REDIS_URL, limits=LIMITS)
+    try:
+        assert await one.draft_take(user_key="u", every_s=5)
+        assert not await two.draft_take(user_key="u", every_s=5)
+        assert 0 < await redis_db.pttl("chat:admission:user:u:draft") <= 5000  # leaves nothing
+    finally:
+        await one.aclose()
+        await two.aclose()
+
+
 @pytest.mark.redis
 async def test_web_processes_share_the_limits(redis_db: aioredis.Redis) -> None:
     one = RedisAdmission(redis_url=REDIS_URL, limits=replace(LIMITS, user_max_concurrent=1))

@@ -156,6 +156,7 @@ async def test_drafts_are_bounded_per_socket_and_in_the_queue(
     dropped: a draft is a hint, nothing is lost), and no more than a few wait in a queue."""
     from chatapp.answers.runs import DRAFTS_QUEUED_MAX
 
+    settings.CHAT_USER_DRAFT_EVERY_S = 0  # type: ignore[attr-defined]  # per user: the next test
     queue = local_request_queue()
     ws = await open_socket(connect, alice)
     for i in range(10):
@@ -169,3 +170,24 @@ async def test_drafts_are_bounded_per_socket_and_in_the_queue(
         await other.send_json_to(draft_frame(f"another draft, take {i}", None))
     assert await other.receive_nothing(timeout=0.3)
     assert await queue.depth(BACKGROUND_CHANNEL) == DRAFTS_QUEUED_MAX
+
+
+async def test_one_users_drafts_are_bounded_over_all_their_sockets(
+    connect: Connect, alice: User, bob: User, settings: object
+) -> None:
+    """Issue 31 defect 3: each socket had its own draft budget, so a user with many tabs (or a
+    script opening sockets) queued a prefill per socket. A user's drafts are now bounded over
+    all their sockets and web processes (`CHAT_USER_DRAFT_EVERY_S`); another user's are not
+    touched by it."""
+    settings.CHAT_USER_DRAFT_EVERY_S = 60  # type: ignore[attr-defined]
+    queue = local_request_queue()
+    tabs = [await open_socket(connect, alice) for _ in range(4)]
+    for n, tab in enumerate(tabs):
+        await tab.send_json_to(draft_frame(f"a question typed in tab {n}", None))
+    for tab in tabs:
+        assert await tab.receive_nothing(timeout=0.2)  # dropped quietly, no error frames
+    assert await queue.depth(BACKGROUND_CHANNEL) == 1
+    bobs = await open_socket(connect, bob)
+    await bobs.send_json_to(draft_frame("bob types too", None))
+    assert await bobs.receive_nothing(timeout=0.2)
+    assert await queue.depth(BACKGROUND_CHANNEL) == 2
