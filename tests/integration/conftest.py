@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 import pytest_asyncio
+from channels.layers import InMemoryChannelLayer
 
 from inference.models import build_tiny_model, tiny_model_dir
 from inference.settings import EngineSettings, data_dir_from_env
@@ -46,20 +48,36 @@ async def vllm_engine(tiny_model: Path) -> AsyncIterator[object]:
     await asyncio.sleep(0)
 
 
-@pytest_asyncio.fixture(loop_scope="session")
-async def vllm_worker(vllm_engine: object) -> AsyncIterator[object]:
-    """An inference worker on the session's engine, on the in-memory channel layer."""
-    from channels.layers import get_channel_layer
-
+@contextlib.asynccontextmanager
+async def _vllm_worker_running(engine: object, layer: object) -> AsyncIterator[object]:
+    """An inference worker on `engine` (vLLM) and the channel layer `layer`, running."""
     from inference.wire.transport import Transport
     from inference.worker import InferenceWorker
     from tests.inference.worker_events import running
     from tests.support.workers import worker_settings
 
     worker = InferenceWorker(
-        engine=vllm_engine,  # type: ignore[arg-type]
-        transport=Transport(layer=get_channel_layer()),
+        engine=engine,  # type: ignore[arg-type]
+        transport=Transport(layer=layer),  # type: ignore[arg-type]
         settings=worker_settings(engine="vllm"),
     )
     async with running(worker):
         yield worker
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def vllm_worker(vllm_engine: object) -> AsyncIterator[object]:
+    """An inference worker on the session's engine, on the in-memory channel layer."""
+    from channels.layers import get_channel_layer
+
+    async with _vllm_worker_running(vllm_engine, get_channel_layer()) as worker:
+        yield worker
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def vllm_layer(vllm_engine: object) -> AsyncIterator[InMemoryChannelLayer]:
+    """An in-memory channel layer of the test's own, served by an inference worker on the
+    session's engine."""
+    layer = InMemoryChannelLayer()
+    async with _vllm_worker_running(vllm_engine, layer):
+        yield layer

@@ -4,21 +4,16 @@ counters come from vLLM's own stat logger and rise when two requests share a pre
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from channels.layers import InMemoryChannelLayer
 from prometheus_client import REGISTRY
 
-from inference.engines.vllm import VllmEngine
 from inference.wire.protocol import REQUEST_CHANNEL
 from inference.wire.request_queue import local_request_queue
-from inference.wire.transport import Transport
-from inference.worker import InferenceWorker
-from tests.inference.worker_events import metrics_page, running
+from tests.inference.worker_events import metrics_page
 from tests.support.vllm import SHARED, fresh, request, run_to_end
-from tests.support.workers import worker_settings
 
 pytestmark = [pytest.mark.vllm, pytest.mark.asyncio(loop_scope="session")]
 
@@ -30,18 +25,6 @@ def value(name: str) -> float:
     return REGISTRY.get_sample_value(name) or 0.0
 
 
-@pytest.fixture
-async def layer(vllm_engine: VllmEngine) -> AsyncIterator[InMemoryChannelLayer]:
-    layer = InMemoryChannelLayer()
-    worker = InferenceWorker(
-        engine=vllm_engine,
-        transport=Transport(layer=layer),
-        settings=worker_settings(engine="vllm"),
-    )
-    async with running(worker):
-        yield layer
-
-
 async def answer(layer: InMemoryChannelLayer, text: str) -> Any:
     reply = await layer.new_channel()
     await local_request_queue().put(REQUEST_CHANNEL, request(reply, text))
@@ -49,12 +32,12 @@ async def answer(layer: InMemoryChannelLayer, text: str) -> Any:
 
 
 async def test_prefix_cache_counters_rise_when_two_requests_share_a_prefix(
-    layer: InMemoryChannelLayer,
+    vllm_layer: InMemoryChannelLayer,
 ) -> None:
     queries_before, hits_before = value(QUERIES), value(HITS)
     shared = fresh(SHARED)
-    first = await answer(layer, f"{shared} Which clause covers refunds?")
-    second = await answer(layer, f"{shared} And which covers returns?")
+    first = await answer(vllm_layer, f"{shared} Which clause covers refunds?")
+    second = await answer(vllm_layer, f"{shared} And which covers returns?")
     assert first.type == second.type == "inference.done"
     await asyncio.sleep(0.5)  # vLLM hands its stats to the stat logger after the step
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
-from typing import Any
 
 import pytest
 from channels.layers import InMemoryChannelLayer
@@ -17,36 +15,17 @@ from inference.wire.protocol import (
     ChatTurn,
 )
 from inference.wire.request_queue import local_request_queue
-from inference.wire.transport import Transport
-from inference.worker import InferenceWorker
-from tests.inference.worker_events import running
 from tests.support.vllm import SHARED, fresh, next_event, request, run_to_end
-from tests.support.workers import worker_settings
 
 pytestmark = [pytest.mark.vllm, pytest.mark.asyncio(loop_scope="session")]
 
 
-@pytest.fixture
-async def worker(
-    vllm_engine: VllmEngine,
-) -> AsyncIterator[tuple[InferenceWorker, InMemoryChannelLayer]]:
-    layer = InMemoryChannelLayer()
-    worker = InferenceWorker(
-        engine=vllm_engine,
-        transport=Transport(layer=layer),
-        settings=worker_settings(engine="vllm"),
-    )
-    async with running(worker):
-        yield worker, layer
-
-
-async def test_real_tokens_stream_through_the_worker(worker: Any) -> None:
-    _, layer = worker
-    reply = await layer.new_channel()
+async def test_real_tokens_stream_through_the_worker(vllm_layer: InMemoryChannelLayer) -> None:
+    reply = await vllm_layer.new_channel()
     await local_request_queue().put(
         REQUEST_CHANNEL, request(reply, "Where is my parcel?", max_tokens=12)
     )
-    events = await run_to_end(layer, reply)
+    events = await run_to_end(vllm_layer, reply)
 
     assert events[0].type == "inference.accepted"
     done = events[-1]
@@ -63,20 +42,19 @@ async def test_real_tokens_stream_through_the_worker(worker: Any) -> None:
 
 
 async def test_a_second_request_sharing_a_long_prefix_hits_the_prefix_cache(
-    worker: Any, vllm_engine: VllmEngine
+    vllm_layer: InMemoryChannelLayer, vllm_engine: VllmEngine
 ) -> None:
-    _, layer = worker
     before = vllm_engine.stats()
     shared = fresh(SHARED)  # the session's engine may hold SHARED from another test
-    first_reply, second_reply = await layer.new_channel(), await layer.new_channel()
+    first_reply, second_reply = await vllm_layer.new_channel(), await vllm_layer.new_channel()
     await local_request_queue().put(
         REQUEST_CHANNEL, request(first_reply, f"{shared} Question one?")
     )
-    first = (await run_to_end(layer, first_reply))[-1]
+    first = (await run_to_end(vllm_layer, first_reply))[-1]
     await local_request_queue().put(
         REQUEST_CHANNEL, request(second_reply, f"{shared} Another question?")
     )
-    second = (await run_to_end(layer, second_reply))[-1]
+    second = (await run_to_end(vllm_layer, second_reply))[-1]
 
     assert first.prompt_tokens > 600
     # vLLM caches whole 128-token blocks: most of the shared text is reused
@@ -87,23 +65,22 @@ async def test_a_second_request_sharing_a_long_prefix_hits_the_prefix_cache(
 
 
 async def test_cancel_aborts_and_leaves_no_request_in_the_engine(
-    worker: Any, vllm_engine: VllmEngine
+    vllm_layer: InMemoryChannelLayer, vllm_engine: VllmEngine
 ) -> None:
-    _, layer = worker
-    reply = await layer.new_channel()
+    reply = await vllm_layer.new_channel()
     await local_request_queue().put(
         REQUEST_CHANNEL, request(reply, "Tell me everything.", max_tokens=1500)
     )
-    accepted = await next_event(layer, reply)
+    accepted = await next_event(vllm_layer, reply)
     assert accepted.type == "inference.accepted"
-    first = await next_event(layer, reply)
+    first = await next_event(vllm_layer, reply)
     assert first.type == "inference.delta"
     assert vllm_engine.stats().unfinished_requests == 1
 
-    await layer.send(
+    await vllm_layer.send(
         accepted.worker_channel, CancelRequest(request_id=accepted.request_id).to_channel()
     )
-    done = (await run_to_end(layer, reply))[-1]
+    done = (await run_to_end(vllm_layer, reply))[-1]
     assert done.type == "inference.done"
     assert done.finish_reason == "abort"
     assert done.completion_tokens < 1500
