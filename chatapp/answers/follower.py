@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from chatapp.answers.entries import LogEntry, LoggedEnd
 from chatapp.answers.messages import AttachAnswer
@@ -86,7 +86,33 @@ class StoredAnswer:
     end: LoggedEnd
 
 
+@dataclass(frozen=True, slots=True)
+class Followed:
+    """What a watcher does with the entries that came in: show `show`, in order (the last one
+    may be the run's end), and, after a gap, send `resync` to the owner (it replays)."""
+
+    show: list[LogEntry]
+    resync: AttachAnswer | None = None
+
+
+def entries_follow(watch: RunWatch, entries: Iterable[LogEntry], *, watcher: str) -> Followed:
+    """Each entry once and in seq order: repeats are skipped, a gap stops at what is shown
+    and asks for a replay (once), and nothing comes after the end."""
+    show: list[LogEntry] = []
+    for entry in entries:
+        taken = watch.take(entry)
+        if taken == "repeat":
+            continue
+        if taken == "gap":
+            return Followed(show=show, resync=watch.resync(watcher=watcher))
+        show.append(entry)
+        if isinstance(entry, LoggedEnd):
+            break
+    return Followed(show=show)
+
+
 RowLoader = Callable[[], Awaitable[Message | None]]
+Send = Callable[[str, dict[str, Any]], Awaitable[None]]
 
 
 async def run_rest(
@@ -113,6 +139,24 @@ async def run_rest(
         if ended is None:
             return None
     return None
+
+
+async def rest_or_reattach(
+    *, orphans: Orphans, watch: RunWatch, load_row: RowLoader, watcher: str, send: Send
+) -> list[LogEntry] | StoredAnswer | None:
+    """After a silence or a "gone": how the run ended (`run_rest`). None: it has not ended and
+    its owner is not known dead, so the watcher attaches again to the owner the run's record
+    names (what it sent was lost) and checks again after the next silence."""
+    rest = await run_rest(orphans=orphans, watch=watch, load_row=load_row)
+    if rest is None:
+        owner = await orphans.log.ownership(run_id=watch.run_id)
+        if owner is not None:
+            watch.owner = owner.relay_channel
+        watch.heard()
+        watch.resyncing = False
+        if watch.owner:
+            await send(watch.owner, watch.attach(watcher=watcher).to_channel())
+    return rest
 
 
 def _contiguous(entries: list[LogEntry], watch: RunWatch) -> bool:

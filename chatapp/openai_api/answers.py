@@ -26,6 +26,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
+from typing import Any
 
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
@@ -36,7 +37,13 @@ from pydantic import ValidationError
 from chatapp.admission.limiter import AdmissionLimits, Refused
 from chatapp.answers import runs
 from chatapp.answers.entries import LogEntry, LoggedDelta, LoggedEnd
-from chatapp.answers.follower import RunWatch, StoredAnswer, run_rest, silence_limit_s
+from chatapp.answers.follower import (
+    RunWatch,
+    StoredAnswer,
+    entries_follow,
+    rest_or_reattach,
+    silence_limit_s,
+)
 from chatapp.answers.messages import AnswerEntry, AnswerGone, DetachAnswer, relay_reply_adapter
 from chatapp.answers.recovery import owner_state
 from chatapp.answers.runtime import AnswerRuntime, admission_limits
@@ -133,15 +140,10 @@ class ApiAnswer:
                     yield LoggedDelta(seq=watch.next_seq, text=rest.content[len(shown) :])
                 yield rest.end
                 return
-            for entry in rest:
-                taken = watch.take(entry)
-                if taken == "gap":
-                    attach = watch.resync(watcher=self.channel)
-                    if attach is not None:
-                        await self._send_owner(attach.to_channel())
-                    break
-                if taken == "repeat":
-                    continue
+            followed = entries_follow(watch, rest, watcher=self.channel)
+            if followed.resync is not None:
+                await self._send_owner(followed.resync.to_channel())
+            for entry in followed.show:
                 if isinstance(entry, LoggedEnd):
                     self.ended = True
                     yield entry
@@ -151,26 +153,19 @@ class ApiAnswer:
 
     async def _rest(self) -> list[LogEntry] | StoredAnswer | None:
         watch, user = self.watch, self.user
-        rest = await run_rest(
+        return await rest_or_reattach(
             orphans=self.runtime.relay.orphans,
             watch=watch,
             load_row=lambda: database_sync_to_async(selectors.answer_get)(
                 owner=user, message_id=watch.message_id
             ),
+            watcher=self.channel,
+            send=_send_quietly,
         )
-        if rest is None:
-            owner = await self.runtime.log.ownership(run_id=watch.run_id)
-            if owner is not None:
-                watch.owner = owner.relay_channel
-            watch.heard()
-            watch.resyncing = False
-            await self._send_owner(watch.attach(watcher=self.channel).to_channel())
-        return rest
 
-    async def _send_owner(self, message: dict[str, object]) -> None:
+    async def _send_owner(self, message: dict[str, Any]) -> None:
         if self.watch.owner:
-            with contextlib.suppress(Exception):
-                await get_channel_layer().send(self.watch.owner, message)
+            await _send_quietly(self.watch.owner, message)
 
     async def close(self) -> None:
         """The client is gone (or done reading): stop the run if it still generates, or, when
@@ -186,6 +181,12 @@ class ApiAnswer:
                 await self._send_owner(detach.to_channel())
             else:
                 await self.runtime.relay.stop(self.watch.run_id, code="client_disconnected")
+
+
+async def _send_quietly(channel: str, message: dict[str, Any]) -> None:
+    """To the run's owner; a failed send is found by the silence check."""
+    with contextlib.suppress(Exception):
+        await get_channel_layer().send(channel, message)
 
 
 def idempotency_client_id(*, key: ApiKey, idempotency_key: str) -> uuid.UUID:

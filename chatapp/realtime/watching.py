@@ -21,7 +21,13 @@ from django.conf import settings
 from django.contrib.auth.models import User
 
 from chatapp.answers.entries import LogEntry, LoggedDelta, LoggedEnd
-from chatapp.answers.follower import RunWatch, StoredAnswer, run_rest, silence_limit_s
+from chatapp.answers.follower import (
+    RunWatch,
+    StoredAnswer,
+    entries_follow,
+    rest_or_reattach,
+    silence_limit_s,
+)
 from chatapp.answers.messages import (
     AnswerAlive,
     AnswerEntry,
@@ -151,7 +157,7 @@ class SocketWatching:
         watch = self._watch_of(message.message_id, message.run_id)
         if watch is not None:
             watch.heard()
-            await self._show(watch, message.entry)
+            await self._show(watch, [message.entry])
 
     async def on_started(self, event: dict[str, Any]) -> None:
         started = AnswerStarted.model_validate(event)
@@ -210,19 +216,18 @@ class SocketWatching:
         Still running after all (its owner is alive): watch it from its owner again."""
         runtime = await answer_runtime()
         user = self._user
-        rest = await run_rest(
+        rest = await rest_or_reattach(
             orphans=runtime.relay.orphans,
             watch=watch,
             load_row=lambda: database_sync_to_async(selectors.answer_get)(
                 owner=user, message_id=watch.message_id
             ),
+            watcher=self._channel,
+            send=self._layer.send,
         )
-        if rest is None:
-            owner = await runtime.log.ownership(run_id=watch.run_id)
-            if owner is not None:
-                await self._attach(watch, owner=owner.relay_channel)
-                return
-            rest = StoredAnswer(content="", end=LoggedEnd(seq=watch.next_seq, status="failed"))
+        if rest is None:  # still running: watched (again) from its owner
+            self._watching[watch.message_id] = watch
+            return
         if isinstance(rest, StoredAnswer):
             self._watching.pop(watch.message_id, None)
             # The log is gone: the stored message is the truth; replace what is shown.
@@ -230,8 +235,7 @@ class SocketWatching:
             await self._show_end(watch.message_id, rest.end, client_id=watch.client_id)
             return
         self._watching[watch.message_id] = watch
-        for entry in rest:
-            await self._show(watch, entry)
+        await self._show(watch, rest)
 
     async def _show_stored(self, message: Message, *, client_id: uuid.UUID) -> None:
         await self._send(SnapshotFrame(message_id=message.id, content=message.content))
@@ -249,29 +253,23 @@ class SocketWatching:
             client_id=client_id,
         )
 
-    async def _show(self, watch: RunWatch, entry: LogEntry) -> None:
-        """Send one entry unless the browser has it already; entries arrive in seq order."""
-        taken = watch.take(entry)
-        if taken == "repeat":
-            return
-        if taken == "gap":
-            # Something was lost on the way: show nothing out of order; ask the owner to
-            # replay from the last entry shown (once; what it sends is in order).
-            attach = watch.resync(watcher=self._channel)
-            if attach is not None:
-                await self._layer.send(watch.owner, attach.to_channel())
-            return
-        if isinstance(entry, LoggedDelta):
-            await self._send(
-                DeltaFrame(message_id=watch.message_id, seq=entry.seq, text=entry.text)
-            )
-            if watch.clock is not None and watch.clock.socket_first_delta is None:
-                watch.clock.socket_first_delta = time.monotonic()
-            return
-        self._watching.pop(watch.message_id, None)
-        await self._show_end(
-            watch.message_id, entry, client_id=watch.client_id, hops=_hops_of(watch.clock, entry)
-        )
+    async def _show(self, watch: RunWatch, entries: list[LogEntry]) -> None:
+        """Send what the browser does not have yet, in seq order; after a gap, nothing out of
+        order: the owner is asked to replay from the last entry shown."""
+        followed = entries_follow(watch, entries, watcher=self._channel)
+        if followed.resync is not None:
+            await self._layer.send(watch.owner, followed.resync.to_channel())
+        for entry in followed.show:
+            if isinstance(entry, LoggedDelta):
+                await self._send(
+                    DeltaFrame(message_id=watch.message_id, seq=entry.seq, text=entry.text)
+                )
+                if watch.clock is not None and watch.clock.socket_first_delta is None:
+                    watch.clock.socket_first_delta = time.monotonic()
+                continue
+            self._watching.pop(watch.message_id, None)
+            hops = _hops_of(watch.clock, entry)
+            await self._show_end(watch.message_id, entry, client_id=watch.client_id, hops=hops)
 
     async def _show_end(
         self,
