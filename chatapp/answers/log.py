@@ -5,7 +5,7 @@ message row, and nothing a relay of an earlier run still does (a late heartbeat,
 can touch the new run's log or ownership.
 
 Redis (any web process can read what another one logged): a stream per run whose entry ids
-are `<seq>-1`, so Redis itself refuses an out-of-order or repeated seq, plus a small hash with
+are `<seq>-1`, so Redis itself refuses an older or repeated seq, plus a small hash with
 the owning relay's channel, the admission holder and the worker serving the run (whoever ends a
 dead owner's run releases and cancels with them). Every heartbeat sets the hash's expiry to the
 full TTL again, so how long the owner has been silent is read from the TTL left: Redis's own
@@ -98,7 +98,12 @@ class RedisAnswerLog:
         self, *, run_id: uuid.UUID, worker_channel: str, request_id: str
     ) -> None:
         _, owner = self._keys(run_id)
-        await self._redis.hset(owner, mapping={"worker": worker_channel, "request": request_id})
+        async with self._redis.pipeline(transaction=True) as pipe:
+            pipe.hset(owner, mapping={"worker": worker_channel, "request": request_id})
+            # a record already gone (expired, or Redis lost it) must not come back as a key
+            # that never expires; a live one keeps the expiry its heartbeats set
+            pipe.pexpire(owner, self._ttl_ms, nx=True)
+            await pipe.execute()
 
     async def heartbeat(
         self, *, relay_channel: str, lengths: dict[uuid.UUID, int]
@@ -108,14 +113,19 @@ class RedisAnswerLog:
         async with self._redis.pipeline(transaction=False) as pipe:
             for run_id in lengths:
                 log, owner = self._keys(run_id)
+                pipe.hexists(owner, "user")
                 pipe.hset(owner, "relay", relay_channel)
                 pipe.pexpire(owner, self._ttl_ms)
                 pipe.xlen(log)
             results = await pipe.execute()
+        # A record without its lease holder is one Redis lost (restarted) and this heartbeat
+        # just began again: the relay rewrites it whole, like a short log.
         return [
             run_id
-            for (run_id, expected), length in zip(lengths.items(), results[2::3], strict=True)
-            if length != expected
+            for (run_id, expected), whole, length in zip(
+                lengths.items(), results[0::4], results[3::4], strict=True
+            )
+            if not whole or length != expected
         ]
 
     async def rewrite(
@@ -150,9 +160,9 @@ class RedisAnswerLog:
         )
 
     async def entries_after(self, *, run_id: uuid.UUID, seq: int) -> list[LogEntry] | None:
-        log, _ = self._keys(run_id)
+        log, owner = self._keys(run_id)
         async with self._redis.pipeline(transaction=False) as pipe:
-            pipe.exists(log)
+            pipe.exists(log, owner)  # a begun run's stream exists from its first entry on
             pipe.xrange(log, min=f"{seq + 1}-0", max="+")
             exists, rows = await pipe.execute()
         if not exists:
@@ -213,7 +223,7 @@ class LocalAnswerLog:
         if log is None:
             raise KeyError(f"no log for run {run_id}")
         expected = log.entries[-1].seq + 1 if log.entries else 1
-        if entry.seq != expected:  # the same rule Redis applies to stream ids
+        if entry.seq != expected:  # Redis refuses older or repeated ids; a gap too, here
             raise ValueError(f"seq {entry.seq} appended where {expected} was due")
         log.entries.append(entry)
         self._kept(run_id, log)
