@@ -4,12 +4,19 @@ while that worker is alive with a free slot, else to the shared queue; and a rou
 
 from __future__ import annotations
 
-from inference.wire.affinity import LocalAffinityMap, RedisAffinityMap, route
+import asyncio
+from collections.abc import AsyncIterator, Callable
+
+import pytest
+
+from inference.wire.affinity import AffinityMap, LocalAffinityMap, RedisAffinityMap, route
 from inference.wire.registry import LocalWorkerRegistry
 from inference.wire.request_queue import worker_queue
+from tests.inference.redis_db import LOCAL_AND_REDIS, flushed_redis
 from tests.support.net import free_port
 
 SHARED = "inference.requests"
+REDIS_URL = "redis://127.0.0.1:6379/8"
 
 
 async def test_a_conversation_goes_to_its_last_worker_while_it_has_a_free_slot() -> None:
@@ -38,3 +45,43 @@ async def test_affinity_that_cannot_be_read_routes_to_the_shared_queue() -> None
     finally:
         await unreachable.aclose()
     assert queue == SHARED
+
+
+@pytest.fixture(params=LOCAL_AND_REDIS)
+async def affinity_map(
+    request: pytest.FixtureRequest,
+) -> AsyncIterator[Callable[[float], AffinityMap]]:
+    """A map of the implementation under test (in process, or Redis) with this TTL."""
+    made: list[AffinityMap] = []
+
+    def make(ttl_s: float) -> AffinityMap:
+        affinity: AffinityMap = (
+            LocalAffinityMap(ttl_s=ttl_s)
+            if request.param == "local"
+            else RedisAffinityMap(redis_url=REDIS_URL, ttl_s=ttl_s)
+        )
+        made.append(affinity)
+        return affinity
+
+    if request.param == "local":
+        yield make
+    else:
+        async with flushed_redis(REDIS_URL):
+            yield make
+    for affinity in made:
+        await affinity.aclose()
+
+
+async def test_a_conversation_is_remembered_with_its_latest_worker_until_it_expires(
+    affinity_map: Callable[[float], AffinityMap],
+) -> None:
+    affinity = affinity_map(0.3)
+    assert await affinity.worker_of("c1") is None
+    await affinity.remember("c1", "w1")
+    await affinity.remember("c2", "w2")
+    await affinity.remember("c1", "w3")  # its next turn went to another worker
+    assert (await affinity.worker_of("c1"), await affinity.worker_of("c2")) == ("w3", "w2")
+    await asyncio.sleep(0.2)
+    await affinity.remember("c2", "w2")  # each turn keeps it another TTL
+    await asyncio.sleep(0.2)
+    assert (await affinity.worker_of("c1"), await affinity.worker_of("c2")) == (None, "w2")
