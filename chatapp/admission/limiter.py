@@ -126,11 +126,32 @@ def _refused(reason: RefusalReason, retry_after_s: float, *, limits: AdmissionLi
     return Refused(reason=reason, retry_after_s=retry, message=message)
 
 
-def _no_worker(limits: AdmissionLimits) -> Refused:
-    return _refused("no_worker", limits.busy_retry_after_s, limits=limits)
+class _Backend:
+    """What both backends do before they look at their leases: the limiter's own limits unless
+    the caller brings others, and a refusal at once when no worker is there to answer."""
+
+    _limits: AdmissionLimits
+
+    async def acquire(
+        self,
+        *,
+        request_id: str,
+        user_key: str,
+        capacity: int,
+        limits: AdmissionLimits | None = None,
+    ) -> Admitted | Refused:
+        limits = limits or self._limits
+        if capacity <= 0:
+            return _refused("no_worker", limits.busy_retry_after_s, limits=limits)
+        return await self._admit(request_id, user_key, capacity, limits)
+
+    async def _admit(
+        self, request_id: str, user_key: str, capacity: int, limits: AdmissionLimits
+    ) -> Admitted | Refused:
+        raise NotImplementedError
 
 
-class LocalAdmission:
+class LocalAdmission(_Backend):
     """In-process admission for the embedded default (one web process)."""
 
     def __init__(self, *, limits: AdmissionLimits) -> None:
@@ -145,17 +166,9 @@ class LocalAdmission:
         # lock (rather than an asyncio one) also covers callers on other threads' event loops.
         self._lock = threading.Lock()
 
-    async def acquire(
-        self,
-        *,
-        request_id: str,
-        user_key: str,
-        capacity: int,
-        limits: AdmissionLimits | None = None,
+    async def _admit(
+        self, request_id: str, user_key: str, capacity: int, limits: AdmissionLimits
     ) -> Admitted | Refused:
-        limits = limits or self._limits
-        if capacity <= 0:
-            return _no_worker(limits)
         now = time.monotonic()
         with self._lock:
             if limits.user_rate_window_s != self._limits.user_rate_window_s:
@@ -292,7 +305,7 @@ return {'admitted'}
 """
 
 
-class RedisAdmission:
+class RedisAdmission(_Backend):
     """Admission shared by all web processes through Redis.
 
     `now` comes from this process's clock (time.time); web hosts are expected to be
@@ -321,17 +334,9 @@ class RedisAdmission:
         # lease; the length prefix keeps the pair unambiguous whatever characters they hold.
         return f"{len(user_key)}:{user_key}:{request_id}"
 
-    async def acquire(
-        self,
-        *,
-        request_id: str,
-        user_key: str,
-        capacity: int,
-        limits: AdmissionLimits | None = None,
+    async def _admit(
+        self, request_id: str, user_key: str, capacity: int, limits: AdmissionLimits
     ) -> Admitted | Refused:
-        limits = limits or self._limits
-        if capacity <= 0:
-            return _no_worker(limits)
         user_leases, user_starts = self._user_keys(user_key)
         result: list[Any] = await self._acquire(
             keys=[self._leases_key(), user_leases, user_starts],
