@@ -43,7 +43,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -205,28 +205,16 @@ def build_table(pairs: Sequence[tuple[Sample, Sample]]) -> str:
     def rates(samples: Sequence[Sample]) -> list[float]:
         return [r for s in samples if (r := s.decode_tok_s) is not None]
 
+    def row(metric: str, of: Callable[[Sample], float], unit: str, scale: float = 1.0) -> Row:
+        """`of` every sample, direct and over the WebSocket."""
+        direct_values, ws_values = [of(s) for s in direct], [of(s) for s in ws]
+        return Row(metric=metric, direct=direct_values, ws=ws_values, unit=unit, scale=scale)
+
     rows = [
-        Row(
-            metric="TTFT",
-            direct=[s.ttft_s for s in direct],
-            ws=[s.ttft_s for s in ws],
-            unit="ms",
-            scale=1000.0,
-        ),
-        Row(
-            metric="total",
-            direct=[s.total_s for s in direct],
-            ws=[s.total_s for s in ws],
-            unit="ms",
-            scale=1000.0,
-        ),
+        row("TTFT", lambda s: s.ttft_s, "ms", scale=1000.0),
+        row("total", lambda s: s.total_s, "ms", scale=1000.0),
         Row(metric="decode", direct=rates(direct), ws=rates(ws), unit="tok/s"),
-        Row(
-            metric="completion tokens",
-            direct=[float(s.completion_tokens) for s in direct],
-            ws=[float(s.completion_tokens) for s in ws],
-            unit="n",
-        ),
+        row("completion tokens", lambda s: float(s.completion_tokens), "n"),
     ]
     header = "| metric | direct median | direct p90 | WS median | WS p90 | WS/direct (medians) |"
     lines = [header, "|---|---:|---:|---:|---:|---:|"]

@@ -216,13 +216,24 @@ def _ratio(a: float, b: float) -> float:
     return a / b if b > 0 and not math.isnan(a) and not math.isnan(b) else math.nan
 
 
+def _against_full(
+    points: Sequence[PointSummary], other: str
+) -> tuple[dict[float, PointSummary], dict[float, PointSummary], list[float]]:
+    """`full`'s and `other`'s points by load, and the loads both measured (sorted)."""
+    ours, theirs = _by_load(points, "full"), _by_load(points, other)
+    return ours, theirs, sorted(set(ours) & set(theirs))
+
+
+def _not_measured(name: str, other: str) -> Goal:
+    return Goal(name=name, verdict="not measured", detail=f"needs configs full and {other}")
+
+
 def goal_vs_vllm(points: Sequence[PointSummary], *, limit: float = 1.10) -> Goal:
     """`full`'s TTFT (P50 and P95, all requests) within `limit` x vLLM's server at every load."""
     name = f"TTFT within {limit:.2f}x of vLLM's own server at equal load"
-    ours, theirs = _by_load(points, "full"), _by_load(points, "vllm")
-    common = sorted(set(ours) & set(theirs))
+    ours, theirs, common = _against_full(points, "vllm")
     if not common:
-        return Goal(name=name, verdict="not measured", detail="needs configs full and vllm")
+        return _not_measured(name, "vllm")
     parts, met = [], True
     for load in common:
         p50 = _ratio(ours[load].ttft.p50, theirs[load].ttft.p50)
@@ -238,10 +249,9 @@ def goal_vs_vllm(points: Sequence[PointSummary], *, limit: float = 1.10) -> Goal
 def goal_p99_vs_baseline(points: Sequence[PointSummary], *, factor: float = 3.0) -> Goal:
     """Baseline P99 TTFT / `full` P99 TTFT at least `factor`, at every common load."""
     name = f"P99 TTFT at least {factor:g}x lower than the baseline"
-    ours, base = _by_load(points, "full"), _by_load(points, "baseline")
-    common = sorted(set(ours) & set(base))
+    ours, base, common = _against_full(points, "baseline")
     if not common:
-        return Goal(name=name, verdict="not measured", detail="needs configs full and baseline")
+        return _not_measured(name, "baseline")
     ratios = {load: _ratio(base[load].ttft.p99, ours[load].ttft.p99) for load in common}
     met_at = [load for load, r in ratios.items() if r >= factor]
     detail = "; ".join(f"{load:g}: {r:.2f}x" for load, r in ratios.items())
@@ -255,7 +265,7 @@ def goal_sustained(
     name = f"sustained rate within the TTFT target at least {factor:g}x the baseline's"
     configs = {p.config for p in points}
     if not {"full", "baseline"} <= configs:
-        return Goal(name=name, verdict="not measured", detail="needs configs full and baseline")
+        return _not_measured(name, "baseline")
     ours = sustained_rate([p for p in points if p.config == "full"], ttft_target_s=ttft_target_s)
     base = sustained_rate(
         [p for p in points if p.config == "baseline"], ttft_target_s=ttft_target_s
