@@ -222,26 +222,35 @@ def test_a_question_longer_than_the_reserve_cuts_further_and_still_fits() -> Non
     assert len(built.token_ids) <= 600 - 100 - 8
 
 
+def _trimmed_then_continued(
+    so_far: str, *, continued_tokens: int
+) -> tuple[list[ChatTurn], BuiltPrompt, BuiltPrompt]:
+    """A 13th question after 12 turns in a 600-token window, with a 200-token answer: its
+    messages, its first (trimmed) prompt, and the prompt that goes on after `so_far`, of which
+    `continued_tokens` were generated."""
+    builder = _builder(600)
+    messages = _next_turn(_conversation(12), 12)
+    first = builder.build(system=SYSTEM, messages=messages, max_tokens=200, trim=True)
+    going_on = builder.build_continuation(
+        system=SYSTEM,
+        messages=messages,
+        answer_so_far=so_far,
+        max_tokens=200,
+        continued_tokens=continued_tokens,
+        trim=True,
+    )
+    return messages, first, going_on
+
+
 def test_a_moved_answer_in_a_trimmed_conversation_keeps_its_window_and_fits() -> None:
     """Issue 31 defect 5: the continuation of an answer in a long, trimmed conversation was cut
     for the tokens left to the answer (more room: an earlier, longer window than the first
     worker's), so with the text so far it no longer fit and was refused `too_long` half-way.
     It keeps the first worker's window (cut for the whole answer's budget), fits, and gets
     the rest of the budget."""
-    builder = _builder(600)
-    messages = _next_turn(_conversation(12), 12)
-    first = builder.build(system=SYSTEM, messages=messages, max_tokens=200, trim=True)
-    assert first.kept_from > 0  # trimmed
     so_far = " ".join(f"s{i}" for i in range(180))  # 180 of its 200 tokens were streamed
-
-    going_on = builder.build_continuation(
-        system=SYSTEM,
-        messages=messages,
-        answer_so_far=so_far,
-        max_tokens=200,
-        continued_tokens=180,
-        trim=True,
-    )
+    _, first, going_on = _trimmed_then_continued(so_far, continued_tokens=180)
+    assert first.kept_from > 0  # trimmed
     assert going_on.kept_from == first.kept_from
     assert going_on.text.startswith(first.text)
     assert going_on.text.endswith(so_far)
@@ -252,18 +261,8 @@ def test_a_moved_answer_in_a_trimmed_conversation_keeps_its_window_and_fits() ->
 def test_a_continuation_that_outgrows_its_window_drops_more_history_not_the_answer() -> None:
     """Re-encoded, the text so far can take more tokens than were generated: the window then
     starts at a later question rather than the answer being refused."""
-    builder = _builder(600)
-    messages = _next_turn(_conversation(12), 12)
-    first = builder.build(system=SYSTEM, messages=messages, max_tokens=200, trim=True)
     so_far = " ".join(f"s{i}" for i in range(400))  # far more than the 200 it was allowed
-    going_on = builder.build_continuation(
-        system=SYSTEM,
-        messages=messages,
-        answer_so_far=so_far,
-        max_tokens=200,
-        continued_tokens=199,
-        trim=True,
-    )
+    messages, first, going_on = _trimmed_then_continued(so_far, continued_tokens=199)
     assert going_on.kept_from > first.kept_from
     assert messages[going_on.kept_from].role == "user"
     assert going_on.text.endswith(so_far)
