@@ -13,12 +13,13 @@ script checks and takes atomically) and in-process (the embedded single-process 
 
 from __future__ import annotations
 
+import abc
 import math
 import threading
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 import redis.asyncio as redis
 
@@ -61,7 +62,13 @@ class Refused:
     message: str  # for the end user
 
 
-class Admission(Protocol):
+class Admission(abc.ABC):
+    """What both backends offer; they share acquire's opening (the limiter's own limits unless
+    the caller brings others, a refusal at once when no worker is there) and differ in
+    `_admit`."""
+
+    _limits: AdmissionLimits
+
     async def acquire(
         self,
         *,
@@ -74,23 +81,38 @@ class Admission(Protocol):
         it without counting it twice and renews its lease. `limits` replaces the limiter's own
         for this user (API keys carry their own rate and concurrency); the global capacity is
         shared either way."""
+        limits = limits or self._limits
+        if capacity <= 0:
+            return _refused("no_worker", limits.busy_retry_after_s, limits=limits)
+        return await self._admit(request_id, user_key, capacity, limits)
 
+    @abc.abstractmethod
+    async def _admit(
+        self, request_id: str, user_key: str, capacity: int, limits: AdmissionLimits
+    ) -> Admitted | Refused:
+        """`acquire` once there is capacity, with the limits that apply."""
+
+    @abc.abstractmethod
     async def draft_take(self, *, user_key: str, every_s: float) -> bool:
         """A typing prefill for this user may go: at most one per `every_s` for each user,
         over all sockets and web processes (0: always)."""
         ...
 
+    @abc.abstractmethod
     async def release(self, *, request_id: str, user_key: str, refund: bool = False) -> None:
         """Free the request's leases; idempotent. `refund`: the request was refused after it
         was admitted (nothing started), so it does not count against the user's rate either."""
 
+    @abc.abstractmethod
     async def renew(self, *, leases: list[Lease]) -> None:
         """Extend these leases by `lease_s` from now (their owner is alive); a lease already
         released or expired stays so."""
 
+    @abc.abstractmethod
     async def outstanding(self) -> int:
         """Requests admitted and not yet released (live leases)."""
 
+    @abc.abstractmethod
     async def aclose(self) -> None:
         """Release connections (nothing to do in process)."""
 
@@ -126,32 +148,7 @@ def _refused(reason: RefusalReason, retry_after_s: float, *, limits: AdmissionLi
     return Refused(reason=reason, retry_after_s=retry, message=message)
 
 
-class _Backend:
-    """What both backends do before they look at their leases: the limiter's own limits unless
-    the caller brings others, and a refusal at once when no worker is there to answer."""
-
-    _limits: AdmissionLimits
-
-    async def acquire(
-        self,
-        *,
-        request_id: str,
-        user_key: str,
-        capacity: int,
-        limits: AdmissionLimits | None = None,
-    ) -> Admitted | Refused:
-        limits = limits or self._limits
-        if capacity <= 0:
-            return _refused("no_worker", limits.busy_retry_after_s, limits=limits)
-        return await self._admit(request_id, user_key, capacity, limits)
-
-    async def _admit(
-        self, request_id: str, user_key: str, capacity: int, limits: AdmissionLimits
-    ) -> Admitted | Refused:
-        raise NotImplementedError
-
-
-class LocalAdmission(_Backend):
+class LocalAdmission(Admission):
     """In-process admission for the embedded default (one web process)."""
 
     def __init__(self, *, limits: AdmissionLimits) -> None:
@@ -305,7 +302,7 @@ return {'admitted'}
 """
 
 
-class RedisAdmission(_Backend):
+class RedisAdmission(Admission):
     """Admission shared by all web processes through Redis.
 
     `now` comes from this process's clock (time.time); web hosts are expected to be
