@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import datetime as dt
 import gc
 import json
@@ -285,8 +286,12 @@ async def chat_socket(*, username: str = "bench") -> AsyncIterator[Any]:
 
 
 @dataclass(kw_only=True)
-class Reply:
-    """One `chat.send` answered: client-side times (s) and what `chat.done` reports."""
+class Measures:
+    """What one `chat.send` measured: client-side times (s) and what `chat.done` reports.
+
+    A result record that holds them lists what identifies it in a dataclass of its own and
+    derives from both, `class Trial(harness.Measures, TrialKey)`: dataclass fields follow the
+    bases from the last, so the record (and its JSON) has its key first, then these."""
 
     ttft_s: float | None  # None: no chat.delta (the model stopped at once)
     accepted_s: float
@@ -298,13 +303,19 @@ class Reply:
     queue_wait_ms: float | None
     server_total_ms: float | None
     answer: str
+
+
+@dataclass(kw_only=True)
+class Reply(Measures):
+    """One `chat.send` answered: its measures, the whole `chat.done` and the conversation."""
+
     done: dict[str, Any]
     conversation_id: str | None  # from `chat.accepted`
 
     def fields(self) -> dict[str, Any]:
-        """The measurements as keyword arguments for a result record (`done` and the
+        """The measures as keyword arguments for a result record (`done` and the
         conversation left out)."""
-        return {k: v for k, v in vars(self).items() if k not in ("done", "conversation_id")}
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(Measures)}
 
 
 async def send_and_wait(*, ws: Any, frame: dict[str, Any], timeout_s: float = 120) -> Reply:

@@ -388,7 +388,7 @@ class Clock:
 
 
 @dataclass(kw_only=True)
-class Sample:
+class SampleKey:
     index: int
     round: int
     block: int
@@ -398,16 +398,12 @@ class Sample:
     engine_unfinished_at_send: int
     bg_running_at_send: int  # accepted by a worker and not ended
     bg_prefills_overlapping: int  # background prefills in flight while waiting for the token
-    ttft_s: float | None
-    accepted_s: float
-    total_s: float
-    prompt_tokens: int | None
-    cached_prompt_tokens: int | None
-    completion_tokens: int | None
-    server_ttft_ms: float | None
-    queue_wait_ms: float | None
-    server_total_ms: float | None
-    answer: str
+
+
+@dataclass(kw_only=True)
+class Sample(harness.Measures, SampleKey):
+    """A probe's key, then what it measured (the JSON's key order)."""
+
     measured: bool = True
 
     @property

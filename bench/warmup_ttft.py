@@ -177,23 +177,19 @@ def warmup_disabled() -> Iterator[None]:
 
 
 @dataclass(kw_only=True)
-class Trial:
+class TrialKey:
     index: int
     variant: Variant
     policy_id: str
     publish_s: float
     warmed: bool
     warm_prompt_tokens: int | None
-    ttft_s: float | None  # None: no chat.delta (the model stopped at once)
-    accepted_s: float
-    total_s: float
-    prompt_tokens: int | None
-    cached_prompt_tokens: int | None
-    completion_tokens: int | None
-    server_ttft_ms: float | None
-    queue_wait_ms: float | None
-    server_total_ms: float | None
-    answer: str
+
+
+@dataclass(kw_only=True)
+class Trial(harness.Measures, TrialKey):
+    """A trial's key, then what it measured (the JSON's key order)."""
+
     measured: bool = True
 
     def to_json(self) -> dict[str, Any]:
