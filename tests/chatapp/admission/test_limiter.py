@@ -156,19 +156,21 @@ async def test_rate_limit_retry_after_is_when_the_oldest_request_leaves(make: Ma
 
 async def test_refused_requests_consume_nothing(make: Make) -> None:
     admission = make(user_rate=2, user_max_concurrent=1)
-    # busy refusals
+
+    async def alice_refused_three_times(request_id: str, capacity: int, reason: str) -> None:
+        for _ in range(3):
+            refused = refusal(
+                await admission.acquire(request_id=request_id, user_key="alice", capacity=capacity)
+            )
+            assert refused.reason == reason
+
     assert isinstance(await admission.acquire(request_id="b", user_key="bob", capacity=1), Admitted)
-    for _ in range(3):
-        refused = refusal(await admission.acquire(request_id="a1", user_key="alice", capacity=1))
-        assert refused.reason == "busy"
+    await alice_refused_three_times("a1", capacity=1, reason="busy")
     await admission.release(request_id="b", user_key="bob")
     assert isinstance(
         await admission.acquire(request_id="a1", user_key="alice", capacity=1), Admitted
     )
-    # user-concurrency refusals
-    for _ in range(3):
-        refused = refusal(await admission.acquire(request_id="a2", user_key="alice", capacity=5))
-        assert refused.reason == "user_concurrency"
+    await alice_refused_three_times("a2", capacity=5, reason="user_concurrency")
     await admission.release(request_id="a1", user_key="alice")
     # alice's second start only: the five refusals did not count against her rate
     assert isinstance(
