@@ -434,6 +434,20 @@ CLASSIFY: list[openai.types.chat.ChatCompletionMessageParam] = [
 ]
 
 
+def classify_both_ways(
+    real: LiveServer, client: openai.OpenAI, **request: Any
+) -> tuple[openai.types.chat.ChatCompletion, list[openai.types.chat.ChatCompletionChunk]]:
+    """The same CLASSIFY request to the real engine, answered whole and then streamed."""
+    create = client.chat.completions.create
+    completion: openai.types.chat.ChatCompletion = create(
+        model=real.model, messages=CLASSIFY, **request
+    )
+    stream: openai.Stream[openai.types.chat.ChatCompletionChunk] = create(
+        model=real.model, messages=CLASSIFY, **request, stream=True
+    )
+    return completion, list(stream)
+
+
 @pytest.mark.vllm
 def test_the_same_seed_samples_the_same_answer_on_the_real_engine(real: LiveServer) -> None:
     client = real.client(real.key("vllm-seed"))
@@ -458,12 +472,8 @@ def test_response_format_makes_the_real_engine_answer_json(real: LiveServer) -> 
         "type": "json_schema",
         "json_schema": {"name": "ticket", "schema": TICKET_SCHEMA, "strict": True},
     }
-    completion = client.chat.completions.create(
-        model=real.model,
-        messages=CLASSIFY,
-        max_tokens=48,
-        temperature=0,
-        response_format=response_format,
+    completion, chunks = classify_both_ways(
+        real, client, max_tokens=48, temperature=0, response_format=response_format
     )
     text = completion.choices[0].message.content or ""
     # the random model writes garbage, but structured outputs admit only the schema's JSON
@@ -472,15 +482,7 @@ def test_response_format_makes_the_real_engine_answer_json(real: LiveServer) -> 
     assert isinstance(answer["urgent"], bool)
     assert answer["topic"] in ("shipping", "billing", "other")
     assert completion.choices[0].finish_reason == "stop"
-    stream = client.chat.completions.create(
-        model=real.model,
-        messages=CLASSIFY,
-        max_tokens=48,
-        temperature=0,
-        response_format=response_format,
-        stream=True,
-    )
-    assert streamed_text(stream) == text
+    assert streamed_text(chunks) == text
 
     # Any JSON object: its strings are free, so a random model may not close it within
     # max_tokens; what is certain is that it must open it (no other first token is allowed).
@@ -518,13 +520,8 @@ def test_response_format_makes_the_real_engine_answer_json(real: LiveServer) -> 
 @pytest.mark.vllm
 def test_logprobs_and_logit_bias_on_the_real_engine(real: LiveServer) -> None:
     client = real.client(real.key("vllm-logprobs"))
-    completion = client.chat.completions.create(
-        model=real.model,
-        messages=CLASSIFY,
-        max_tokens=8,
-        temperature=0,
-        logprobs=True,
-        top_logprobs=3,
+    completion, chunks = classify_both_ways(
+        real, client, max_tokens=8, temperature=0, logprobs=True, top_logprobs=3
     )
     choice = completion.choices[0]
     assert choice.logprobs is not None
@@ -540,16 +537,7 @@ def test_logprobs_and_logit_bias_on_the_real_engine(real: LiveServer) -> None:
         assert ranked == sorted(ranked, reverse=True)
         # greedy: the sampled token is the likeliest one
         assert token.top_logprobs[0].logprob == pytest.approx(token.logprob)
-    stream = client.chat.completions.create(
-        model=real.model,
-        messages=CLASSIFY,
-        max_tokens=8,
-        temperature=0,
-        logprobs=True,
-        top_logprobs=3,
-        stream=True,
-    )
-    streamed = streamed_logprobs(stream)
+    streamed = streamed_logprobs(chunks)
     assert [t.token for t in streamed] == [t.token for t in tokens]
     assert [t.logprob for t in streamed] == pytest.approx([t.logprob for t in tokens], abs=1e-4)
 
