@@ -27,11 +27,11 @@ class Scripted:
 
 
 def decide(
-    query: str, probabilities: dict[str, float], *candidates: Candidate, rule: ChoiceRule = RULE
+    query: str, probabilities: dict[Candidate, float], *, rule: ChoiceRule = RULE
 ) -> EntryChoice:
-    return choose(
-        query=query, candidates=list(candidates), scorer=Scripted(probabilities), rule=rule
-    )
+    """`choose` among the candidates of `probabilities`, in its order, each scored as given."""
+    scorer = Scripted({c.phrasing: p for c, p in probabilities.items()})
+    return choose(query=query, candidates=list(probabilities), scorer=scorer, rule=rule)
 
 
 def accepted(choice: EntryChoice) -> MatchDecision:
@@ -50,51 +50,35 @@ def test_two_entries_both_likely_is_unsure_and_offers_both() -> None:
     # issue 30: 0.979 for reset-password, 0.977 for delete-account: the old rule took the
     # higher, the wrong one
     choice = decide(
-        "I want to close my account permanently",
-        {RESET.phrasing: 0.979, DELETE.phrasing: 0.977, EMAIL.phrasing: 0.01},
-        RESET,
-        DELETE,
-        EMAIL,
+        "I want to close my account permanently", {RESET: 0.979, DELETE: 0.977, EMAIL: 0.01}
     )
     assert "unsure" in refused(choice).reason
     assert [c.entry_id for c in choice.suggestions] == [RESET.entry_id, DELETE.entry_id]
 
 
 def test_a_clear_winner_answers() -> None:
-    choice = decide(
-        "I want my account gone for good",
-        {RESET.phrasing: 0.02, DELETE.phrasing: 0.99, EMAIL.phrasing: 0.001},
-        RESET,
-        DELETE,
-        EMAIL,
-    )
+    choice = decide("I want my account gone for good", {RESET: 0.02, DELETE: 0.99, EMAIL: 0.001})
     assert accepted(choice).entry_id == DELETE.entry_id
     assert choice.suggestions == ()
 
 
 def test_the_margin_is_in_log_odds_against_the_runner_up() -> None:
-    probabilities = {RESET.phrasing: 0.99, DELETE.phrasing: 0.9}  # lead: 4.6 - 2.2 = 2.4
-    accepted(decide("q", probabilities, RESET, DELETE))
+    probabilities = {RESET: 0.99, DELETE: 0.9}  # lead: 4.6 - 2.2 = 2.4
+    accepted(decide("q", probabilities))
     stricter = ChoiceRule(threshold=0.95, margin=2.5, cosine_floor=0.45, suggest_at=0.5)
-    refused(decide("q", probabilities, RESET, DELETE, rule=stricter))
+    refused(decide("q", probabilities, rule=stricter))
     assert round(log_odds(0.99) - log_odds(0.9), 2) == 2.4
 
 
 def test_below_the_threshold_nothing_answers_and_only_likely_entries_are_offered() -> None:
-    choice = decide("q", {RESET.phrasing: 0.7, DELETE.phrasing: 0.2}, RESET, DELETE)
+    choice = decide("q", {RESET: 0.7, DELETE: 0.2})
     refused(choice)
     assert [c.entry_id for c in choice.suggestions] == [RESET.entry_id]
 
 
 def test_phrasings_of_one_entry_are_not_each_others_runner_up() -> None:
     alternate = Candidate(entry_id=DELETE.entry_id, phrasing="Close my account", score=0.58)
-    choice = decide(
-        "close my account for good",
-        {DELETE.phrasing: 0.97, alternate.phrasing: 0.99, RESET.phrasing: 0.01},
-        DELETE,
-        alternate,
-        RESET,
-    )
+    choice = decide("close my account for good", {DELETE: 0.97, alternate: 0.99, RESET: 0.01})
     assert accepted(choice).entry_id == DELETE.entry_id
 
 
