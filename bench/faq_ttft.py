@@ -630,14 +630,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     model_dir: Path = args.model_dir.resolve()
-    with harness.fresh_app(
+    result = harness.run_in_fresh_app(
+        run,
+        args,
         prefix="faq_ttft-",
-        model_dir=model_dir,
-        cache_dir=args.cache_dir.resolve(),
         # the FAQ path on both sides: the consumer asks for a lookup, the worker has a cache
         extra_env={"CHAT_FAQ_ENABLED": "1", "INFERENCE_FAQ": "1"},
-    ):
-        result = asyncio.run(run(args))
+    )
 
     requests: list[Request] = result["requests"]
     measured = [r for r in requests if r.measured]

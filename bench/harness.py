@@ -35,17 +35,27 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Callable,
+    Coroutine,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from inference.engines.base import Engine
     from inference.faq.cache import FaqCache
     from inference.settings import WorkerSettings
     from inference.worker import InferenceWorker
+
+T = TypeVar("T")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 RESULTS_DIR = REPO_ROOT / "bench" / "results"
@@ -150,6 +160,23 @@ def fresh_app(
         yield workdir
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def run_in_fresh_app(
+    run: Callable[[argparse.Namespace], Coroutine[Any, Any, T]],
+    args: argparse.Namespace,
+    *,
+    prefix: str,
+    extra_env: Mapping[str, str] | None = None,
+) -> T:
+    """`run(args)` to its end in a `fresh_app` on `--model-dir` and `--cache-dir` (resolved)."""
+    with fresh_app(
+        prefix=prefix,
+        model_dir=args.model_dir.resolve(),
+        cache_dir=args.cache_dir.resolve(),
+        extra_env=extra_env,
+    ):
+        return asyncio.run(run(args))
 
 
 # ---- the engine and its worker -----------------------------------------------------------

@@ -856,14 +856,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     model_dir: Path = args.model_dir.resolve()
-    with harness.fresh_app(
+    result = harness.run_in_fresh_app(
+        run,
+        args,
         prefix="priority_ttft-",
-        model_dir=model_dir,
-        cache_dir=args.cache_dir.resolve(),
         # every answer from the model; one user sends ~30 messages a minute (default limit 30)
         extra_env={"CHAT_FAQ_ENABLED": "0", "CHAT_USER_RATE": "100000"},
-    ):
-        result = asyncio.run(run(args))
+    )
 
     samples: list[Sample] = result["samples"]
     records: list[BgRecord] = result["records"]

@@ -275,13 +275,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     model_dir: Path = args.model_dir.resolve()
-    with harness.fresh_app(
+    result = harness.run_in_fresh_app(
+        run,
+        args,
         prefix="typing_prefill-",
-        model_dir=model_dir,
-        cache_dir=args.cache_dir.resolve(),
         extra_env={"CHAT_MAX_TOKENS": "8", "CHAT_FAQ_ENABLED": "0", "INFERENCE_FAQ": "0"},
-    ):
-        result = asyncio.run(run(args))
+    )
     samples: list[Sample] = result["samples"]
     stamp = harness.timestamp()
     header = (

@@ -363,10 +363,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     model_dir: Path = args.model_dir.resolve()
-    with harness.fresh_app(
-        prefix="warmup_ttft-", model_dir=model_dir, cache_dir=args.cache_dir.resolve()
-    ):
-        result = asyncio.run(run(args))
+    result = harness.run_in_fresh_app(run, args, prefix="warmup_ttft-")
 
     trials: list[Trial] = result["trials"]
     measured = [t for t in trials if t.measured]
