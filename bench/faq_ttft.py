@@ -64,6 +64,8 @@ if TYPE_CHECKING:
 from bench import harness
 
 MODULE = "bench.faq_ttft"
+# The FAQ path on both sides: the consumer asks for a lookup, the worker has a cache.
+APP_ENV = {"CHAT_FAQ_ENABLED": "1", "INFERENCE_FAQ": "1"}
 
 Kind = Literal["faq", "model", "model_off"]  # model_off: the same question, cache off
 
@@ -630,13 +632,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     model_dir: Path = args.model_dir.resolve()
-    result = harness.run_in_fresh_app(
-        run,
-        args,
-        prefix="faq_ttft-",
-        # the FAQ path on both sides: the consumer asks for a lookup, the worker has a cache
-        extra_env={"CHAT_FAQ_ENABLED": "1", "INFERENCE_FAQ": "1"},
-    )
+    result = harness.run_in_fresh_app(run, args, prefix="faq_ttft-", extra_env=APP_ENV)
 
     requests: list[Request] = result["requests"]
     measured = [r for r in requests if r.measured]

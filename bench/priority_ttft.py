@@ -79,6 +79,8 @@ if TYPE_CHECKING:
     from inference.settings import WorkerSettings
 
 MODULE = "bench.priority_ttft"
+# Every answer from the model; one user sends ~30 messages a minute (default limit 30).
+APP_ENV = {"CHAT_FAQ_ENABLED": "0", "CHAT_USER_RATE": "100000"}
 
 Phase = Literal["A", "B", "C", "D"]
 PHASE_LABELS: dict[str, str] = {
@@ -856,13 +858,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     model_dir: Path = args.model_dir.resolve()
-    result = harness.run_in_fresh_app(
-        run,
-        args,
-        prefix="priority_ttft-",
-        # every answer from the model; one user sends ~30 messages a minute (default limit 30)
-        extra_env={"CHAT_FAQ_ENABLED": "0", "CHAT_USER_RATE": "100000"},
-    )
+    result = harness.run_in_fresh_app(run, args, prefix="priority_ttft-", extra_env=APP_ENV)
 
     samples: list[Sample] = result["samples"]
     records: list[BgRecord] = result["records"]

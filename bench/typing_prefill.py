@@ -40,6 +40,7 @@ from typing import Any
 from bench import harness
 
 MODULE = "bench.typing_prefill"
+APP_ENV = {"CHAT_MAX_TOKENS": "8", "CHAT_FAQ_ENABLED": "0", "INFERENCE_FAQ": "0"}
 OPENING = "Hi, I need help with an order."
 FOLLOW_UP = "Which of these can still be cancelled today?"
 
@@ -275,12 +276,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     model_dir: Path = args.model_dir.resolve()
-    result = harness.run_in_fresh_app(
-        run,
-        args,
-        prefix="typing_prefill-",
-        extra_env={"CHAT_MAX_TOKENS": "8", "CHAT_FAQ_ENABLED": "0", "INFERENCE_FAQ": "0"},
-    )
+    result = harness.run_in_fresh_app(run, args, prefix="typing_prefill-", extra_env=APP_ENV)
     samples: list[Sample] = result["samples"]
     stamp = harness.timestamp()
     header = (
