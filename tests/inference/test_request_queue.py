@@ -33,6 +33,14 @@ async def queue(
     await made.aclose()
 
 
+@pytest.fixture
+async def redis_queue(redis_db: aioredis.Redis) -> AsyncIterator[RedisStreamQueue]:
+    """The Redis queue alone, for what only it does (re-delivery, expiry, a lost Redis)."""
+    made = RedisStreamQueue(redis_url=REDIS_URL, reclaim_after_s=RECLAIM_S)
+    yield made
+    await made.aclose()
+
+
 def job(n: int) -> dict[str, Any]:
     return {"type": "inference.generate", "request_id": f"r{n}", "n": n}
 
@@ -63,68 +71,59 @@ async def test_each_request_is_taken_by_one_of_many_takers_in_order(queue: Reque
 
 
 @pytest.mark.redis
-async def test_a_retried_put_of_the_same_request_adds_nothing(redis_db: aioredis.Redis) -> None:
+async def test_a_retried_put_of_the_same_request_adds_nothing(
+    redis_queue: RedisStreamQueue,
+) -> None:
     """redis-py retries a command whose connection broke; the first try may have run."""
-    queue = RedisStreamQueue(redis_url=REDIS_URL)
-    try:
-        first = await queue.put("q", job(1))
-        again = await queue.put("q", job(1))
-        assert first == again
-        assert await queue.depth("q") == 1
-    finally:
-        await queue.aclose()
+    first = await redis_queue.put("q", job(1))
+    again = await redis_queue.put("q", job(1))
+    assert first == again
+    assert await redis_queue.depth("q") == 1
 
 
 @pytest.mark.redis
 async def test_a_request_taken_by_a_taker_that_died_is_served_by_another(
-    redis_db: aioredis.Redis,
+    redis_queue: RedisStreamQueue,
 ) -> None:
-    queue = RedisStreamQueue(redis_url=REDIS_URL, reclaim_after_s=RECLAIM_S)
-    try:
-        await queue.put("q", job(1))
-        dead = await take(queue, "killed-worker")  # taken, never accepted: killed -9
-        again = await take(queue, "live-worker")
-        assert again.entry_id == dead.entry_id
-        assert again.deliveries == 2
-        # the dead taker's late accept (it was only frozen) loses: one server, not two
-        assert not await queue.accept(dead)
-        assert await queue.accept(again)
-        assert await queue.accept(again)  # a retried accept (lost reply) still succeeds
-        assert await queue.depth("q") == 0
-    finally:
-        await queue.aclose()
+    await redis_queue.put("q", job(1))
+    dead = await take(redis_queue, "killed-worker")  # taken, never accepted: killed -9
+    again = await take(redis_queue, "live-worker")
+    assert again.entry_id == dead.entry_id
+    assert again.deliveries == 2
+    # the dead taker's late accept (it was only frozen) loses: one server, not two
+    assert not await redis_queue.accept(dead)
+    assert await redis_queue.accept(again)
+    assert await redis_queue.accept(again)  # a retried accept (lost reply) still succeeds
+    assert await redis_queue.depth("q") == 0
 
 
 @pytest.mark.redis
 async def test_a_dead_takers_request_behind_many_fresh_ones_is_still_reclaimed(
+    redis_queue: RedisStreamQueue,
     redis_db: aioredis.Redis,
 ) -> None:
     """Takers waiting for a slot hold their requests taken but not yet accepted; a request
     held by a killed taker behind more than ten of those must still be reclaimed (Redis
     looks at about ten pending entries per XAUTOCLAIM call: the scan has to go on)."""
-    queue = RedisStreamQueue(redis_url=REDIS_URL, reclaim_after_s=RECLAIM_S)
+    for n in range(13):
+        await redis_queue.put("q", job(n))
+    fresh = [await take(redis_queue, f"waiting-{n}") for n in range(12)]
+    dead = await take(redis_queue, "killed-worker")
+    await asyncio.sleep(RECLAIM_S + 0.1)
+
+    async def keep_fresh() -> None:  # the waiting takers are alive: never idle for long
+        while True:
+            ids = [t.entry_id for t in fresh]
+            await redis_db.xclaim(f"{KEY_PREFIX}q", GROUP, "waiting", 0, ids, justid=True)
+            await asyncio.sleep(RECLAIM_S / 6)
+
+    alive = asyncio.create_task(keep_fresh())
     try:
-        for n in range(13):
-            await queue.put("q", job(n))
-        fresh = [await take(queue, f"waiting-{n}") for n in range(12)]
-        dead = await take(queue, "killed-worker")
-        await asyncio.sleep(RECLAIM_S + 0.1)
-
-        async def keep_fresh() -> None:  # the waiting takers are alive: never idle for long
-            while True:
-                ids = [t.entry_id for t in fresh]
-                await redis_db.xclaim(f"{KEY_PREFIX}q", GROUP, "waiting", 0, ids, justid=True)
-                await asyncio.sleep(RECLAIM_S / 6)
-
-        alive = asyncio.create_task(keep_fresh())
-        try:
-            await asyncio.sleep(0.05)
-            again = await take(queue, "live-worker")
-        finally:
-            alive.cancel()
-        assert again.entry_id == dead.entry_id
+        await asyncio.sleep(0.05)
+        again = await take(redis_queue, "live-worker")
     finally:
-        await queue.aclose()
+        alive.cancel()
+    assert again.entry_id == dead.entry_id
 
 
 async def test_a_handed_back_request_is_taken_next_in_its_old_place(queue: RequestQueue) -> None:
@@ -222,21 +221,19 @@ async def test_a_request_waiting_taken_or_accepted_is_not_lost(queue: RequestQue
 
 
 @pytest.mark.redis
-async def test_a_request_a_redis_restart_dropped_is_lost(redis_db: aioredis.Redis) -> None:
-    queue = RedisStreamQueue(redis_url=REDIS_URL)
-    try:
-        entry = await queue.put("q", job(1))
-        await redis_db.flushdb()  # restarted without persistence
-        assert await queue.lost("q", entry) is True
-        await queue.put("q", job(1))  # its put key went too: it is queued anew
-        assert await queue.depth("q") == 1
-    finally:
-        await queue.aclose()
+async def test_a_request_a_redis_restart_dropped_is_lost(
+    redis_queue: RedisStreamQueue, redis_db: aioredis.Redis
+) -> None:
+    entry = await redis_queue.put("q", job(1))
+    await redis_db.flushdb()  # restarted without persistence
+    assert await redis_queue.lost("q", entry) is True
+    await redis_queue.put("q", job(1))  # its put key went too: it is queued anew
+    assert await redis_queue.depth("q") == 1
 
 
 @pytest.mark.redis
 async def test_a_gone_workers_own_queue_expires_and_a_live_ones_does_not(
-    redis_db: aioredis.Redis, monkeypatch: pytest.MonkeyPatch
+    redis_queue: RedisStreamQueue, redis_db: aioredis.Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Issue 31 defect 12: a worker's own queue (`<queue>@<worker>`, affinity and warm-ups)
     stayed in Redis forever after the worker was gone, one stream and group per worker ever
@@ -244,17 +241,13 @@ async def test_a_gone_workers_own_queue_expires_and_a_live_ones_does_not(
     from inference.wire import stream_queue
 
     monkeypatch.setattr(stream_queue, "WORKER_QUEUE_IDLE_S", 1.0)
-    queue = RedisStreamQueue(redis_url=REDIS_URL, reclaim_after_s=RECLAIM_S)
-    try:
-        await queue.put("q", job(1))
-        await queue.put("q@gone", job(2))  # routed to a worker that died just then
-        live = asyncio.create_task(queue.take_any(["q@live"], consumer="live"))
-        await asyncio.sleep(2.0)  # the live worker waits, taking
-        assert await redis_db.exists(f"{KEY_PREFIX}q@live") == 1
-        assert await redis_db.exists(f"{KEY_PREFIX}q@gone") == 0
-        assert await redis_db.ttl(f"{KEY_PREFIX}q") == -1  # the shared queue: kept
-        await queue.put("q@live", job(3))
-        taken = await asyncio.wait_for(live, 3)
-        assert taken.message["n"] == 3
-    finally:
-        await queue.aclose()
+    await redis_queue.put("q", job(1))
+    await redis_queue.put("q@gone", job(2))  # routed to a worker that died just then
+    live = asyncio.create_task(redis_queue.take_any(["q@live"], consumer="live"))
+    await asyncio.sleep(2.0)  # the live worker waits, taking
+    assert await redis_db.exists(f"{KEY_PREFIX}q@live") == 1
+    assert await redis_db.exists(f"{KEY_PREFIX}q@gone") == 0
+    assert await redis_db.ttl(f"{KEY_PREFIX}q") == -1  # the shared queue: kept
+    await redis_queue.put("q@live", job(3))
+    taken = await asyncio.wait_for(live, 3)
+    assert taken.message["n"] == 3
