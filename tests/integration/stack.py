@@ -10,8 +10,8 @@ and `python -m inference`), with the scripted engine (no model: it answers "You 
   on its own redis-server (a free port; the shared one on 6379 is never touched) and database,
   and stops it on exit. `Stack` starts, kills and restarts its worker and Redis.
 * the browser side: `session_for(host)` logs the demo user in, `Chat` is one logged-in tab's
-  WebSocket, `Answer` what it showed of one answer; `send_frame`, `resume_frame`, and
-  `slow_question` build what it sends.
+  WebSocket, `Answer` what it showed of one answer; `send_frame`, `resume_frame` (the in-process
+  tests' own, tests/support/sockets.py), and `slow_question` build what it sends.
 * the stored side: `stored`, `stored_when_ended`, `messages_in`, `db_connection`, `db_value`
   read the stack's database; `workers_become` polls its worker registry.
 """
@@ -50,6 +50,8 @@ from tests.integration.processes import (
     wait_until,
 )
 from tests.support.net import free_port
+from tests.support.sockets import resume_frame as resume_frame  # the frames the page sends
+from tests.support.sockets import send_frame as send_frame
 
 PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
 PASSWORD = "faults-demo-pw-123"
@@ -427,24 +429,6 @@ class Chat:
             answer.arrivals.append(time.monotonic())
             answer.add(frame)
         return answer
-
-
-def send_frame(text: str, conversation_id: str | None = None) -> dict[str, Any]:
-    return {
-        "type": "chat.send",
-        "id": str(uuid.uuid4()),
-        "conversation_id": conversation_id,
-        "text": text,
-    }
-
-
-def resume_frame(message_id: str, last_seq: int) -> dict[str, Any]:
-    return {
-        "type": "chat.resume",
-        "id": str(uuid.uuid4()),
-        "message_id": message_id,
-        "last_seq": last_seq,
-    }
 
 
 async def session_for(host: str) -> str:

@@ -272,7 +272,7 @@ async def test_a_send_stalled_by_a_row_lock_cuts_no_answer_on_its_web_process(
         "SELECT 1 FROM conversations_conversation WHERE id = %s FOR UPDATE",
         (first["conversation_id"],),
     )
-    follow_up = send_frame("the follow-up that waits", first["conversation_id"])
+    follow_up = send_frame("the follow-up that waits", conversation_id=first["conversation_id"])
     await other.send(follow_up)  # its turn waits on the lock, on A's database thread
     replied = asyncio.create_task(other.reply(follow_up["id"], timeout=30))
     reading = asyncio.create_task(reader.follow(answer, timeout=30))

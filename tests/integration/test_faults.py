@@ -364,7 +364,7 @@ async def _load_client(index: int, host: str, session: str, stats: LoadStats) ->
         conversation_id: str | None = None
         for n in range(MESSAGES_PER_CLIENT):
             text = f"load client {index} message {n} {uuid.uuid4().hex[:6]}"
-            frame = send_frame(text, conversation_id)
+            frame = send_frame(text, conversation_id=conversation_id)
             stats.sent[frame["id"]] = text
             while True:
                 asked = time.monotonic()
