@@ -96,7 +96,6 @@ class Admission(abc.ABC):
     async def draft_take(self, *, user_key: str, every_s: float) -> bool:
         """A typing prefill for this user may go: at most one per `every_s` for each user,
         over all sockets and web processes (0: always)."""
-        ...
 
     @abc.abstractmethod
     async def release(self, *, request_id: str, user_key: str, refund: bool = False) -> None:
