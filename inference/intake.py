@@ -42,16 +42,10 @@ class RequestIntake:
     async def take(self, queues: list[str], *, consumer: str) -> Taken:
         """Take from the first of `queues` that has a request, waiting for one; a Redis
         restart is waited out (requests put meanwhile wait in Redis)."""
-        backoff = retry.RECEIVE.start()
-        while True:
-            retry.stop_if_cancelled()
-            try:
-                return await self._queue.take_any(queues, consumer=consumer)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                logger.warning("taking from %s failed (%s); retrying", queues[-1], exc)
-                await backoff.sleep()
+        return await retry.until_done(
+            lambda: self._queue.take_any(queues, consumer=consumer),
+            what=f"taking from {queues[-1]}",
+        )
 
     async def hand_back_all(self, shared: tuple[str, ...], *, consumer: str) -> int:
         """Hand back every request `consumer` took from the `shared` queues (and from their

@@ -9,7 +9,14 @@ the client, for single idempotent commands.)
 from __future__ import annotations
 
 import asyncio
+import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,3 +67,20 @@ def stop_if_cancelled() -> None:
     task = asyncio.current_task()
     if task is not None and task.cancelling():
         raise asyncio.CancelledError
+
+
+async def until_done(call: Callable[[], Awaitable[T]], *, what: str) -> T:
+    """`call()` until it returns, waiting out Redis restarting with the `RECEIVE` backoff:
+    what a long-lived reader (a worker taking requests, a relay or worker receiving) does, so
+    an outage is waited out instead of ending it. Each failure is logged as "`what` failed";
+    only a cancel stops it."""
+    backoff = RECEIVE.start()
+    while True:
+        stop_if_cancelled()
+        try:
+            return await call()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            logger.warning("%s failed (%s); retrying", what, exc)
+            await backoff.sleep()

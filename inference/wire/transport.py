@@ -44,16 +44,7 @@ async def receive_retrying(receiver: Receiver, channel: str) -> dict[str, Any]:
     """Receive, riding out a Redis restart: what a long-lived reader (a worker's control
     channel, a relay) does, so an outage is waited out instead of ending the reader. What was
     lost meanwhile is the senders' and the watchdogs' business (the stream's `seq` shows it)."""
-    backoff = retry.RECEIVE.start()
-    while True:
-        retry.stop_if_cancelled()
-        try:
-            return await receiver.receive(channel)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            logger.warning("receive on %s failed (%s); retrying", channel, exc)
-            await backoff.sleep()
+    return await retry.until_done(lambda: receiver.receive(channel), what=f"receive on {channel}")
 
 
 async def serve_requests(
