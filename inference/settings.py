@@ -66,20 +66,21 @@ class _EnvSettings(BaseSettings):
         except ValidationError as exc:
             raise ValueError(_described(cls, exc)) from None
 
-    @classmethod
-    def env_name(cls, field: str) -> str:
-        """The variable a field is read from."""
-        alias = cls.model_fields[field].validation_alias
-        if isinstance(alias, str):
-            return alias
-        return f"{cls.model_config.get('env_prefix', '')}{field}".upper()
+
+def env_name(model: type[BaseSettings], field: str) -> str:
+    """The environment variable a settings field is read from: its alias, else the model's
+    prefix and the field's name."""
+    alias = model.model_fields[field].validation_alias
+    if isinstance(alias, str):
+        return alias
+    return f"{model.model_config.get('env_prefix', '')}{field}".upper()
 
 
 def _described(model: type[_EnvSettings], exc: ValidationError) -> str:
     problems = []
     for error in exc.errors():
         field = str(error["loc"][0]) if error["loc"] else ""
-        name = model.env_name(field) if field in model.model_fields else model.__name__
+        name = env_name(model, field) if field in model.model_fields else model.__name__
         if error["type"] == "value_error":  # our own check: its message names the variable
             problems.append(str(error["ctx"]["error"]))
             continue

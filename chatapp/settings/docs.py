@@ -23,7 +23,13 @@ from pathlib import Path
 from pydantic_settings import BaseSettings
 
 from chatapp.settings.service import ChatSettings, LoginSettings
-from inference.settings import EngineSettings, OpenAIEngineSettings, ScaleOptions, WorkerSettings
+from inference.settings import (
+    EngineSettings,
+    OpenAIEngineSettings,
+    ScaleOptions,
+    WorkerSettings,
+    env_name,
+)
 
 REPO = Path(__file__).resolve().parent.parent.parent
 PAGE = REPO / "docs" / "configuration.md"
@@ -513,13 +519,11 @@ def _pydantic_rows() -> Iterator[tuple[str, str, str]]:
     """(name, default, declared in) of each declared setting; a default the code computes
     (a factory) is ''; the words for it are in `VARIABLES`."""
     for model in PYDANTIC:
-        prefix = str(model.model_config.get("env_prefix", ""))
         where = Path(inspect.getfile(model)).relative_to(REPO).as_posix()
         for field_name, info in model.model_fields.items():
             if isinstance(info.annotation, type) and issubclass(info.annotation, BaseSettings):
                 continue  # nested: its own fields are rows
-            alias = info.validation_alias
-            name = alias if isinstance(alias, str) else f"{prefix}{field_name.upper()}"
+            name = env_name(model, field_name)
             default = info.default
             if info.default_factory is not None:
                 shown = ""
