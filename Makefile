@@ -46,7 +46,7 @@ run: prepare-model
 	$(PY) manage.py migrate --noinput
 	@$(PY) manage.py demo_user
 	@$(PY) manage.py seed_examples
-	@echo "==> Starting (SQLite, in-memory channel layer, worker inside the web process)"
+	@echo "==> Starting (SQLite, its own Redis, worker inside the web process)"
 	$(PY) manage.py serve --host $(HOST) --port $(PORT)
 
 # With REDIS_URL (and DATABASE_URL) set, run these in separate terminals instead of `run`:

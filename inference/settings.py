@@ -271,7 +271,7 @@ class WorkerSettings(_EnvSettings):
     # a delta is sent when this much time passed, or this many tokens (the first goes at once)
     coalesce_ms: float = Field(15.0, ge=0)
     coalesce_tokens: int = Field(8, ge=1)
-    # REDIS_URL: unset, the worker runs inside the web process on in-memory queues
+    # REDIS_URL: unset, the worker runs inside the web process, on that process's own Redis
     redis_url: str = Field("", validation_alias="REDIS_URL")
     faq: bool = True
     # the learned verifier that decides whether a cached FAQ answer is right for a question

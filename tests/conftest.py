@@ -17,16 +17,16 @@ from django.test import Client
 from chatapp.answers.runtime import answer_runtime_close
 from chatapp.asgi import application
 from inference.engines.scripted import ScriptedEngine
-from inference.wire.request_queue import local_request_queue
 from inference.wire.transport import Transport
 from inference.worker import InferenceWorker
+from tests.support.embedded import empty_embedded_redis
 from tests.support.workers import worker_settings
 
 
 @pytest.fixture(autouse=True)
-def empty_local_request_queue() -> None:
-    """Each test starts with an empty in-process request queue (the embedded default's)."""
-    local_request_queue().clear()
+def empty_embedded_default() -> None:
+    """Each test starts with the embedded default's Redis empty."""
+    empty_embedded_redis()
 
 
 class RunningWorker:

@@ -7,24 +7,21 @@ request holds a lease (globally and for its user) until released; its owner rene
 heartbeat, so a lease that is never released (a crashed web process) expires `lease_s` after the
 owner's last renewal. A refused request consumes nothing.
 
-Two backends with the same semantics: Redis (every web process shares the limits; one Lua
-script checks and takes atomically) and in-process (the embedded single-process default).
+The limits live in Redis (every web process shares them; one Lua script checks and takes
+atomically); the embedded default uses its process's own Redis.
 """
 
 from __future__ import annotations
 
-import abc
 import math
-import threading
 import time
-from collections import deque
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import redis.asyncio as redis
 
 from chatapp.metrics import recording as metrics
-from inference.wire.redis_client import retrying_redis
+from inference.wire.redis_client import redis_client
 
 RefusalReason = Literal["busy", "user_concurrency", "rate_limited", "no_worker"]
 
@@ -62,60 +59,6 @@ class Refused:
     message: str  # for the end user
 
 
-class Admission(abc.ABC):
-    """What both backends offer; they share acquire's opening (the limiter's own limits unless
-    the caller brings others, a refusal at once when no worker is there) and differ in
-    `_admit`."""
-
-    _limits: AdmissionLimits
-
-    async def acquire(
-        self,
-        *,
-        request_id: str,
-        user_key: str,
-        capacity: int,
-        limits: AdmissionLimits | None = None,
-    ) -> Admitted | Refused:
-        """Admit or refuse. Acquiring again a request_id that the same user still holds admits
-        it without counting it twice and renews its lease. `limits` replaces the limiter's own
-        for this user (API keys carry their own rate and concurrency); the global capacity is
-        shared either way."""
-        limits = limits or self._limits
-        if capacity <= 0:
-            return _refused("no_worker", limits.busy_retry_after_s, limits=limits)
-        return await self._admit(request_id, user_key, capacity, limits)
-
-    @abc.abstractmethod
-    async def _admit(
-        self, request_id: str, user_key: str, capacity: int, limits: AdmissionLimits
-    ) -> Admitted | Refused:
-        """`acquire` once there is capacity, with the limits that apply."""
-
-    @abc.abstractmethod
-    async def draft_take(self, *, user_key: str, every_s: float) -> bool:
-        """A typing prefill for this user may go: at most one per `every_s` for each user,
-        over all sockets and web processes (0: always)."""
-
-    @abc.abstractmethod
-    async def release(self, *, request_id: str, user_key: str, refund: bool = False) -> None:
-        """Free the request's leases; idempotent. `refund`: the request was refused after it
-        was admitted (nothing started), so it does not count against the user's rate either."""
-
-    @abc.abstractmethod
-    async def renew(self, *, leases: list[Lease]) -> None:
-        """Extend these leases by `lease_s` from now (their owner is alive); a lease already
-        released or expired stays so."""
-
-    @abc.abstractmethod
-    async def outstanding(self) -> int:
-        """Requests admitted and not yet released (live leases)."""
-
-    @abc.abstractmethod
-    async def aclose(self) -> None:
-        """Release connections (nothing to do in process)."""
-
-
 def _whole_seconds(seconds: float) -> float:
     # Rounded up so a client that waits this long is never early; the 1 ms slack absorbs float
     # noise (1.0000001 s must not become 2 s).
@@ -145,109 +88,6 @@ def _refused(reason: RefusalReason, retry_after_s: float, *, limits: AdmissionLi
         message = f"The assistant is busy right now. Please try again in {_in(retry)}."
     metrics.admission_refused(reason=reason)  # every refusal, whoever asked (socket, API)
     return Refused(reason=reason, retry_after_s=retry, message=message)
-
-
-class LocalAdmission(Admission):
-    """In-process admission for the embedded default (one web process)."""
-
-    def __init__(self, *, limits: AdmissionLimits) -> None:
-        self._limits = limits
-        self._leases: dict[tuple[str, str], float] = {}  # (user_key, request_id) -> expiry
-        self._user_leases: dict[str, set[str]] = {}  # user_key -> request_ids holding a lease
-        # user_key -> (start time, request_id) within the window, oldest first
-        self._starts: dict[str, deque[tuple[float, str]]] = {}
-        self._windows: dict[str, float] = {}  # user_key -> its rate window, when not the default
-        self._next_draft: dict[str, float] = {}  # user_key -> when its next draft may go
-        # Check-and-take has no await inside, so no other coroutine can interleave; a thread
-        # lock (rather than an asyncio one) also covers callers on other threads' event loops.
-        self._lock = threading.Lock()
-
-    async def _admit(
-        self, request_id: str, user_key: str, capacity: int, limits: AdmissionLimits
-    ) -> Admitted | Refused:
-        now = time.monotonic()
-        with self._lock:
-            if limits.user_rate_window_s != self._limits.user_rate_window_s:
-                self._windows[user_key] = limits.user_rate_window_s
-            self._prune(now)
-            lease = (user_key, request_id)
-            if lease in self._leases:
-                self._leases[lease] = now + limits.lease_s
-                return Admitted(request_id)
-            starts = self._starts.get(user_key, deque())
-            if len(starts) >= limits.user_rate:
-                # a slot frees when enough of the oldest starts have left the window
-                leaving, _ = starts[len(starts) - limits.user_rate]
-                wait = leaving + limits.user_rate_window_s - now
-                return _refused("rate_limited", wait, limits=limits)
-            if len(self._user_leases.get(user_key, ())) >= limits.user_max_concurrent:
-                return _refused("user_concurrency", limits.busy_retry_after_s, limits=limits)
-            if len(self._leases) >= capacity:
-                return _refused("busy", limits.busy_retry_after_s, limits=limits)
-            self._leases[lease] = now + limits.lease_s
-            self._user_leases.setdefault(user_key, set()).add(request_id)
-            starts.append((now, request_id))
-            self._starts[user_key] = starts
-            return Admitted(request_id)
-
-    async def draft_take(self, *, user_key: str, every_s: float) -> bool:
-        if every_s <= 0:
-            return True
-        now = time.monotonic()
-        with self._lock:
-            if self._next_draft.get(user_key, 0.0) > now:
-                return False
-            if len(self._next_draft) > 10_000:  # forget users whose interval has passed
-                self._next_draft = {k: t for k, t in self._next_draft.items() if t > now}
-            self._next_draft[user_key] = now + every_s
-            return True
-
-    async def release(self, *, request_id: str, user_key: str, refund: bool = False) -> None:
-        with self._lock:
-            self._drop((user_key, request_id))
-            starts = self._starts.get(user_key)
-            if refund and starts:
-                kept = deque(start for start in starts if start[1] != request_id)
-                self._starts[user_key] = kept
-
-    async def renew(self, *, leases: list[Lease]) -> None:
-        expiry = time.monotonic() + self._limits.lease_s
-        with self._lock:
-            for lease in leases:
-                key = (lease.user_key, lease.request_id)
-                if key in self._leases:
-                    self._leases[key] = max(self._leases[key], expiry)
-
-    async def outstanding(self) -> int:
-        now = time.monotonic()
-        with self._lock:
-            return sum(1 for expiry in self._leases.values() if expiry > now)
-
-    async def aclose(self) -> None:
-        return None
-
-    def _drop(self, lease: tuple[str, str]) -> None:
-        if self._leases.pop(lease, None) is None:
-            return
-        user_key, request_id = lease
-        held = self._user_leases[user_key]
-        held.discard(request_id)
-        if not held:
-            del self._user_leases[user_key]
-
-    def _prune(self, now: float) -> None:
-        # Everything, every call, so idle users leave nothing behind; the sets are bounded by
-        # capacity and by request rate x window, so this stays small.
-        for lease in [lease for lease, expiry in self._leases.items() if expiry <= now]:
-            self._drop(lease)
-        for user_key in list(self._starts):
-            window = self._windows.get(user_key, self._limits.user_rate_window_s)
-            starts = self._starts[user_key]
-            while starts and starts[0][0] <= now - window:
-                starts.popleft()
-            if not starts:
-                del self._starts[user_key]
-                self._windows.pop(user_key, None)
 
 
 # KEYS: global leases, user leases, user starts (ZSETs; leases scored by expiry, starts by time).
@@ -300,8 +140,15 @@ keep(KEYS[3], window)
 return {'admitted'}
 """
 
+# KEYS: keys to keep. ARGV: ms. Each key lives at least ms from now (never shortened).
+_KEEP = """
+for _, key in ipairs(KEYS) do
+  if redis.call('PTTL', key) < tonumber(ARGV[1]) then redis.call('PEXPIRE', key, ARGV[1]) end
+end
+"""
 
-class RedisAdmission(Admission):
+
+class Admission:
     """Admission shared by all web processes through Redis.
 
     `now` comes from this process's clock (time.time); web hosts are expected to be
@@ -315,8 +162,9 @@ class RedisAdmission(Admission):
         self._prefix = prefix
         # Retried commands are safe: a repeated acquire of the same request finds its own lease
         # and is admitted without counting twice; release is idempotent.
-        self._redis: redis.Redis = retrying_redis(redis_url)
+        self._redis: redis.Redis = redis_client(redis_url)
         self._acquire = self._redis.register_script(_ACQUIRE)
+        self._keep = self._redis.register_script(_KEEP)
 
     def _leases_key(self) -> str:
         return f"{self._prefix}:leases"
@@ -330,9 +178,21 @@ class RedisAdmission(Admission):
         # lease; the length prefix keeps the pair unambiguous whatever characters they hold.
         return f"{len(user_key)}:{user_key}:{request_id}"
 
-    async def _admit(
-        self, request_id: str, user_key: str, capacity: int, limits: AdmissionLimits
+    async def acquire(
+        self,
+        *,
+        request_id: str,
+        user_key: str,
+        capacity: int,
+        limits: AdmissionLimits | None = None,
     ) -> Admitted | Refused:
+        """Admit or refuse. Acquiring again a request_id that the same user still holds admits
+        it without counting it twice and renews its lease. `limits` replaces the limiter's own
+        for this user (API keys carry their own rate and concurrency); the global capacity is
+        shared either way."""
+        limits = limits or self._limits
+        if capacity <= 0:
+            return _refused("no_worker", limits.busy_retry_after_s, limits=limits)
         user_leases, user_starts = self._user_keys(user_key)
         result: list[Any] = await self._acquire(
             keys=[self._leases_key(), user_leases, user_starts],
@@ -353,6 +213,8 @@ class RedisAdmission(Admission):
         return _refused(result[0], float(result[1]), limits=limits)
 
     async def draft_take(self, *, user_key: str, every_s: float) -> bool:
+        """A typing prefill for this user may go: at most one per `every_s` for each user,
+        over all sockets and web processes (0: always)."""
         if every_s <= 0:
             return True
         # One key a user, there while the interval lasts: the first draft sets it, the rest of
@@ -361,6 +223,8 @@ class RedisAdmission(Admission):
         return bool(await self._redis.set(key, 1, px=max(1, round(every_s * 1000)), nx=True))
 
     async def release(self, *, request_id: str, user_key: str, refund: bool = False) -> None:
+        """Free the request's leases; idempotent. `refund`: the request was refused after it
+        was admitted (nothing started), so it does not count against the user's rate either."""
         user_leases, user_starts = self._user_keys(user_key)
         async with self._redis.pipeline(transaction=True) as pipe:
             pipe.zrem(self._leases_key(), self._member(user_key, request_id))
@@ -370,6 +234,8 @@ class RedisAdmission(Admission):
             await pipe.execute()
 
     async def renew(self, *, leases: list[Lease]) -> None:
+        """Extend these leases by `lease_s` from now (their owner is alive); a lease already
+        released or expired stays so."""
         if not leases:
             return
         expiry = time.time() + self._limits.lease_s
@@ -384,12 +250,16 @@ class RedisAdmission(Admission):
                     gt=True,
                 )
                 pipe.zadd(user_leases, {lease.request_id: expiry}, xx=True, gt=True)
-                # the keys themselves must outlive the leases they hold
-                pipe.pexpire(self._leases_key(), int(self._limits.lease_s * 1000) + 1000, gt=True)
-                pipe.pexpire(user_leases, int(self._limits.lease_s * 1000) + 1000, gt=True)
+            # the keys themselves must outlive the leases they hold (never shortened; a script
+            # because PEXPIRE's GT option is Redis 7 and the embedded server is 6.2)
+            keys = {self._leases_key(), *(self._user_keys(lease.user_key)[0] for lease in leases)}
+            await self._keep(
+                keys=sorted(keys), args=[int(self._limits.lease_s * 1000) + 1000], client=pipe
+            )
             await pipe.execute()
 
     async def outstanding(self) -> int:
+        """Requests admitted and not yet released (live leases)."""
         return int(await self._redis.zcount(self._leases_key(), f"({time.time()!r}", "+inf"))
 
     async def aclose(self) -> None:
@@ -397,8 +267,6 @@ class RedisAdmission(Admission):
 
 
 def admission_for(*, redis_url: str, limits: AdmissionLimits) -> Admission:
-    """Redis-backed when redis_url is set, else in process. Each call makes a new limiter with
-    its own counts (and Redis client): build one per process (or event loop) and share it."""
-    if redis_url:
-        return RedisAdmission(redis_url=redis_url, limits=limits)
-    return LocalAdmission(limits=limits)
+    """A limiter on `redis_url` (empty: this process's embedded Redis). Each call opens its own
+    client: build one per process (or event loop) and share it."""
+    return Admission(redis_url=redis_url, limits=limits)

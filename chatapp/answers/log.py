@@ -10,21 +10,25 @@ the owning relay's channel, the admission holder and the worker serving the run 
 dead owner's run releases and cancels with them). Every heartbeat sets the hash's expiry to the
 full TTL again, so how long the owner has been silent is read from the TTL left: Redis's own
 clock, never a web host's (hosts whose clocks differ by seconds would reap each other's live
-runs). Without Redis (the embedded default, one process) the same thing lives in memory.
+runs). The embedded default keeps them on its process's own Redis.
 """
 
 from __future__ import annotations
 
-import collections
-import time
 import uuid
-from dataclasses import dataclass, field
-from typing import Protocol
+from dataclasses import dataclass
 
 import redis.asyncio as aioredis
 
 from chatapp.answers.entries import LogEntry, log_entry_adapter
 from inference.wire.redis_client import redis_client
+
+# KEYS: owner hash. ARGV: worker channel, request id, ttl ms. PEXPIRE NX is Redis 7; the
+# embedded server is 6.2.
+_WORKER_TAKEN = """
+redis.call('HSET', KEYS[1], 'worker', ARGV[1], 'request', ARGV[2])
+if redis.call('PTTL', KEYS[1]) == -1 then redis.call('PEXPIRE', KEYS[1], ARGV[3]) end
+"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,48 +40,21 @@ class Ownership:
     worker_request_id: str = ""  # the request that worker runs (`<run>~<n>` once moved)
 
 
-class AnswerLog(Protocol):
-    async def begin(self, *, run_id: uuid.UUID, relay_channel: str, user_key: str) -> None:
-        """Start the run's log, owned by this relay."""
+class AnswerLog:
+    """The runs' logs and ownership records in Redis (`redis_url` empty: this process's
+    embedded Redis)."""
 
-    async def append(self, *, run_id: uuid.UUID, entry: LogEntry) -> None: ...
-
-    async def worker_taken(
-        self, *, run_id: uuid.UUID, worker_channel: str, request_id: str
-    ) -> None:
-        """Record which worker serves the run, as which request (so another process can
-        cancel it)."""
-
-    async def heartbeat(
-        self, *, relay_channel: str, lengths: dict[uuid.UUID, int]
-    ) -> list[uuid.UUID]:
-        """The owning relay is alive and still runs these: (re)write their ownership.
-
-        `lengths` is how many entries each log must hold; returns the runs whose log does
-        not (Redis restarted under it), which the relay then writes again.
-        """
-
-    async def rewrite(
-        self, *, run_id: uuid.UUID, relay_channel: str, user_key: str, entries: list[LogEntry]
-    ) -> None:
-        """Replace the run's log with `entries` (after Redis lost it)."""
-
-    async def ownership(self, *, run_id: uuid.UUID) -> Ownership | None: ...
-
-    async def entries_after(self, *, run_id: uuid.UUID, seq: int) -> list[LogEntry] | None:
-        """Entries with a larger seq, in order; None when there is no log (never or expired)."""
-
-
-class RedisAnswerLog:
     def __init__(self, *, redis_url: str, ttl_s: float, prefix: str = "chat:run") -> None:
         self._redis: aioredis.Redis = redis_client(redis_url, decode_responses=False)
         self._ttl_ms = int(ttl_s * 1000)
         self._prefix = prefix
+        self._worker_taken = self._redis.register_script(_WORKER_TAKEN)
 
     def _keys(self, run_id: uuid.UUID) -> tuple[str, str]:
         return f"{self._prefix}:{run_id}:log", f"{self._prefix}:{run_id}:owner"
 
     async def begin(self, *, run_id: uuid.UUID, relay_channel: str, user_key: str) -> None:
+        """Start the run's log, owned by this relay."""
         _, owner = self._keys(run_id)
         async with self._redis.pipeline(transaction=True) as pipe:
             pipe.hset(
@@ -97,17 +74,21 @@ class RedisAnswerLog:
     async def worker_taken(
         self, *, run_id: uuid.UUID, worker_channel: str, request_id: str
     ) -> None:
+        """Record which worker serves the run, as which request (so another process can
+        cancel it)."""
         _, owner = self._keys(run_id)
-        async with self._redis.pipeline(transaction=True) as pipe:
-            pipe.hset(owner, mapping={"worker": worker_channel, "request": request_id})
-            # a record already gone (expired, or Redis lost it) must not come back as a key
-            # that never expires; a live one keeps the expiry its heartbeats set
-            pipe.pexpire(owner, self._ttl_ms, nx=True)
-            await pipe.execute()
+        # a record already gone (expired, or Redis lost it) must not come back as a key that
+        # never expires; a live one keeps the expiry its heartbeats set
+        await self._worker_taken(keys=[owner], args=[worker_channel, request_id, self._ttl_ms])
 
     async def heartbeat(
         self, *, relay_channel: str, lengths: dict[uuid.UUID, int]
     ) -> list[uuid.UUID]:
+        """The owning relay is alive and still runs these: (re)write their ownership.
+
+        `lengths` is how many entries each log must hold; returns the runs whose log does
+        not (Redis restarted under it), which the relay then writes again.
+        """
         if not lengths:
             return []
         async with self._redis.pipeline(transaction=False) as pipe:
@@ -131,6 +112,7 @@ class RedisAnswerLog:
     async def rewrite(
         self, *, run_id: uuid.UUID, relay_channel: str, user_key: str, entries: list[LogEntry]
     ) -> None:
+        """Replace the run's log with `entries` (after Redis lost it)."""
         log, owner = self._keys(run_id)
         async with self._redis.pipeline(transaction=True) as pipe:
             pipe.delete(log)
@@ -160,6 +142,7 @@ class RedisAnswerLog:
         )
 
     async def entries_after(self, *, run_id: uuid.UUID, seq: int) -> list[LogEntry] | None:
+        """Entries with a larger seq, in order; None when there is no log (never or expired)."""
         log, owner = self._keys(run_id)
         async with self._redis.pipeline(transaction=False) as pipe:
             pipe.exists(log, owner)  # a begun run's stream exists from its first entry on
@@ -175,99 +158,3 @@ class RedisAnswerLog:
 
 def _text(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
-
-
-@dataclass
-class _Local:
-    relay_channel: str
-    user_key: str
-    heartbeat_at: float  # monotonic
-    expires_at: float  # monotonic
-    worker_channel: str = ""
-    worker_request_id: str = ""
-    entries: list[LogEntry] = field(default_factory=list)
-
-
-class LocalAnswerLog:
-    def __init__(self, *, ttl_s: float) -> None:
-        self._ttl_s = ttl_s
-        # oldest expiry first: every write moves its log to the end (the ttl is one for all),
-        # so expiring is popping from the front, not a scan of every kept log on each delta
-        self._logs: collections.OrderedDict[uuid.UUID, _Local] = collections.OrderedDict()
-
-    def _live(self, run_id: uuid.UUID) -> _Local | None:
-        now = time.monotonic()
-        while self._logs:
-            first = next(iter(self._logs.values()))
-            if first.expires_at > now:
-                break
-            self._logs.popitem(last=False)
-        return self._logs.get(run_id)
-
-    def _kept(self, run_id: uuid.UUID, log: _Local) -> None:
-        log.expires_at = time.monotonic() + self._ttl_s
-        self._logs.move_to_end(run_id)
-
-    async def begin(self, *, run_id: uuid.UUID, relay_channel: str, user_key: str) -> None:
-        now = time.monotonic()
-        self._logs[run_id] = _Local(
-            relay_channel=relay_channel,
-            user_key=user_key,
-            heartbeat_at=now,
-            expires_at=now + self._ttl_s,
-        )
-        self._logs.move_to_end(run_id)  # a rewrite: its log was kept further up
-
-    async def append(self, *, run_id: uuid.UUID, entry: LogEntry) -> None:
-        log = self._live(run_id)
-        if log is None:
-            raise KeyError(f"no log for run {run_id}")
-        expected = log.entries[-1].seq + 1 if log.entries else 1
-        if entry.seq != expected:  # Redis refuses older or repeated ids; a gap too, here
-            raise ValueError(f"seq {entry.seq} appended where {expected} was due")
-        log.entries.append(entry)
-        self._kept(run_id, log)
-
-    async def worker_taken(
-        self, *, run_id: uuid.UUID, worker_channel: str, request_id: str
-    ) -> None:
-        log = self._live(run_id)
-        if log is not None:
-            log.worker_channel, log.worker_request_id = worker_channel, request_id
-
-    async def heartbeat(
-        self, *, relay_channel: str, lengths: dict[uuid.UUID, int]
-    ) -> list[uuid.UUID]:
-        now = time.monotonic()
-        broken = []
-        for run_id, expected in lengths.items():
-            log = self._live(run_id)
-            if log is None or len(log.entries) != expected:
-                broken.append(run_id)
-                continue
-            log.relay_channel = relay_channel
-            log.heartbeat_at = now
-            self._kept(run_id, log)
-        return broken
-
-    async def rewrite(
-        self, *, run_id: uuid.UUID, relay_channel: str, user_key: str, entries: list[LogEntry]
-    ) -> None:
-        await self.begin(run_id=run_id, relay_channel=relay_channel, user_key=user_key)
-        self._logs[run_id].entries = list(entries)
-
-    async def ownership(self, *, run_id: uuid.UUID) -> Ownership | None:
-        log = self._live(run_id)
-        if log is None:
-            return None
-        return Ownership(
-            relay_channel=log.relay_channel,
-            silent_s=time.monotonic() - log.heartbeat_at,
-            user_key=log.user_key,
-            worker_channel=log.worker_channel,
-            worker_request_id=log.worker_request_id,
-        )
-
-    async def entries_after(self, *, run_id: uuid.UUID, seq: int) -> list[LogEntry] | None:
-        log = self._live(run_id)
-        return None if log is None else [e for e in log.entries if e.seq > seq]

@@ -17,11 +17,11 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 
 from chatapp.admission.limiter import Admission, AdmissionLimits, admission_for
-from chatapp.answers.log import AnswerLog, LocalAnswerLog, RedisAnswerLog
+from chatapp.answers.log import AnswerLog
 from chatapp.answers.relay import AnswerRelay, RelaySettings
 from inference.wire.affinity import AffinityMap, affinity_map
 from inference.wire.registry import WorkerRegistry, worker_registry
-from inference.wire.request_queue import RequestQueue, local_request_queue, request_queue
+from inference.wire.request_queue import RequestQueue, request_queue
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,8 +38,6 @@ class AnswerRuntime:
 _runtimes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AnswerRuntime] = (
     weakref.WeakKeyDictionary()
 )
-# One embedded (in-memory) log per process: a socket of any loop must find the same answers.
-_local_log: LocalAnswerLog | None = None
 
 
 def relay_settings() -> RelaySettings:
@@ -67,22 +65,13 @@ def admission_limits() -> AdmissionLimits:
     )
 
 
-def _answer_log() -> AnswerLog:
-    global _local_log
-    if settings.REDIS_URL:
-        return RedisAnswerLog(redis_url=settings.REDIS_URL, ttl_s=settings.CHAT_ANSWER_LOG_TTL_S)
-    if _local_log is None:
-        _local_log = LocalAnswerLog(ttl_s=settings.CHAT_ANSWER_LOG_TTL_S)
-    return _local_log
-
-
 async def answer_runtime() -> AnswerRuntime:
     loop = asyncio.get_running_loop()
     runtime = _runtimes.get(loop)
     if runtime is not None and not runtime.task.done():
         await runtime.relay.ready.wait()
         return runtime
-    log = _answer_log()
+    log = AnswerLog(redis_url=settings.REDIS_URL, ttl_s=settings.CHAT_ANSWER_LOG_TTL_S)
     admission = admission_for(redis_url=settings.REDIS_URL, limits=admission_limits())
     registry = worker_registry(redis_url=settings.REDIS_URL)
     queue = request_queue(redis_url=settings.REDIS_URL)
@@ -128,6 +117,6 @@ async def answer_runtime_close() -> None:
     resources = (runtime.log, runtime.admission, runtime.registry, runtime.queue, runtime.affinity)
     for resource in resources:
         close = getattr(resource, "aclose", None)
-        if close is not None and resource not in (_local_log, local_request_queue()):
+        if close is not None:
             with contextlib.suppress(Exception):
                 await close()

@@ -22,7 +22,7 @@ from inference.wire.protocol import (
     worker_event_adapter,
 )
 from inference.wire.registry import worker_registry
-from inference.wire.request_queue import local_request_queue, request_queue, worker_queue
+from inference.wire.request_queue import request_queue, worker_queue
 
 # Background work: behind chat in vLLM's scheduler, and capped per worker (see the worker).
 WARMUP_PRIORITY = BACKGROUND_PRIORITY
@@ -102,5 +102,4 @@ async def _warm_on(queue: str, *, system_prompt: str, timeout_s: float) -> WarmR
         await requests.withdraw(queue, entry_id)  # no worker starts it later
         raise WarmupFailed(f"no inference worker answered within {timeout_s:g} s") from exc
     finally:
-        if requests is not local_request_queue():
-            await requests.aclose()
+        await requests.aclose()

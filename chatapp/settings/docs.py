@@ -126,7 +126,7 @@ VARIABLES: dict[str, Var] = {
         _WHERE,
         "Redis for the channel layer, request queue, answer logs and rate limits; set, web and "
         "workers run as separate processes",
-        "unset: in-memory layer, worker inside the web process",
+        "unset: in-memory channel layer, the process's own Redis, worker inside the web process",
     ),
     "DJANGO_SETTINGS_MODULE": Var(
         _WHERE,

@@ -24,10 +24,8 @@ def database_ok() -> bool:
         return False
 
 
-def redis_ok(*, timeout_s: float = 2.0) -> bool | None:
-    """None when this deployment has no Redis (the embedded default)."""
-    if not settings.REDIS_URL:
-        return None
+def redis_ok(*, timeout_s: float = 2.0) -> bool:
+    """The deployment's Redis, or the embedded default's own, answers."""
     try:
         return bool(async_to_sync(_redis_ping)(settings.REDIS_URL, timeout_s))
     except Exception:

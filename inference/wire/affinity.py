@@ -3,7 +3,7 @@
 Prefix caches are per engine: the worker that answered a conversation's previous turn holds its
 history in vLLM's prefix cache, any other worker prefills it all again. So the requester
 remembers which worker accepted each conversation's turn (`AffinityMap`, a Redis key per
-conversation with a time-to-live, or in process for the embedded default) and `route` puts the
+conversation with a time-to-live) and `route` puts the
 next turn on that worker's own queue (`request_queue.worker_queue`) while the registry shows it
 alive with a free slot; else, or for a first turn, on the shared queue, where any worker takes
 it. A turn routed to a worker that then does not take it soon is moved to the shared queue by
@@ -13,8 +13,6 @@ its requester (`chatapp/answers/relay.py`), so affinity never makes anyone wait 
 from __future__ import annotations
 
 import logging
-import threading
-import time
 from typing import Protocol
 
 import redis.asyncio as redis
@@ -37,31 +35,6 @@ class AffinityMap(Protocol):
     async def aclose(self) -> None: ...
 
 
-class LocalAffinityMap:
-    def __init__(self, *, ttl_s: float) -> None:
-        self._ttl_s = ttl_s
-        self._workers: dict[str, tuple[str, float]] = {}  # session -> (worker, expiry)
-        self._lock = threading.Lock()
-
-    async def worker_of(self, session_id: str) -> str | None:
-        with self._lock:
-            remembered = self._workers.get(session_id)
-            if remembered is None or remembered[1] <= time.monotonic():
-                self._workers.pop(session_id, None)
-                return None
-            return remembered[0]
-
-    async def remember(self, session_id: str, worker_id: str) -> None:
-        with self._lock:
-            if len(self._workers) > 100_000:  # bounded: forget the expired ones
-                now = time.monotonic()
-                self._workers = {s: w for s, w in self._workers.items() if w[1] > now}
-            self._workers[session_id] = (worker_id, time.monotonic() + self._ttl_s)
-
-    async def aclose(self) -> None:
-        return None
-
-
 class RedisAffinityMap:
     def __init__(self, *, redis_url: str, ttl_s: float) -> None:
         self._redis: redis.Redis = redis_client(redis_url)
@@ -78,14 +51,9 @@ class RedisAffinityMap:
         await self._redis.aclose()
 
 
-_local_maps: dict[float, LocalAffinityMap] = {}
-
-
 def affinity_map(*, redis_url: str, ttl_s: float) -> AffinityMap:
-    """Redis-backed when `redis_url` is set; else one in-process map (per time-to-live)."""
-    if redis_url:
-        return RedisAffinityMap(redis_url=redis_url, ttl_s=ttl_s)
-    return _local_maps.setdefault(ttl_s, LocalAffinityMap(ttl_s=ttl_s))
+    """The Redis map (`redis_url` empty: this process's embedded Redis)."""
+    return RedisAffinityMap(redis_url=redis_url, ttl_s=ttl_s)
 
 
 async def route(

@@ -1,5 +1,7 @@
 """The one way to open an asyncio Redis client for short idempotent commands.
 
+An empty URL is the embedded default: this process's own Redis (`embedded_redis.py`).
+
 Used by the registry, admission, the answer logs, the request queue and the health probe; a
 blocking command (XREADGROUP BLOCK) needs a client without a read timeout
 (`socket_timeout_s=None`), since a read here gives up after `SOCKET_TIMEOUT_S`.
@@ -25,11 +27,14 @@ blocking command (XREADGROUP BLOCK) needs a client without a read timeout
 from __future__ import annotations
 
 import socket
+from typing import Any
 
 import redis.asyncio as redis
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialWithJitterBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
+
+from inference.wire.embedded_redis import embedded_redis_url
 
 SOCKET_TIMEOUT_S = 2.0  # connect, and each reply; these commands take milliseconds
 HEALTH_CHECK_INTERVAL_S = 30
@@ -72,6 +77,16 @@ def redis_client(
     `socket_timeout_s`: None only for a client of blocking reads that the server answers
     within their BLOCK time (the request queue's XREADGROUP).
     """
+    redis_url = redis_url or embedded_redis_url()
+    # TCP keepalive: a unix socket (the embedded Redis) has no peer to vanish, nor the option
+    tcp: dict[str, Any] = (
+        {}
+        if redis_url.startswith("unix:")
+        else {
+            "socket_keepalive": True,
+            "socket_keepalive_options": keepalive_options(),
+        }
+    )
     return redis.Redis.from_pool(
         redis.BlockingConnectionPool.from_url(
             redis_url,
@@ -80,8 +95,7 @@ def redis_client(
             decode_responses=decode_responses,
             socket_connect_timeout=SOCKET_TIMEOUT_S,
             socket_timeout=socket_timeout_s,
-            socket_keepalive=True,
-            socket_keepalive_options=keepalive_options(),
+            **tcp,
             health_check_interval=HEALTH_CHECK_INTERVAL_S,
             retry=Retry(
                 ExponentialWithJitterBackoff(cap=BACKOFF_CAP_S, base=0.02),
@@ -90,8 +104,3 @@ def redis_client(
             ),
         )
     )
-
-
-def retrying_redis(redis_url: str) -> redis.Redis:
-    """The same client, text replies (the registry's and admission's older name)."""
-    return redis_client(redis_url)

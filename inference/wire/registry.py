@@ -7,13 +7,11 @@ the live capacities to tell "no worker" (0) from "busy" and to bound the request
 
 from __future__ import annotations
 
-import threading
-import time
 from typing import Any, Protocol
 
 import redis.asyncio as redis
 
-from inference.wire.redis_client import retrying_redis
+from inference.wire.redis_client import redis_client
 
 
 class WorkerRegistry(Protocol):
@@ -36,48 +34,7 @@ class WorkerRegistry(Protocol):
         """worker_id -> free slots, of the live workers that said so."""
 
     async def aclose(self) -> None:
-        """Release connections (nothing to do for the in-process registry)."""
-
-
-class LocalWorkerRegistry:
-    """In-process registry for the embedded mode, where worker and web share one process."""
-
-    def __init__(self) -> None:
-        self._workers: dict[str, tuple[int, float]] = {}  # worker_id -> (capacity, expiry)
-        self._free: dict[str, int] = {}
-        # Plain lock: nothing inside awaits, and the embedded worker may run on another thread.
-        self._lock = threading.Lock()
-
-    async def announce(
-        self, *, worker_id: str, capacity: int, ttl_s: float, free: int | None = None
-    ) -> None:
-        with self._lock:
-            self._workers[worker_id] = (capacity, time.monotonic() + ttl_s)
-            if free is not None:
-                self._free[worker_id] = free
-
-    async def withdraw(self, *, worker_id: str) -> None:
-        with self._lock:
-            self._workers.pop(worker_id, None)
-            self._free.pop(worker_id, None)
-
-    async def live_workers(self) -> dict[str, int]:
-        now = time.monotonic()
-        with self._lock:
-            for worker_id in [w for w, (_, expiry) in self._workers.items() if expiry <= now]:
-                del self._workers[worker_id]
-            return {worker_id: capacity for worker_id, (capacity, _) in self._workers.items()}
-
-    async def capacity(self) -> int:
-        return sum((await self.live_workers()).values())
-
-    async def free_slots(self) -> dict[str, int]:
-        live = await self.live_workers()
-        with self._lock:
-            return {w: free for w, free in self._free.items() if w in live}
-
-    async def aclose(self) -> None:
-        return None
+        """Release connections."""
 
 
 # Scripts read the clock with Redis TIME so that workers and web processes on different
@@ -136,7 +93,7 @@ class RedisWorkerRegistry:
 
     def __init__(self, *, redis_url: str, key: str = "inference:workers") -> None:
         # Every command here is idempotent, so a retried one is harmless.
-        self._redis: redis.Redis = retrying_redis(redis_url)
+        self._redis: redis.Redis = redis_client(redis_url)
         self._expiry_key = f"{key}:expiry"
         self._capacity_key = f"{key}:capacity"
         self._free_key = f"{key}:free"
@@ -178,12 +135,7 @@ class RedisWorkerRegistry:
         await self._redis.aclose()
 
 
-_local_registry = LocalWorkerRegistry()
-
-
 def worker_registry(*, redis_url: str) -> WorkerRegistry:
-    """Redis-backed when redis_url is set; else the one in-process registry, so the embedded
-    worker and the web code of the same process see the same workers."""
-    if redis_url:
-        return RedisWorkerRegistry(redis_url=redis_url)
-    return _local_registry
+    """The Redis registry (`redis_url` empty: this process's embedded Redis, which the embedded
+    worker and the web code of the process share)."""
+    return RedisWorkerRegistry(redis_url=redis_url)

@@ -9,18 +9,29 @@ from collections.abc import AsyncIterator, Callable
 
 import pytest
 
-from inference.wire.affinity import AffinityMap, LocalAffinityMap, RedisAffinityMap, route
-from inference.wire.registry import LocalWorkerRegistry
+from inference.wire.affinity import AffinityMap, RedisAffinityMap, route
+from inference.wire.registry import RedisWorkerRegistry
 from inference.wire.request_queue import worker_queue
-from tests.inference.redis_db import LOCAL_AND_REDIS, flushed_redis
+from tests.inference.redis_db import EMBEDDED_AND_SERVER, flushed_redis, server_url
 from tests.support.net import free_port
 
 SHARED = "inference.requests"
 REDIS_URL = "redis://127.0.0.1:6379/8"
 
 
-async def test_a_conversation_goes_to_its_last_worker_while_it_has_a_free_slot() -> None:
-    affinity, registry = LocalAffinityMap(ttl_s=60), LocalWorkerRegistry()
+@pytest.fixture
+async def embedded() -> AsyncIterator[str]:
+    """This module's db of the embedded Redis, empty."""
+    url = server_url("embedded", REDIS_URL)
+    async with flushed_redis(url):
+        yield url
+
+
+async def test_a_conversation_goes_to_its_last_worker_while_it_has_a_free_slot(
+    embedded: str,
+) -> None:
+    affinity = RedisAffinityMap(redis_url=embedded, ttl_s=60)
+    registry = RedisWorkerRegistry(redis_url=embedded)
     await affinity.remember("c1", "w1")
     await registry.announce(worker_id="w1", capacity=2, ttl_s=60, free=1)
     assert await route(queue=SHARED, session_id="c1", affinity=affinity, registry=registry) == (
@@ -34,40 +45,37 @@ async def test_a_conversation_goes_to_its_last_worker_while_it_has_a_free_slot()
         SHARED
     )
     assert await route(queue=SHARED, session_id="c1", affinity=None, registry=registry) == SHARED
+    await affinity.aclose()
+    await registry.aclose()
 
 
-async def test_affinity_that_cannot_be_read_routes_to_the_shared_queue() -> None:
+async def test_affinity_that_cannot_be_read_routes_to_the_shared_queue(embedded: str) -> None:
     unreachable = RedisAffinityMap(redis_url=f"redis://127.0.0.1:{free_port()}/0", ttl_s=60)
-    registry = LocalWorkerRegistry()
+    registry = RedisWorkerRegistry(redis_url=embedded)
     await registry.announce(worker_id="w1", capacity=2, ttl_s=60, free=2)
     try:
         queue = await route(queue=SHARED, session_id="c1", affinity=unreachable, registry=registry)
     finally:
         await unreachable.aclose()
+        await registry.aclose()
     assert queue == SHARED
 
 
-@pytest.fixture(params=LOCAL_AND_REDIS)
+@pytest.fixture(params=EMBEDDED_AND_SERVER)
 async def affinity_map(
     request: pytest.FixtureRequest,
 ) -> AsyncIterator[Callable[[float], AffinityMap]]:
-    """A map of the implementation under test (in process, or Redis) with this TTL."""
+    """A map on the Redis under test (embedded, or the server) with this TTL."""
     made: list[AffinityMap] = []
+    url = server_url(request.param, REDIS_URL)
 
     def make(ttl_s: float) -> AffinityMap:
-        affinity: AffinityMap = (
-            LocalAffinityMap(ttl_s=ttl_s)
-            if request.param == "local"
-            else RedisAffinityMap(redis_url=REDIS_URL, ttl_s=ttl_s)
-        )
+        affinity = RedisAffinityMap(redis_url=url, ttl_s=ttl_s)
         made.append(affinity)
         return affinity
 
-    if request.param == "local":
+    async with flushed_redis(url):
         yield make
-    else:
-        async with flushed_redis(REDIS_URL):
-            yield make
     for affinity in made:
         await affinity.aclose()
 

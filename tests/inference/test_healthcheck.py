@@ -13,10 +13,10 @@ from channels.layers import InMemoryChannelLayer
 
 from inference.engines.scripted import ScriptedEngine
 from inference.healthcheck import main
-from inference.wire.registry import LocalWorkerRegistry
 from inference.wire.transport import Transport
 from inference.worker import InferenceWorker
 from tests.inference.worker_events import running
+from tests.support.embedded import fresh_registry
 from tests.support.workers import worker_settings
 
 
@@ -31,7 +31,7 @@ async def test_the_health_file_is_fresh_only_while_the_worker_runs(
         engine=ScriptedEngine(),
         transport=Transport(layer=InMemoryChannelLayer()),
         settings=worker_settings(heartbeat_s=0.05, health_file=str(health)),
-        registry=LocalWorkerRegistry(),
+        registry=fresh_registry(),
     )
     async with running(worker, ready_timeout_s=5):
         for _ in range(100):

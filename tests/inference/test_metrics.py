@@ -17,11 +17,11 @@ from inference.engines.scripted import ScriptedEngine
 from inference.metrics import MetricsPortError, WorkerCollector, serve_metrics
 from inference.settings import WorkerSettings
 from inference.wire.protocol import BACKGROUND_CHANNEL, REQUEST_CHANNEL
-from inference.wire.request_queue import local_request_queue
 from inference.wire.transport import Transport
 from inference.worker import InferenceWorker
 from tests.inference.worker_events import generate, metrics_page
 from tests.inference.worker_events import running as worker_running
+from tests.support.embedded import embedded_queue
 from tests.support.workers import worker_settings
 
 
@@ -62,10 +62,10 @@ async def test_running_and_background_requests_are_gauged_while_they_run(
     base_background = value("chat:background_requests_running")
     reply = await layer.new_channel()
     words = " ".join(f"w{i}" for i in range(20))
-    await local_request_queue().put(
+    await embedded_queue().put(
         REQUEST_CHANNEL, generate(reply, f"{words} [[slow]]", request_id="chat-1")
     )
-    await local_request_queue().put(
+    await embedded_queue().put(
         BACKGROUND_CHANNEL,
         generate(reply, f"{words} [[slow]]", request_id="warm-1", priority=10),
     )
@@ -86,7 +86,7 @@ async def test_a_stopped_worker_is_no_longer_counted() -> None:
     await worker.ready.wait()
     reply = await layer.new_channel()
     before = value("chat:num_requests_running")
-    await local_request_queue().put(
+    await embedded_queue().put(
         REQUEST_CHANNEL, generate(reply, "a b c d e f g h [[slow]]", request_id="x")
     )
     await wait_for("chat:num_requests_running", before + 1)

@@ -17,6 +17,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from chatapp.web import health
 from inference.wire import redis_client as factory
+from inference.wire.embedded_redis import embedded_redis_url
 from inference.wire.transport import redis_layer_config
 
 REDIS_URL = "redis://127.0.0.1:6379/11"
@@ -47,10 +48,11 @@ async def test_a_command_to_a_redis_that_never_answers_fails_within_the_bound(
     assert elapsed >= factory.SOCKET_TIMEOUT_S
 
 
-def test_retrying_redis_is_the_same_bounded_client() -> None:
-    kwargs = factory.retrying_redis(REDIS_URL).connection_pool.connection_kwargs
+def test_an_empty_url_is_the_embedded_redis_with_the_same_bounds() -> None:
+    kwargs = factory.redis_client("").connection_pool.connection_kwargs
+    assert kwargs["path"] == embedded_redis_url().removeprefix("unix://")
     assert kwargs["socket_timeout"] == factory.SOCKET_TIMEOUT_S
-    assert kwargs["socket_keepalive"] is True
+    assert "socket_keepalive" not in kwargs  # a unix socket has no TCP keepalive
     assert kwargs["decode_responses"] is True
 
 

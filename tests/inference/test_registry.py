@@ -1,36 +1,28 @@
-"""The worker registry, in process and over a real Redis (db 11, flushed around each test)."""
+"""The worker registry on the embedded Redis and on a Redis server (db 11, flushed around each
+test)."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 
 import pytest
 import redis.asyncio as aioredis
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from inference.wire.registry import (
-    LocalWorkerRegistry,
-    RedisWorkerRegistry,
-    WorkerRegistry,
-    worker_registry,
-)
-from tests.inference.redis_db import LOCAL_AND_REDIS
+from inference.wire.registry import RedisWorkerRegistry, WorkerRegistry, worker_registry
+from tests.inference.redis_db import EMBEDDED_AND_SERVER, flushed_redis, server_url
 
 REDIS_URL = "redis://127.0.0.1:6379/11"
 
 
-@pytest.fixture(params=LOCAL_AND_REDIS)
-async def registry(
-    request: pytest.FixtureRequest, redis_db: aioredis.Redis
-) -> AsyncIterator[WorkerRegistry]:
-    made: WorkerRegistry = (
-        LocalWorkerRegistry()
-        if request.param == "local"
-        else RedisWorkerRegistry(redis_url=REDIS_URL)
-    )
-    yield made
-    await made.aclose()
+@pytest.fixture(params=EMBEDDED_AND_SERVER)
+async def registry(request: pytest.FixtureRequest) -> AsyncIterator[WorkerRegistry]:
+    url = server_url(request.param, REDIS_URL)
+    async with flushed_redis(url):
+        made = RedisWorkerRegistry(redis_url=url)
+        yield made
+        await made.aclose()
 
 
 async def test_no_worker_means_zero_capacity(registry: WorkerRegistry) -> None:
@@ -148,14 +140,14 @@ async def test_a_call_while_redis_is_unreachable_raises_connection_error() -> No
         await registry.aclose()
 
 
-def test_the_embedded_registry_is_one_per_process() -> None:
-    first = worker_registry(redis_url="")
-    assert isinstance(first, LocalWorkerRegistry)
-    assert worker_registry(redis_url="") is first
-
-
-async def test_the_redis_url_selects_the_redis_registry() -> None:
-    make: Callable[..., WorkerRegistry] = worker_registry
-    registry = make(redis_url=REDIS_URL)
-    assert isinstance(registry, RedisWorkerRegistry)
-    await registry.aclose()
+async def test_without_a_redis_url_the_embedded_worker_and_the_web_share_one_registry() -> None:
+    # the embedded default: the worker and the web code of one process open their own clients
+    worker_side, web_side = worker_registry(redis_url=""), worker_registry(redis_url="")
+    try:
+        await worker_side.announce(worker_id="embedded-test", capacity=3, ttl_s=10)
+        assert (await web_side.live_workers()).get("embedded-test") == 3
+        await worker_side.withdraw(worker_id="embedded-test")
+        assert "embedded-test" not in await web_side.live_workers()
+    finally:
+        await worker_side.aclose()
+        await web_side.aclose()

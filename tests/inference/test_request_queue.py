@@ -1,36 +1,31 @@
-"""The request queue's contract, in process and on a real Redis (db 10, flushed around each
-test): one taker per request, re-delivery of what a taker never accepted, hand-back,
+"""The request queue's contract, on the embedded Redis and on a Redis server (db 10, flushed
+around each test): one taker per request, re-delivery of what a taker never accepted, hand-back,
 withdrawal, no expiry, and a put that a retry cannot double."""
 
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
 
-from inference.wire.request_queue import LocalRequestQueue, RequestQueue
+from inference.wire.request_queue import RequestQueue
 from inference.wire.stream_queue import GROUP, KEY_PREFIX, RedisStreamQueue
-from tests.inference.redis_db import LOCAL_AND_REDIS
+from tests.inference.redis_db import EMBEDDED_AND_SERVER, flushed_redis, server_url
 
 REDIS_URL = "redis://127.0.0.1:6379/10"
 RECLAIM_S = 0.3
 
 
-@pytest.fixture(params=LOCAL_AND_REDIS)
-async def queue(
-    request: pytest.FixtureRequest, redis_db: aioredis.Redis
-) -> AsyncIterator[RequestQueue]:
-    made: RequestQueue = (
-        LocalRequestQueue()
-        if request.param == "local"
-        else RedisStreamQueue(redis_url=REDIS_URL, reclaim_after_s=RECLAIM_S)
-    )
-    yield made
-    await made.aclose()
+@pytest.fixture(params=EMBEDDED_AND_SERVER)
+async def queue(request: pytest.FixtureRequest) -> AsyncIterator[RedisStreamQueue]:
+    url = server_url(request.param, REDIS_URL)
+    async with flushed_redis(url):
+        made = RedisStreamQueue(redis_url=url, reclaim_after_s=RECLAIM_S)
+        yield made
+        await made.aclose()
 
 
 @pytest.fixture
@@ -177,38 +172,15 @@ async def test_a_cancelled_take_loses_nothing(queue: RequestQueue) -> None:
     assert taken.message["n"] == 1
 
 
+@pytest.mark.redis
 async def test_requests_wait_longer_than_a_minute_in_principle(
-    queue: RequestQueue, redis_db: aioredis.Redis
+    redis_queue: RedisStreamQueue, redis_db: aioredis.Redis
 ) -> None:
     """Nothing in the queue expires (the channel layer dropped requests after 60 s)."""
-    await queue.put("q", job(1))
-    if isinstance(queue, RedisStreamQueue):
-        ttls = [await redis_db.ttl(key) async for key in redis_db.scan_iter("inference:queue:q")]
-        assert ttls == [-1]  # no expiry on the stream
-    assert (await take(queue, "w")).message["n"] == 1
-
-
-async def test_the_local_queue_wakes_a_taker_from_another_thread() -> None:
-    """A Django sync view puts through async_to_sync, on a loop of its own."""
-    queue = LocalRequestQueue()
-    waiting = asyncio.create_task(queue.take("q", consumer="w"))
-    await asyncio.sleep(0.05)
-    thread = threading.Thread(target=lambda: asyncio.run(queue.put("q", job(7))))
-    thread.start()
-    taken = await asyncio.wait_for(waiting, 2)
-    thread.join()
-    assert taken.message["n"] == 7
-
-
-async def test_the_local_queue_passes_a_request_on_when_its_woken_taker_is_cancelled() -> None:
-    queue = LocalRequestQueue()
-    first = asyncio.create_task(queue.take("q", consumer="a"))
-    second = asyncio.create_task(queue.take("q", consumer="b"))
-    await asyncio.sleep(0.01)
-    await queue.put("q", job(1))  # wakes `first`...
-    first.cancel()  # ...which goes away before it runs
-    taken = await asyncio.wait_for(second, 2)
-    assert taken.message["n"] == 1
+    await redis_queue.put("q", job(1))
+    ttls = [await redis_db.ttl(key) async for key in redis_db.scan_iter("inference:queue:q")]
+    assert ttls == [-1]  # no expiry on the stream
+    assert (await take(redis_queue, "w")).message["n"] == 1
 
 
 async def test_a_request_waiting_taken_or_accepted_is_not_lost(queue: RequestQueue) -> None:

@@ -21,10 +21,10 @@ from inference.wire.protocol import (
     GenerateRequest,
     SamplingOptions,
 )
-from inference.wire.request_queue import local_request_queue
 from inference.wire.transport import Transport
 from inference.worker import InferenceWorker
 from tests.inference.worker_events import collect, running
+from tests.support.embedded import embedded_queue
 from tests.support.workers import worker_settings
 
 GENERATION_PROMPT = f"{CHATML_START}assistant\n"
@@ -75,7 +75,7 @@ async def test_the_turn_that_trims_finds_its_history_prefilled_when_the_last_ans
     for turn in range(1, 25):
         messages = [*history, ChatTurn(role="user", content=question(turn))]
         reply = await layer.new_channel()
-        await local_request_queue().put(
+        await embedded_queue().put(
             REQUEST_CHANNEL, request(messages, reply=reply, turn=turn).to_channel()
         )
         events = await collect(layer, reply)

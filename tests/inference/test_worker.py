@@ -18,10 +18,10 @@ from inference.wire.protocol import (
     GenerateRequest,
     worker_event_adapter,
 )
-from inference.wire.request_queue import local_request_queue
 from inference.wire.transport import Transport
 from inference.worker import InferenceWorker
 from tests.inference.worker_events import accepted_on, ask, collect, generate, running
+from tests.support.embedded import embedded_queue, fresh_registry
 from tests.support.workers import worker_settings
 
 
@@ -82,7 +82,7 @@ async def test_a_malformed_request_gets_a_typed_error(
     layer: InMemoryChannelLayer, worker: InferenceWorker
 ) -> None:
     reply = await layer.new_channel()
-    await local_request_queue().put(
+    await embedded_queue().put(
         REQUEST_CHANNEL,
         {"type": "inference.generate", "request_id": "bad", "reply_channel": reply, "messages": []},
     )
@@ -90,7 +90,7 @@ async def test_a_malformed_request_gets_a_typed_error(
     assert event.type == "inference.error"
     assert event.code == "invalid_request"
     # the worker keeps serving
-    await local_request_queue().put(REQUEST_CHANNEL, generate(reply, "ok", request_id="good"))
+    await embedded_queue().put(REQUEST_CHANNEL, generate(reply, "ok", request_id="good"))
     assert (await collect(layer, reply))[-1].type == "inference.done"
 
 
@@ -103,7 +103,7 @@ async def test_a_malformed_request_is_logged_without_what_the_user_wrote(
     secret = "my card number is 4111 1111 1111 1111"
     bad_turn = {"role": "customer", "content": secret}  # an unknown role
     with caplog.at_level(logging.WARNING, logger="inference.intake"):
-        await local_request_queue().put(
+        await embedded_queue().put(
             REQUEST_CHANNEL,
             {
                 "type": "inference.generate",
@@ -125,7 +125,7 @@ async def test_a_worker_takes_no_more_than_its_slots(
 ) -> None:
     replies = [await layer.new_channel() for _ in range(3)]
     for index, reply in enumerate(replies):
-        await local_request_queue().put(
+        await embedded_queue().put(
             REQUEST_CHANNEL, generate(reply, "[[slow]] a b c d e f", request_id=f"r{index}")
         )
     await asyncio.sleep(0.2)
@@ -149,7 +149,7 @@ async def test_several_workers_share_one_request_channel(layer: InMemoryChannelL
             await w.ready.wait()
         replies = [await layer.new_channel() for _ in range(4)]
         for index, reply in enumerate(replies):
-            await local_request_queue().put(
+            await embedded_queue().put(
                 REQUEST_CHANNEL, generate(reply, "[[slow]] a b c", request_id=f"s{index}")
             )
         results = await asyncio.gather(*(collect(layer, reply) for reply in replies))
@@ -182,13 +182,13 @@ async def test_background_work_never_takes_more_than_its_share_of_the_slots(
                 priority=BACKGROUND_PRIORITY,
                 submitted_at=time.time(),
             )
-            await local_request_queue().put(BACKGROUND_CHANNEL, job.to_channel())
+            await embedded_queue().put(BACKGROUND_CHANNEL, job.to_channel())
         await asyncio.sleep(0.2)
         assert worker.active_requests == 1  # the other two wait: the cap is one
 
         chat = await layer.new_channel()
         started = time.monotonic()
-        await local_request_queue().put(
+        await embedded_queue().put(
             REQUEST_CHANNEL, generate(chat, "hello there", request_id="chat")
         )
         events = await collect(layer, chat)
@@ -200,9 +200,8 @@ async def test_background_work_never_takes_more_than_its_share_of_the_slots(
 async def test_the_worker_announces_its_capacity_and_withdraws_when_it_stops(
     layer: InMemoryChannelLayer, engine: ScriptedEngine
 ) -> None:
-    from inference.wire.registry import LocalWorkerRegistry
 
-    registry = LocalWorkerRegistry()
+    registry = fresh_registry()
     worker = InferenceWorker(
         engine=engine,
         transport=Transport(layer=layer),

@@ -25,11 +25,11 @@ from inference.wire.protocol import (
     FaqLookup,
     worker_event_adapter,
 )
-from inference.wire.registry import LocalWorkerRegistry
-from inference.wire.request_queue import local_request_queue
+from inference.wire.registry import RedisWorkerRegistry
 from inference.wire.transport import Transport
 from inference.worker import InferenceWorker
 from tests.inference.worker_events import accepted_on, ask, collect, generate
+from tests.support.embedded import embedded_queue, fresh_registry
 from tests.support.workers import worker_settings
 
 
@@ -54,7 +54,7 @@ async def until(predicate: Callable[[], bool], timeout_s: float = 3.0) -> None:
 
 class _Started:
     def __init__(
-        self, worker: InferenceWorker, task: asyncio.Task[None], registry: LocalWorkerRegistry
+        self, worker: InferenceWorker, task: asyncio.Task[None], registry: RedisWorkerRegistry
     ) -> None:
         self.worker, self.task, self.registry = worker, task, registry
 
@@ -73,7 +73,7 @@ class Workers:
         faq: FaqCache | None = None,
         transport: Transport | None = None,
     ) -> _Started:
-        registry = LocalWorkerRegistry()
+        registry = fresh_registry()
         worker = InferenceWorker(
             engine=self._engine,
             transport=transport or Transport(layer=self._layer),
@@ -169,10 +169,10 @@ async def test_a_dead_engine_withdraws_the_worker_at_once_and_fails_its_requests
     assert engine.stats().running_requests == 0
     assert "health check failed" in caplog.text
     # and it takes no new request: this one stays in the channel for a healthy worker
-    await local_request_queue().put(REQUEST_CHANNEL, generate(reply, "anyone?", request_id="r2"))
+    await embedded_queue().put(REQUEST_CHANNEL, generate(reply, "anyone?", request_id="r2"))
     await asyncio.sleep(0.1)
     left = (
-        await asyncio.wait_for(local_request_queue().take(REQUEST_CHANNEL, consumer="test"), 1)
+        await asyncio.wait_for(embedded_queue().take(REQUEST_CHANNEL, consumer="test"), 1)
     ).message
     assert left["request_id"] == "r2"
 
@@ -457,7 +457,7 @@ async def test_a_moved_answer_is_served_before_the_questions_waiting_in_the_queu
     from inference.wire.request_queue import moved_queue
 
     await workers.start(worker_settings(max_active=1))
-    queue = local_request_queue()
+    queue = embedded_queue()
     reply = await layer.new_channel()
     await queue.put(REQUEST_CHANNEL, generate(reply, "[[slow]] " + "w " * 10, request_id="busy"))
     await until(lambda: engine.stats().running_requests == 1)

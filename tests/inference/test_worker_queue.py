@@ -23,10 +23,10 @@ from inference.wire.protocol import (
     GenerateRequest,
     worker_event_adapter,
 )
-from inference.wire.registry import LocalWorkerRegistry
 from inference.wire.stream_queue import RedisStreamQueue
 from inference.wire.transport import Transport
 from inference.worker import InferenceWorker
+from tests.support.embedded import fresh_registry
 from tests.support.workers import worker_settings
 
 pytestmark = pytest.mark.redis
@@ -40,7 +40,7 @@ class Fleet:
 
     def __init__(self) -> None:
         self.layer = InMemoryChannelLayer(capacity=10_000)
-        self.registry = LocalWorkerRegistry()
+        self.registry = fresh_registry()
         self.queues: list[RedisStreamQueue] = []
         self.running: list[tuple[InferenceWorker, asyncio.Task[None]]] = []
 

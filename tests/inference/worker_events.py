@@ -19,8 +19,8 @@ from inference.wire.protocol import (
     GenerateRequest,
     worker_event_adapter,
 )
-from inference.wire.request_queue import local_request_queue
 from inference.worker import InferenceWorker
+from tests.support.embedded import embedded_queue
 from tests.support.net import free_port
 
 
@@ -53,7 +53,7 @@ def generate(reply: str, text: str, request_id: str = "r1", **extra: Any) -> dic
 async def ask(layer: Any, text: str, **extra: Any) -> str:
     """Queue a request for `text` (`generate`'s extras) with a new reply channel; returns it."""
     reply: str = await layer.new_channel()
-    await local_request_queue().put(REQUEST_CHANNEL, generate(reply, text, **extra))
+    await embedded_queue().put(REQUEST_CHANNEL, generate(reply, text, **extra))
     return reply
 
 

@@ -11,8 +11,8 @@ from channels.layers import InMemoryChannelLayer
 from prometheus_client import REGISTRY
 
 from inference.wire.protocol import REQUEST_CHANNEL
-from inference.wire.request_queue import local_request_queue
 from tests.inference.worker_events import metrics_page
+from tests.support.embedded import embedded_queue
 from tests.support.vllm import SHARED, fresh, request, run_to_end
 
 pytestmark = [pytest.mark.vllm, pytest.mark.asyncio(loop_scope="session")]
@@ -27,7 +27,7 @@ def value(name: str) -> float:
 
 async def answer(layer: InMemoryChannelLayer, text: str) -> Any:
     reply = await layer.new_channel()
-    await local_request_queue().put(REQUEST_CHANNEL, request(reply, text))
+    await embedded_queue().put(REQUEST_CHANNEL, request(reply, text))
     return (await run_to_end(layer, reply))[-1]
 
 

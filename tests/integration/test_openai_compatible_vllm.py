@@ -39,11 +39,11 @@ from inference.wire.protocol import (
     GenerateRequest,
     SamplingOptions,
 )
-from inference.wire.request_queue import local_request_queue
 from inference.wire.transport import Transport
 from inference.worker import InferenceWorker
 from tests.inference.worker_events import running
 from tests.integration.conftest import tiny_engine_settings
+from tests.support.embedded import embedded_queue
 from tests.support.net import free_port
 from tests.support.vllm import SHARED, fresh, next_event, run_to_end
 from tests.support.workers import worker_settings
@@ -260,7 +260,7 @@ async def test_real_tokens_stream_through_a_worker_with_the_session_header(
     assert served.engine.prompt_builder.context_tokens == CONTEXT  # the server's max_model_len
     reply = await worker.new_channel()
     request = generate(reply, "Where is my parcel?", max_tokens=12)
-    await local_request_queue().put(REQUEST_CHANNEL, request.to_channel())
+    await embedded_queue().put(REQUEST_CHANNEL, request.to_channel())
     events = await run_to_end(worker, reply)
 
     assert events[0].type == "inference.accepted"
@@ -310,7 +310,7 @@ async def test_stop_aborts_the_request_on_the_server(
     finished_before = await requests_finished(served.server)
     reply = await worker.new_channel()
     request = generate(reply, "Tell me everything.", max_tokens=LONG, logit_bias=NO_EOS)
-    await local_request_queue().put(REQUEST_CHANNEL, request.to_channel())
+    await embedded_queue().put(REQUEST_CHANNEL, request.to_channel())
     accepted = await next_event(worker, reply)
     assert accepted.type == "inference.accepted"
     first = await next_event(worker, reply)

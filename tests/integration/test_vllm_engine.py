@@ -14,7 +14,7 @@ from inference.wire.protocol import (
     CancelRequest,
     ChatTurn,
 )
-from inference.wire.request_queue import local_request_queue
+from tests.support.embedded import embedded_queue
 from tests.support.vllm import SHARED, fresh, next_event, request, run_to_end
 
 pytestmark = [pytest.mark.vllm, pytest.mark.asyncio(loop_scope="session")]
@@ -22,7 +22,7 @@ pytestmark = [pytest.mark.vllm, pytest.mark.asyncio(loop_scope="session")]
 
 async def test_real_tokens_stream_through_the_worker(vllm_layer: InMemoryChannelLayer) -> None:
     reply = await vllm_layer.new_channel()
-    await local_request_queue().put(
+    await embedded_queue().put(
         REQUEST_CHANNEL, request(reply, "Where is my parcel?", max_tokens=12)
     )
     events = await run_to_end(vllm_layer, reply)
@@ -47,11 +47,9 @@ async def test_a_second_request_sharing_a_long_prefix_hits_the_prefix_cache(
     before = vllm_engine.stats()
     shared = fresh(SHARED)  # the session's engine may hold SHARED from another test
     first_reply, second_reply = await vllm_layer.new_channel(), await vllm_layer.new_channel()
-    await local_request_queue().put(
-        REQUEST_CHANNEL, request(first_reply, f"{shared} Question one?")
-    )
+    await embedded_queue().put(REQUEST_CHANNEL, request(first_reply, f"{shared} Question one?"))
     first = (await run_to_end(vllm_layer, first_reply))[-1]
-    await local_request_queue().put(
+    await embedded_queue().put(
         REQUEST_CHANNEL, request(second_reply, f"{shared} Another question?")
     )
     second = (await run_to_end(vllm_layer, second_reply))[-1]
@@ -68,7 +66,7 @@ async def test_cancel_aborts_and_leaves_no_request_in_the_engine(
     vllm_layer: InMemoryChannelLayer, vllm_engine: VllmEngine
 ) -> None:
     reply = await vllm_layer.new_channel()
-    await local_request_queue().put(
+    await embedded_queue().put(
         REQUEST_CHANNEL, request(reply, "Tell me everything.", max_tokens=1500)
     )
     accepted = await next_event(vllm_layer, reply)

@@ -1,4 +1,4 @@
-"""Admission control, both backends: in process and over a real Redis (db 11, flushed)."""
+"""Admission control on the embedded Redis and on a Redis server (db 11, flushed)."""
 
 from __future__ import annotations
 
@@ -11,15 +11,8 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 
-from chatapp.admission import (
-    Admission,
-    AdmissionLimits,
-    Admitted,
-    LocalAdmission,
-    RedisAdmission,
-    Refused,
-    admission_for,
-)
+from chatapp.admission import Admission, AdmissionLimits, Admitted, Refused
+from tests.inference.redis_db import EMBEDDED_AND_SERVER, flushed_redis, server_url
 
 REDIS_URL = "redis://127.0.0.1:6379/11"
 
@@ -43,24 +36,21 @@ async def redis_db() -> AsyncIterator[aioredis.Redis]:
     await client.aclose()
 
 
-@pytest.fixture(params=["local", pytest.param("redis", marks=pytest.mark.redis)])
-async def make(request: pytest.FixtureRequest, redis_db: aioredis.Redis) -> AsyncIterator[Make]:
-    """Build the backend under test with LIMITS changed by the keyword arguments."""
+@pytest.fixture(params=EMBEDDED_AND_SERVER)
+async def make(request: pytest.FixtureRequest) -> AsyncIterator[Make]:
+    """Build a limiter on the Redis under test with LIMITS changed by the keyword arguments."""
     made: list[Admission] = []
+    url = server_url(request.param, REDIS_URL)
 
     def _make(**overrides: Any) -> Admission:
-        limits = replace(LIMITS, **overrides)
-        admission: Admission = (
-            LocalAdmission(limits=limits)
-            if request.param == "local"
-            else RedisAdmission(redis_url=REDIS_URL, limits=limits)
-        )
+        admission = Admission(redis_url=url, limits=replace(LIMITS, **overrides))
         made.append(admission)
         return admission
 
-    yield _make
-    for admission in made:
-        await admission.aclose()
+    async with flushed_redis(url):
+        yield _make
+        for admission in made:
+            await admission.aclose()
 
 
 def refusal(result: Admitted | Refused) -> Refused:
@@ -264,8 +254,8 @@ async def test_no_draft_limit_at_zero(make: Make) -> None:
 
 @pytest.mark.redis
 async def test_a_users_draft_limit_holds_across_web_processes(redis_db: aioredis.Redis) -> None:
-    one = RedisAdmission(redis_url=REDIS_URL, limits=LIMITS)
-    two = RedisAdmission(redis_url=REDIS_URL, limits=LIMITS)
+    one = Admission(redis_url=REDIS_URL, limits=LIMITS)
+    two = Admission(redis_url=REDIS_URL, limits=LIMITS)
     try:
         assert await one.draft_take(user_key="u", every_s=5)
         assert not await two.draft_take(user_key="u", every_s=5)
@@ -277,8 +267,8 @@ async def test_a_users_draft_limit_holds_across_web_processes(redis_db: aioredis
 
 @pytest.mark.redis
 async def test_web_processes_share_the_limits(redis_db: aioredis.Redis) -> None:
-    one = RedisAdmission(redis_url=REDIS_URL, limits=replace(LIMITS, user_max_concurrent=1))
-    two = RedisAdmission(redis_url=REDIS_URL, limits=replace(LIMITS, user_max_concurrent=1))
+    one = Admission(redis_url=REDIS_URL, limits=replace(LIMITS, user_max_concurrent=1))
+    two = Admission(redis_url=REDIS_URL, limits=replace(LIMITS, user_max_concurrent=1))
     try:
         assert isinstance(await one.acquire(request_id="a", user_key="u", capacity=2), Admitted)
         assert refusal(await two.acquire(request_id="b", user_key="u", capacity=2)).reason == (
@@ -295,7 +285,7 @@ async def test_web_processes_share_the_limits(redis_db: aioredis.Redis) -> None:
 
 @pytest.mark.redis
 async def test_redis_keys_expire_so_idle_users_leave_nothing(redis_db: aioredis.Redis) -> None:
-    admission = RedisAdmission(
+    admission = Admission(
         redis_url=REDIS_URL, limits=replace(LIMITS, lease_s=30, user_rate_window_s=10), prefix="t"
     )
     try:
@@ -318,7 +308,7 @@ async def test_redis_keys_expire_so_idle_users_leave_nothing(redis_db: aioredis.
 async def test_redis_admission_works_again_after_its_connections_drop(
     redis_db: aioredis.Redis,
 ) -> None:
-    admission = RedisAdmission(redis_url=REDIS_URL, limits=LIMITS)
+    admission = Admission(redis_url=REDIS_URL, limits=LIMITS)
     try:
         assert isinstance(
             await admission.acquire(request_id="a", user_key="u", capacity=5), Admitted
@@ -334,17 +324,3 @@ async def test_redis_admission_works_again_after_its_connections_drop(
         assert await admission.outstanding() == 2
     finally:
         await admission.aclose()
-
-
-async def test_the_redis_url_selects_the_backend() -> None:
-    assert isinstance(admission_for(redis_url="", limits=LIMITS), LocalAdmission)
-    remote = admission_for(redis_url=REDIS_URL, limits=LIMITS)
-    assert isinstance(remote, RedisAdmission)
-    await remote.aclose()
-
-
-def test_limits_are_validated() -> None:
-    with pytest.raises(ValueError, match="at least 1"):
-        replace(LIMITS, user_rate=0)
-    with pytest.raises(ValueError, match="positive"):
-        replace(LIMITS, lease_s=0)

@@ -1,6 +1,6 @@
-"""One contract for the answer log, run against both implementations: Redis (every web process
-reads what another logged) and the in-process one of the embedded default. Whatever a relay,
-a resuming socket or the reaper does with one must mean the same with the other."""
+"""The answer log's contract, run on both Redis servers it meets: a Redis server (the
+deployments') and the embedded default's own (6.2). Whatever a relay, a resuming socket or the
+reaper does with one must mean the same with the other."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import pytest
 import redis.asyncio as aioredis
 
 from chatapp.answers.entries import LoggedDelta, LoggedEnd
-from chatapp.answers.log import AnswerLog, LocalAnswerLog, RedisAnswerLog
-from tests.inference.redis_db import LOCAL_AND_REDIS, flushed_redis
+from chatapp.answers.log import AnswerLog
+from tests.inference.redis_db import EMBEDDED_AND_SERVER, flushed_redis, server_url
 
 REDIS_URL = "redis://127.0.0.1:6379/9"
 TTL_S = 60.0
@@ -21,21 +21,21 @@ TTL_S = 60.0
 MakeLog = Callable[..., AnswerLog]
 
 
+@pytest.fixture(params=EMBEDDED_AND_SERVER)
+async def db(request: pytest.FixtureRequest) -> AsyncIterator[tuple[str, aioredis.Redis]]:
+    """The Redis under test (its URL, and a client of it), empty."""
+    url = server_url(request.param, REDIS_URL)
+    async with flushed_redis(url) as client:
+        yield url, client
+
+
 @pytest.fixture
-async def redis_db() -> AsyncIterator[aioredis.Redis]:
-    async with flushed_redis(REDIS_URL) as client:
-        yield client
-
-
-@pytest.fixture(params=LOCAL_AND_REDIS)
-async def make(request: pytest.FixtureRequest, redis_db: aioredis.Redis) -> AsyncIterator[MakeLog]:
-    """A log of the implementation under test, with this TTL (seconds)."""
-    made: list[RedisAnswerLog] = []
+async def make(db: tuple[str, aioredis.Redis]) -> AsyncIterator[MakeLog]:
+    """A log on the Redis under test, with this TTL (seconds)."""
+    made: list[AnswerLog] = []
 
     def _make(ttl_s: float = TTL_S) -> AnswerLog:
-        if request.param == "local":
-            return LocalAnswerLog(ttl_s=ttl_s)
-        log = RedisAnswerLog(redis_url=REDIS_URL, ttl_s=ttl_s)
+        log = AnswerLog(redis_url=db[0], ttl_s=ttl_s)
         made.append(log)
         return log
 
@@ -154,32 +154,38 @@ async def test_a_log_and_its_owner_expire_ttl_after_the_last_write(make: MakeLog
     assert await log.entries_after(run_id=run_id, seq=0) is None
 
 
-@pytest.mark.redis
 async def test_a_heartbeat_after_redis_lost_the_owner_asks_for_a_rewrite(
-    redis_db: aioredis.Redis,
+    make: MakeLog, db: tuple[str, aioredis.Redis]
 ) -> None:
     """Redis restarted without persistence before the first delta: the heartbeat must not
     bring back an owner record without its lease holder (a reaper could then never free the
     user's slot); it reports the run, and the relay rewrites log and owner whole."""
-    log = RedisAnswerLog(redis_url=REDIS_URL, ttl_s=TTL_S)
-    try:
-        run_id = await _logged(log)
-        await redis_db.flushdb()
-        assert await log.heartbeat(relay_channel="relay-a", lengths={run_id: 0}) == [run_id]
-    finally:
-        await log.aclose()
+    log = make()
+    run_id = await _logged(log)
+    await db[1].flushdb()
+    assert await log.heartbeat(relay_channel="relay-a", lengths={run_id: 0}) == [run_id]
 
 
-@pytest.mark.redis
 async def test_a_worker_taking_a_run_whose_record_is_gone_leaves_no_key_behind(
-    redis_db: aioredis.Redis,
+    make: MakeLog, db: tuple[str, aioredis.Redis]
 ) -> None:
-    log = RedisAnswerLog(redis_url=REDIS_URL, ttl_s=TTL_S)
-    try:
-        run_id = uuid.uuid4()  # no begin: its record expired, or Redis lost it
-        await log.worker_taken(run_id=run_id, worker_channel="worker-1", request_id="r")
-        assert await log.ownership(run_id=run_id) is None
-        ttls = [await redis_db.pttl(key) for key in await redis_db.keys("*")]
-        assert all(ttl > 0 for ttl in ttls), ttls
-    finally:
-        await log.aclose()
+    log = make()
+    run_id = uuid.uuid4()  # no begin: its record expired, or Redis lost it
+    await log.worker_taken(run_id=run_id, worker_channel="worker-1", request_id="r")
+    assert await log.ownership(run_id=run_id) is None
+    ttls = [await db[1].pttl(key) for key in await db[1].keys("*")]
+    assert all(ttl > 0 for ttl in ttls), ttls
+
+
+async def test_a_worker_taking_a_live_run_keeps_the_expiry_its_heartbeats_set(
+    make: MakeLog, db: tuple[str, aioredis.Redis]
+) -> None:
+    log = make(ttl_s=TTL_S)
+    run_id = await _logged(log)
+    (owner,) = await db[1].keys("*:owner")
+    await db[1].pexpire(owner, 5_000)  # as if the owner was silent for TTL_S - 5 s
+    await log.worker_taken(run_id=run_id, worker_channel="worker-1", request_id="r")
+    assert 0 < await db[1].pttl(owner) <= 5_000
+    ownership = await log.ownership(run_id=run_id)
+    assert ownership is not None
+    assert (ownership.worker_channel, ownership.worker_request_id) == ("worker-1", "r")

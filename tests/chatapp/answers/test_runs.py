@@ -1,5 +1,6 @@
 """The life of a run, piece by piece: the relay, the log, recovery and the final write, each
-with the real in-process parts (in-memory layer and log, SQLite) and Redis where the log lives.
+with the real parts (in-memory layer, the embedded Redis, SQLite) and the Redis server where a
+test restarts it.
 
 What a user would notice if these broke: a reload showing an earlier answer than the one that
 streamed, a resume shown "complete" for an answer still being written, a healthy log deleted
@@ -19,10 +20,10 @@ from asgiref.sync import sync_to_async
 from channels.layers import InMemoryChannelLayer
 from django.contrib.auth.models import User
 
-from chatapp.admission.limiter import LocalAdmission
+from chatapp.admission.limiter import Admission
 from chatapp.answers.entries import LogEntry, LoggedDelta, LoggedEnd
 from chatapp.answers.follower import RunWatch, StoredAnswer, run_rest
-from chatapp.answers.log import AnswerLog, LocalAnswerLog, RedisAnswerLog
+from chatapp.answers.log import AnswerLog
 from chatapp.answers.recovery import Orphans, answer_store, orphaned_runs_finish
 from chatapp.answers.relay import AnswerRelay, RelaySettings
 from chatapp.answers.runtime import admission_limits
@@ -36,9 +37,10 @@ from inference.wire.protocol import (
     Heartbeat,
     SamplingOptions,
 )
-from inference.wire.registry import LocalWorkerRegistry
-from inference.wire.request_queue import LocalRequestQueue, RequestQueue
+from inference.wire.registry import RedisWorkerRegistry
+from inference.wire.request_queue import RequestQueue, request_queue
 from tests.support.conversations import first_turn
+from tests.support.embedded import fresh_registry
 from tests.support.wire import done
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -65,14 +67,14 @@ async def _logged_run(log: AnswerLog, run_id: uuid.UUID, text: str) -> None:
 def _orphans(log: AnswerLog, *, silent_after_s: float) -> Orphans:
     return Orphans(
         log=log,
-        admission=LocalAdmission(limits=admission_limits()),
+        admission=Admission(redis_url="", limits=admission_limits()),
         layer=InMemoryChannelLayer(),
         silent_after_s=silent_after_s,
     )
 
 
 async def test_the_reaper_never_writes_an_earlier_run_into_an_edited_answer(alice: User) -> None:
-    log = LocalAnswerLog(ttl_s=60)
+    log = AnswerLog(redis_url="", ttl_s=60)
     turn = await sync_to_async(first_turn)(alice, "old question")
     first_run = turn.run_id
     await _logged_run(log, first_run, "the old answer")
@@ -115,7 +117,7 @@ async def test_the_reaper_never_writes_an_earlier_run_into_an_edited_answer(alic
 
 
 async def test_the_reaper_ends_a_run_whose_owner_went_silent_from_its_log(alice: User) -> None:
-    log = LocalAnswerLog(ttl_s=60)
+    log = AnswerLog(redis_url="", ttl_s=60)
     turn = await sync_to_async(first_turn)(alice, "question")
     await log.begin(run_id=turn.run_id, relay_channel="dead-relay", user_key="u")
     await log.append(run_id=turn.run_id, entry=LoggedDelta(seq=1, text="half an ans"))
@@ -130,7 +132,7 @@ async def test_the_reaper_ends_a_run_whose_owner_went_silent_from_its_log(alice:
 async def test_a_process_never_reaps_a_run_it_owns_itself(alice: User) -> None:
     """Embedded (one process) an owner's heartbeat can look old after a stalled event loop;
     its own runs are alive all the same."""
-    log = LocalAnswerLog(ttl_s=60)
+    log = AnswerLog(redis_url="", ttl_s=60)
     turn = await sync_to_async(first_turn)(alice, "question")
     await log.begin(run_id=turn.run_id, relay_channel="this-relay", user_key="u")
     await asyncio.sleep(0.3)
@@ -157,7 +159,7 @@ async def test_the_reaper_reaches_an_orphan_behind_more_live_runs_than_it_reads_
     from chatapp.answers import recovery
 
     monkeypatch.setattr(recovery, "REAP_PAGE", 3)
-    log = LocalAnswerLog(ttl_s=60)
+    log = AnswerLog(redis_url="", ttl_s=60)
     live = [await sync_to_async(first_turn)(alice, f"live {n}") for n in range(5)]
     for turn in live:
         await log.begin(run_id=turn.run_id, relay_channel="this-relay", user_key="u")
@@ -167,7 +169,7 @@ async def test_the_reaper_reaches_an_orphan_behind_more_live_runs_than_it_reads_
     live_ids = {turn.run_id for turn in live}
     orphans = Orphans(
         log=log,
-        admission=LocalAdmission(limits=admission_limits()),
+        admission=Admission(redis_url="", limits=admission_limits()),
         layer=InMemoryChannelLayer(),
         silent_after_s=0.2,
         owned_here=lambda run_id: run_id in live_ids,
@@ -185,7 +187,7 @@ async def test_the_reaper_reaches_an_orphan_behind_more_live_runs_than_it_reads_
 async def test_a_resume_waits_while_a_live_owner_stores_the_answer(alice: User) -> None:
     """The end is logged before the row is written: a watcher must not be told the answer
     is complete while a reload would still find it streaming."""
-    log = LocalAnswerLog(ttl_s=60)
+    log = AnswerLog(redis_url="", ttl_s=60)
     turn = await sync_to_async(first_turn)(alice, "question")
     await _logged_run(log, turn.run_id, "the answer")
     watch = RunWatch(
@@ -211,7 +213,7 @@ async def test_a_resume_waits_while_a_live_owner_stores_the_answer(alice: User) 
 
 
 async def test_a_replaced_run_is_not_shown_as_the_rest_of_the_old_one(alice: User) -> None:
-    log = LocalAnswerLog(ttl_s=60)
+    log = AnswerLog(redis_url="", ttl_s=60)
     turn = await sync_to_async(first_turn)(alice, "question")
     watch = RunWatch(
         message_id=turn.assistant_message.id, run_id=uuid.uuid4(), owner="", client_id=None
@@ -228,7 +230,7 @@ async def test_a_replaced_run_is_not_shown_as_the_rest_of_the_old_one(alice: Use
 # ---- the relay's log and heartbeats ---------------------------------------------------------
 
 
-class SlowLog(LocalAnswerLog):
+class SlowLog(AnswerLog):
     """Appends take a moment (a Redis round trip); counts rewrites of whole logs."""
 
     rewrites = 0
@@ -251,7 +253,7 @@ class RunningRelay:
     relay: AnswerRelay
     layer: InMemoryChannelLayer
     task: asyncio.Task[None]
-    registry: LocalWorkerRegistry
+    registry: RedisWorkerRegistry
 
 
 async def _relay_running(
@@ -263,7 +265,7 @@ async def _relay_running(
 ) -> RunningRelay:
     """A relay on the in-memory layer with live `workers`, running; 10 s bounds unless given."""
     layer = InMemoryChannelLayer(capacity=10_000)
-    registry_ = LocalWorkerRegistry()
+    registry_ = fresh_registry()
     for worker in workers:
         await registry_.announce(worker_id=worker, capacity=4, ttl_s=60)
     values: dict[str, float] = {
@@ -278,10 +280,10 @@ async def _relay_running(
     }
     relay = AnswerRelay(
         layer=layer,
-        log=log or LocalAnswerLog(ttl_s=60),
-        admission=LocalAdmission(limits=admission_limits()),
+        log=log or AnswerLog(redis_url="", ttl_s=60),
+        admission=Admission(redis_url="", limits=admission_limits()),
         registry=registry_,
-        queue=queue or LocalRequestQueue(),
+        queue=queue or request_queue(redis_url=""),
         settings=RelaySettings(**values),  # type: ignore[arg-type]
     )
     task = asyncio.create_task(relay.run())
@@ -315,7 +317,7 @@ async def _stopped(task: asyncio.Task[None]) -> None:
 @pytest.fixture
 async def running_relay() -> AsyncIterator[RunningRelay]:
     # a heartbeat lands between almost every pair of entries
-    running = await _relay_running(log=SlowLog(ttl_s=60), heartbeat_s=0.003)
+    running = await _relay_running(log=SlowLog(redis_url="", ttl_s=60), heartbeat_s=0.003)
     yield running
     await _stopped(running.task)
 
@@ -359,7 +361,7 @@ async def test_heartbeats_during_a_stream_never_rewrite_a_healthy_log(
 async def test_a_stale_relays_heartbeat_cannot_touch_a_newer_runs_log(
     redis_db: aioredis.Redis,
 ) -> None:
-    log = RedisAnswerLog(redis_url=REDIS_URL, ttl_s=60)
+    log = AnswerLog(redis_url=REDIS_URL, ttl_s=60)
     try:
         old_run, new_run = uuid.uuid4(), uuid.uuid4()
         await _logged_run(log, old_run, "old")
@@ -390,7 +392,7 @@ async def test_an_owners_silence_is_measured_on_redis_clock_not_the_hosts(
 
     from chatapp.answers.recovery import owner_state
 
-    log = RedisAnswerLog(redis_url=REDIS_URL, ttl_s=60)
+    log = AnswerLog(redis_url=REDIS_URL, ttl_s=60)
     real_time = time.time
     try:
         run_id = uuid.uuid4()
@@ -420,7 +422,7 @@ async def test_a_stalled_database_thread_does_not_silence_the_relays_heartbeat(
 
     from channels.db import database_sync_to_async
 
-    log = LocalAnswerLog(ttl_s=60)
+    log = AnswerLog(redis_url="", ttl_s=60)
     # the reaper reads the database often
     running = await _relay_running(log=log, reap_every_s=0.2, owner_silent_after_s=1.0)
     relay, layer, task = running.relay, running.layer, running.task
@@ -454,7 +456,7 @@ async def test_a_run_whose_owner_record_vanished_is_not_reaped_until_it_stays_go
     gone until each live relay's next heartbeat writes it again. A reaper tick in that moment
     must not take the missing record for a dead owner and cut the live answer short; a record
     still missing after the owner's silence bound means the owner is really gone."""
-    log = LocalAnswerLog(ttl_s=60)
+    log = AnswerLog(redis_url="", ttl_s=60)
     live = await sync_to_async(first_turn)(alice, "live")
     dead = await sync_to_async(first_turn)(alice, "dead")
     await asyncio.sleep(0.25)  # both older than the reap age: candidates for the reaper
@@ -500,7 +502,7 @@ async def test_a_dead_owners_moved_run_is_cancelled_on_the_worker_now_serving_it
     reaper must cancel the request that worker runs, not the first worker's id."""
     from inference.wire.protocol import CancelRequest
 
-    log = LocalAnswerLog(ttl_s=60)
+    log = AnswerLog(redis_url="", ttl_s=60)
     turn = await sync_to_async(first_turn)(alice, "question")
     await log.begin(run_id=turn.run_id, relay_channel="dead-relay", user_key="u")
     await log.worker_taken(
@@ -620,7 +622,7 @@ async def test_a_moved_request_keeps_the_answers_budget_and_says_what_was_spent(
     the tokens already generated; the worker keeps the first window and counts the rest."""
     from inference.wire.request_queue import moved_queue
 
-    queue = LocalRequestQueue()
+    queue = request_queue(redis_url="")
     _relay, _layer, turn, task = await _migrated_run(alice, max_tokens=300, queue=queue)
     try:
         taken = await asyncio.wait_for(queue.take(moved_queue("test.requests"), consumer="test"), 1)

@@ -33,10 +33,9 @@ from inference.wire.protocol import (
     FaqLookup,
     GenerateRequest,
 )
-from inference.wire.registry import LocalWorkerRegistry
-from inference.wire.request_queue import local_request_queue
 from inference.wire.transport import Transport
 from inference.worker import InferenceWorker
+from tests.support.embedded import embedded_queue, fresh_registry
 from tests.support.faq_standin import QUESTION, StandInEmbedder, entry_create
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -129,7 +128,7 @@ async def start(layer: LossyLayer) -> AsyncIterator[Callable[[], Any]]:
                 heartbeat_s=0.1,
             ),
             faq=cache,
-            registry=LocalWorkerRegistry(),
+            registry=fresh_registry(),
         )
         tasks = [
             asyncio.create_task(snapshots.serve_snapshots()),
@@ -156,7 +155,7 @@ async def ask(layer: LossyLayer, text: str = QUESTION) -> dict[str, Any]:
         submitted_at=time.time(),
         faq_lookup=FaqLookup(scopes=["global"]),
     )
-    await local_request_queue().put(REQUEST_CHANNEL, request.to_channel())
+    await embedded_queue().put(REQUEST_CHANNEL, request.to_channel())
     while True:
         event = await asyncio.wait_for(layer.receive(reply), 5)
         if event["type"] in {"inference.done", "inference.error"}:

@@ -3,13 +3,16 @@ e.g. exact repeats only while the verifier is still training."""
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 
 import pytest
+import redis
 from django.test import Client
 
 from chatapp.faq import worker_status
+from inference.wire.embedded_redis import embedded_redis_url
 from tests.support.admin import superuser_client
 
 pytestmark = pytest.mark.django_db
@@ -22,10 +25,9 @@ def admin_client() -> Client:
     return superuser_client()
 
 
-@pytest.fixture(params=["local", pytest.param("redis", marks=pytest.mark.redis)])
+@pytest.fixture(params=["embedded", pytest.param("server", marks=pytest.mark.redis)])
 def store(request: pytest.FixtureRequest, settings: object) -> str:
-    worker_status._local.clear()
-    if request.param == "redis":
+    if request.param == "server":
         settings.REDIS_URL = "redis://127.0.0.1:6379/0"  # type: ignore[attr-defined]
     else:
         settings.REDIS_URL = ""  # type: ignore[attr-defined]
@@ -44,8 +46,9 @@ def test_the_faq_list_shows_each_workers_decision(admin_client: Client, store: s
 
 def test_a_worker_not_heard_from_drops_out(admin_client: Client, settings: object) -> None:
     settings.REDIS_URL = ""  # type: ignore[attr-defined]
-    worker_status._local.clear()
-    worker_status._local["gone"] = ("the learned verifier", time.time() - worker_status.TTL_S - 1)
+    gone = {"decision": "the learned verifier", "at": time.time() - worker_status.TTL_S - 1}
+    with redis.Redis.from_url(embedded_redis_url()) as client:  # its key not yet expired
+        client.set(worker_status.KEY_PREFIX + "gone", json.dumps(gone), ex=60)
     assert worker_status.current() == []
     page = admin_client.get("/admin/faq/faqentry/").content.decode()
     assert "No inference worker has reported its FAQ cache yet" in page

@@ -1,4 +1,4 @@
-"""Admission with per-call limits (what API keys use), both backends: a key's own rate,
+"""Admission with per-call limits (what API keys use), on both Redis servers: a key's own rate,
 window and concurrency apply to it alone, while the service's capacity stays shared."""
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ from dataclasses import replace
 import pytest
 import redis.asyncio as aioredis
 
-from chatapp.admission import Admission, AdmissionLimits, Admitted, LocalAdmission, RedisAdmission
+from chatapp.admission import Admission, AdmissionLimits, Admitted
 from chatapp.admission.limiter import Refused
+from tests.inference.redis_db import EMBEDDED_AND_SERVER, server_url
 
 REDIS_URL = "redis://127.0.0.1:6379/12"
 DEFAULT = AdmissionLimits(
@@ -25,16 +26,14 @@ DEFAULT = AdmissionLimits(
 KEY = replace(DEFAULT, user_max_concurrent=3, user_rate=2, user_rate_window_s=3.0)
 
 
-@pytest.fixture(params=["local", pytest.param("redis", marks=pytest.mark.redis)])
+@pytest.fixture(params=EMBEDDED_AND_SERVER)
 async def admission(request: pytest.FixtureRequest) -> AsyncIterator[Admission]:
-    if request.param == "local":
-        yield LocalAdmission(limits=DEFAULT)
-        return
+    url = server_url(request.param, REDIS_URL)
     prefix = f"test:key-admission:{uuid.uuid4().hex}"
-    made = RedisAdmission(redis_url=REDIS_URL, limits=DEFAULT, prefix=prefix)
+    made = Admission(redis_url=url, limits=DEFAULT, prefix=prefix)
     yield made
     await made.aclose()
-    client = aioredis.Redis.from_url(REDIS_URL)
+    client = aioredis.Redis.from_url(url)
     keys = [key async for key in client.scan_iter(f"{prefix}:*")]
     if keys:
         await client.delete(*keys)

@@ -16,8 +16,8 @@ from asgiref.sync import sync_to_async
 from django.contrib.auth.models import User
 
 from chatapp.conversations.models import Conversation, Message
-from inference.wire.request_queue import local_request_queue
 from tests.conftest import Connect, RunningWorker
+from tests.support.embedded import embedded_queue
 from tests.support.sockets import (
     answer_text,
     ask,
@@ -320,7 +320,7 @@ async def test_a_queued_request_waits_for_busy_workers_but_not_forever(
 
 async def _until_queue_empty(queue: str) -> None:
     await asyncio.sleep(0.05)  # the withdrawal runs beside the end's write
-    assert await local_request_queue().depth(queue) == 0
+    assert await embedded_queue().depth(queue) == 0
 
 
 @pytest.mark.parametrize("lost", ["a middle delta", "the last delta"])
@@ -341,7 +341,7 @@ async def test_an_answer_whose_deltas_were_lost_in_transit_is_never_stored_compl
     try:
         ws = await open_socket(connect, alice)
         await ws.send_json_to(send_frame("count to three"))
-        taken = await local_request_queue().take(REQUEST_CHANNEL, consumer="test")
+        taken = await embedded_queue().take(REQUEST_CHANNEL, consumer="test")
         request = GenerateRequest.model_validate(taken.message)
         reply, rid = request.reply_channel, request.request_id
         events: list[Any] = [

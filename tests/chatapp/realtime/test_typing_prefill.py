@@ -18,8 +18,8 @@ from prometheus_client import REGISTRY
 from chatapp.conversations.models import Message
 from chatapp.prompts.models import PromptTemplateVersion
 from inference.wire.protocol import BACKGROUND_CHANNEL, ChatTurn, PrefillRequest
-from inference.wire.request_queue import local_request_queue
 from tests.conftest import Connect, RunningWorker
+from tests.support.embedded import embedded_queue
 from tests.support.sockets import ask, open_socket, receive_until, send_frame
 from tests.support.templates import RENDERED, VALUES, published, ref, templated
 from tests.support.waiting import until
@@ -140,7 +140,7 @@ async def test_a_worker_answering_chat_drops_drafts_and_stale_drafts_are_dropped
         messages=[ChatTurn(role="user", content="typed a minute ago")],
         submitted_at=time.time() - 60,
     )
-    await local_request_queue().put(BACKGROUND_CHANNEL, old.to_channel())
+    await embedded_queue().put(BACKGROUND_CHANNEL, old.to_channel())
     await until(lambda: prefills("dropped_stale") == stale + 1)
     assert prefills("dropped_stale") == stale + 1
     assert [p for p in engine.prompts if "typed a minute ago" in p] == []
@@ -157,7 +157,7 @@ async def test_drafts_are_bounded_per_socket_and_in_the_queue(
     from chatapp.answers.runs import DRAFTS_QUEUED_MAX
 
     settings.CHAT_USER_DRAFT_EVERY_S = 0  # type: ignore[attr-defined]  # per user: the next test
-    queue = local_request_queue()
+    queue = embedded_queue()
     ws = await open_socket(connect, alice)
     for i in range(10):
         await ws.send_json_to(draft_frame(f"a draft of a question, take {i}", None))
@@ -180,7 +180,7 @@ async def test_one_users_drafts_are_bounded_over_all_their_sockets(
     all their sockets and web processes (`CHAT_USER_DRAFT_EVERY_S`); another user's are not
     touched by it."""
     settings.CHAT_USER_DRAFT_EVERY_S = 60  # type: ignore[attr-defined]
-    queue = local_request_queue()
+    queue = embedded_queue()
     tabs = [await open_socket(connect, alice) for _ in range(4)]
     for n, tab in enumerate(tabs):
         await tab.send_json_to(draft_frame(f"a question typed in tab {n}", None))

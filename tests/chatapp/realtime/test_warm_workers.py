@@ -24,11 +24,12 @@ from inference.engines.scripted import ScriptedEngine
 from inference.start_warmup import PLAIN_QUESTION
 from inference.wire.protocol import REQUEST_CHANNEL, ChatTurn, GenerateRequest
 from inference.wire.registry import worker_registry
-from inference.wire.request_queue import local_request_queue, worker_queue
+from inference.wire.request_queue import worker_queue
 from inference.wire.transport import Transport
 from inference.worker import InferenceWorker
 from tests.chatapp.prompts.factories import SYSTEM, template_create
 from tests.conftest import Connect
+from tests.support.embedded import embedded_queue
 from tests.support.sockets import answer_text, ask, open_socket
 from tests.support.workers import worker_settings
 
@@ -140,9 +141,7 @@ async def _occupy(worker: InferenceWorker) -> asyncio.Task[None]:
         messages=[ChatTurn(role="user", content="[[slow]] " + "w " * 40)],
         submitted_at=time.time(),
     )
-    await local_request_queue().put(
-        worker_queue(REQUEST_CHANNEL, worker.channel), request.to_channel()
-    )
+    await embedded_queue().put(worker_queue(REQUEST_CHANNEL, worker.channel), request.to_channel())
 
     async def read_to_end() -> None:
         while (await layer.receive(reply))["type"] not in ("inference.done", "inference.error"):
