@@ -2,9 +2,13 @@
 
 The WebSocket consumer (send, regenerate, edit) and the OpenAI API start runs the same way:
 the run id is drawn first and is the admission lease, the request id the worker sees, the
-message row's `run_id` and the log's key. A write the user is refused (not found, still
-streaming) gives the slot back without counting against the user's rate. A repeated frame
-(the same client id) starts nothing: it gets the run the first one started.
+message row's `run_id` and the log's key. A new question (a chat send, an API request) is
+queued before its turn is stored (`send_run_start`); a regenerate or an edit stores first
+(`run_admit_and_store`, then `chat_run_start`): its write is also the check that it may
+happen (the answer is the newest, nothing streams), under the conversation's lock. A write
+the user is refused (not found, still streaming) gives the slot back without counting against
+the user's rate. A repeated frame (the same client id) starts nothing: it gets the run the
+first one started.
 """
 
 from __future__ import annotations
@@ -50,7 +54,7 @@ class Started:
     turn: services.TurnStart
     run_id: uuid.UUID  # the run generating the answer: new, or the first frame's on a repeat
     clock: FirstTokenClock  # where its time to first token goes (marked up to the queue)
-    # what the worker needs, read in the same thread hop as the write (`with_context`)
+    # what the worker needs, read in the same thread hop as the write (or before it)
     context: selectors.GenerationContext | None = None
 
     @property
@@ -59,19 +63,14 @@ class Started:
 
 
 async def run_admit_and_store(
-    *,
-    user_key: str,
-    write: TurnWrite,
-    limits: AdmissionLimits | None = None,
-    received_at: float | None = None,
-    with_context: bool = False,
+    *, user_key: str, write: TurnWrite, received_at: float | None = None
 ) -> Started | Refused:
-    """Take an admission slot for a new run and store its turn. Refused: nothing stored.
-    A write that raises (ApplicationError: refused for the user) gives the slot back and its
-    start does not count against the user's rate. `received_at` (monotonic): when the frame
-    asking for it was read, where the run's `FirstTokenClock` starts. `with_context`: read the
-    generation context of a new turn right after storing it, in the same thread hop (one
-    database round of the first token's path instead of two)."""
+    """Take an admission slot for a new run and store its turn (a regenerate, an edit).
+    Refused: nothing stored. A write that raises (ApplicationError: refused for the user)
+    gives the slot back and its start does not count against the user's rate. `received_at`
+    (monotonic): when the frame asking for it was read, where the run's `FirstTokenClock`
+    starts. The generation context of a new turn is read right after storing it, in the same
+    thread hop (one database round of the first token's path instead of two)."""
     clock = FirstTokenClock.started(received_at)
     runtime = await answer_runtime()
     run_id = uuid.uuid4()
@@ -79,7 +78,6 @@ async def run_admit_and_store(
         request_id=str(run_id),
         user_key=user_key,
         capacity=await runtime.registry.capacity(),
-        limits=limits,
     )
     if isinstance(decision, Refused):
         return decision
@@ -87,7 +85,7 @@ async def run_admit_and_store(
 
     def store() -> tuple[services.TurnStart, selectors.GenerationContext | None]:
         turn = write(run_id)
-        if not with_context or not turn.created:
+        if not turn.created:
             return turn, None
         return turn, _context_of(turn)
 
@@ -192,11 +190,26 @@ class NewQuestion:
     template_version: PromptTemplateVersion | None = None
 
 
+# The worker request of a question whose caller brings the prompt (the API's messages), for
+# run id and reply channel; without one the request is built from the stored conversation.
+RequestOf = Callable[[uuid.UUID, str], GenerateRequest]
+
+
 async def send_run_start(
-    *, question: NewQuestion, user_key: str, watcher: str, received_at: float | None = None
+    *,
+    question: NewQuestion,
+    user_key: str,
+    watcher: str,
+    received_at: float | None = None,
+    request_of: RequestOf | None = None,
+    request_channel: str = REQUEST_CHANNEL,
+    limits: AdmissionLimits | None = None,
+    finish_unwatched: bool = False,
 ) -> Started | Refused:
     """Admit a new question, queue its worker request, then store its turn while the worker
-    starts: the write (5-14 ms measured on SQLite) is off the first token's path.
+    starts: the write (5-14 ms measured on SQLite) is off the first token's path. A chat
+    send and an API request start this way (`request_of`, `limits`: the API's prompt and its
+    key's limits; `finish_unwatched`: see `AnswerRelay.start`).
 
     One read first: a retried send (its client id stored) starts nothing and returns the
     first turn, as `repeated`. The relay keeps the run's end until the turn is stored
@@ -209,7 +222,10 @@ async def send_run_start(
     runtime = await answer_runtime()
     run_id = uuid.uuid4()
     decision = await runtime.admission.acquire(
-        request_id=str(run_id), user_key=user_key, capacity=await runtime.registry.capacity()
+        request_id=str(run_id),
+        user_key=user_key,
+        capacity=await runtime.registry.capacity(),
+        limits=limits,
     )
     if isinstance(decision, Refused):
         return decision
@@ -217,18 +233,22 @@ async def send_run_start(
     ids = services.TurnIds.new()
     stored: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
     try:
-        read = await database_sync_to_async(_turn_or_context)(question)
+        read = await database_sync_to_async(_turn_or_context)(question, request_of is None)
         if isinstance(read, services.TurnStart):  # a retried send: the first one's run goes on
             await _slot_free(runtime, run_id, user_key, refund=True)
             return Started(runtime=runtime, turn=read, run_id=read.run_id, clock=clock)
         context = read
-        request = _chat_request(
-            context,
-            run_id=run_id,
-            reply_channel=runtime.relay.channel,
-            session_id=question.conversation_id or ids.conversation,
-            bypass_faq=False,
-        )
+        if request_of is not None:
+            request = request_of(run_id, runtime.relay.channel)
+        else:
+            assert context is not None
+            request = _chat_request(
+                context,
+                run_id=run_id,
+                reply_channel=runtime.relay.channel,
+                session_id=question.conversation_id or ids.conversation,
+                bypass_faq=False,
+            )
     except BaseException as exc:
         await _slot_free(runtime, run_id, user_key, refund=isinstance(exc, ApplicationError))
         raise
@@ -238,9 +258,10 @@ async def send_run_start(
             user_key=user_key,
             watcher=watcher,
             request=request,
-            request_channel=REQUEST_CHANNEL,
+            request_channel=request_channel,
             clock=clock,
             stored=stored,
+            finish_unwatched=finish_unwatched,
         )
         turn = await database_sync_to_async(services.turn_start)(
             sender=question.sender,
@@ -315,14 +336,19 @@ def _draft_context(
     )
 
 
-def _turn_or_context(question: NewQuestion) -> services.TurnStart | selectors.GenerationContext:
+def _turn_or_context(
+    question: NewQuestion, with_context: bool
+) -> services.TurnStart | selectors.GenerationContext | None:
     """The turn an earlier send of this client id stored (a retry: nothing new starts), else
-    what the worker needs for the question: one database round, reads only."""
+    what the worker needs for the question (`with_context`; None without): one database
+    round, reads only."""
     existing = services.turn_existing(
         sender=question.sender, client_message_id=question.client_message_id
     )
     if existing is not None:
         return existing
+    if not with_context:
+        return None
     return _next_context(
         sender=question.sender,
         conversation_id=question.conversation_id,

@@ -48,7 +48,7 @@ from chatapp.answers.messages import AnswerEntry, AnswerGone, DetachAnswer, rela
 from chatapp.answers.recovery import owner_state
 from chatapp.answers.runtime import AnswerRuntime, admission_limits
 from chatapp.apikeys.models import ApiKey
-from chatapp.conversations import selectors, services
+from chatapp.conversations import selectors
 from chatapp.openai_api.errors import ApiError, refused
 from chatapp.openai_api.prompting import ApiPrompt
 from inference.wire.protocol import (
@@ -210,30 +210,50 @@ async def answer_start(
         else uuid.uuid4()
     )
     user_key = key_user(key)
-    started = await runs.run_admit_and_store(
-        user_key=user_key,
-        write=lambda run_id: services.turn_start(
+    channel = await get_channel_layer().new_channel()
+    retryable = idempotency_key is not None
+
+    def request_of(run_id: uuid.UUID, reply_channel: str) -> GenerateRequest:
+        return GenerateRequest(
+            request_id=str(run_id),
+            reply_channel=reply_channel,
+            system=prompt.system,
+            messages=prompt.turns,
+            sampling=prompt.sampling,
+            priority=BACKGROUND_PRIORITY if background else INTERACTIVE_PRIORITY,
+            submitted_at=time.time(),
+            faq_lookup=prompt.faq_lookup,
+            # OpenAI's behaviour unless the client opted in: a conversation over the context is
+            # a 400 context_length_exceeded, never silently cut
+            trim_history=prompt.trim_history,
+            session_id=session_id,
+        )
+
+    # Queued before its turn is stored, like a chat send; from then on the relay owns the run
+    # and frees the admission slot when it ends.
+    started = await runs.send_run_start(
+        question=runs.NewQuestion(
             sender=key.user,
             conversation_id=None,
             client_message_id=client_id,
             text=prompt.question,
             template_version=prompt.template_version,
-            run_id=run_id,
         ),
+        user_key=user_key,
+        watcher=channel,
+        request_of=request_of,
+        request_channel=BACKGROUND_CHANNEL if background else REQUEST_CHANNEL,
         limits=key_limits(key),
+        finish_unwatched=retryable,
     )
     if isinstance(started, Refused):
         raise refused(started)
     turn, runtime = started.turn, started.runtime
-    channel = await get_channel_layer().new_channel()
-    message_id = turn.assistant_message.id
-    watch = RunWatch(message_id=message_id, run_id=started.run_id, owner="", client_id=client_id)
+    watch = RunWatch(
+        message_id=turn.assistant_message.id, run_id=started.run_id, owner="", client_id=client_id
+    )
     answer = ApiAnswer(
-        runtime=runtime,
-        watch=watch,
-        channel=channel,
-        user=key.user,
-        retryable=idempotency_key is not None,
+        runtime=runtime, watch=watch, channel=channel, user=key.user, retryable=retryable
     )
     if started.repeated:
         if turn.user_message.content != prompt.question:
@@ -250,29 +270,5 @@ async def answer_start(
             watch.owner = owner.relay_channel
             await answer._send_owner(watch.attach(watcher=channel).to_channel())
         return answer
-    relay = runtime.relay
-    watch.owner = relay.channel
-    request = GenerateRequest(
-        request_id=str(started.run_id),
-        reply_channel=relay.channel,
-        system=prompt.system,
-        messages=prompt.turns,
-        sampling=prompt.sampling,
-        priority=BACKGROUND_PRIORITY if background else INTERACTIVE_PRIORITY,
-        submitted_at=time.time(),
-        faq_lookup=prompt.faq_lookup,
-        # OpenAI's behaviour unless the client opted in: a conversation over the context is a
-        # 400 context_length_exceeded, never silently cut
-        trim_history=prompt.trim_history,
-        session_id=session_id,
-    )
-    # From here the relay owns the run and frees the admission slot when it ends.
-    await relay.start(
-        message_id=message_id,
-        user_key=user_key,
-        watcher=channel,
-        request=request,
-        request_channel=BACKGROUND_CHANNEL if background else REQUEST_CHANNEL,
-        finish_unwatched=answer.retryable,
-    )
+    watch.owner = runtime.relay.channel
     return answer

@@ -206,7 +206,6 @@ class AnswerStarting:
                 user_key=self.user_key,
                 write=write,
                 received_at=received_at,
-                with_context=True,
             )
 
         return start
