@@ -2,13 +2,13 @@
 
 The WebSocket consumer (send, regenerate, edit) and the OpenAI API start runs the same way:
 the run id is drawn first and is the admission lease, the request id the worker sees, the
-message row's `run_id` and the log's key. A new question (a chat send, an API request) is
-queued before its turn is stored (`send_run_start`); a regenerate or an edit stores first
-(`run_admit_and_store`, then `chat_run_start`): its write is also the check that it may
-happen (the answer is the newest, nothing streams), under the conversation's lock. A write
-the user is refused (not found, still streaming) gives the slot back without counting against
-the user's rate. A repeated frame (the same client id) starts nothing: it gets the run the
-first one started.
+message row's `run_id` and the log's key. Every start has one order of steps
+(`_queued_run_start`): admission, one read (a repeat? the history), the worker request queued,
+then the turn stored while the worker starts, for a new question (`send_run_start`: a chat
+send, an API request) and a regenerate or an edit (`rerun_start`) alike. A start the user is
+refused at the read (not found, still streaming) gives the slot back without counting against
+the user's rate; one refused at the write stops the run it queued. A repeated frame (the same
+client id) starts nothing: it gets the run the first one started.
 """
 
 from __future__ import annotations
@@ -25,8 +25,6 @@ from django.conf import settings
 from django.contrib.auth.models import User
 
 from chatapp.admission.limiter import AdmissionLimits, Refused
-from chatapp.answers.entries import LoggedEnd
-from chatapp.answers.recovery import answer_store
 from chatapp.answers.runtime import AnswerRuntime, answer_runtime
 from chatapp.answers.timeline import FirstTokenClock
 from chatapp.conversations import selectors, services
@@ -54,92 +52,10 @@ class Started:
     turn: services.TurnStart
     run_id: uuid.UUID  # the run generating the answer: new, or the first frame's on a repeat
     clock: FirstTokenClock  # where its time to first token goes (marked up to the queue)
-    # what the worker needs, read in the same thread hop as the write (or before it)
-    context: selectors.GenerationContext | None = None
 
     @property
     def repeated(self) -> bool:
         return not self.turn.created
-
-
-async def run_admit_and_store(
-    *, user_key: str, write: TurnWrite, received_at: float | None = None
-) -> Started | Refused:
-    """Take an admission slot for a new run and store its turn (a regenerate, an edit).
-    Refused: nothing stored. A write that raises (ApplicationError: refused for the user)
-    gives the slot back and its start does not count against the user's rate. `received_at`
-    (monotonic): when the frame asking for it was read, where the run's `FirstTokenClock`
-    starts. The generation context of a new turn is read right after storing it, in the same
-    thread hop (one database round of the first token's path instead of two)."""
-    clock = FirstTokenClock.started(received_at)
-    runtime = await answer_runtime()
-    run_id = uuid.uuid4()
-    decision = await runtime.admission.acquire(
-        request_id=str(run_id),
-        user_key=user_key,
-        capacity=await runtime.registry.capacity(),
-    )
-    if isinstance(decision, Refused):
-        return decision
-    clock.admitted = time.monotonic()
-
-    def store() -> tuple[services.TurnStart, selectors.GenerationContext | None]:
-        turn = write(run_id)
-        if not turn.created:
-            return turn, None
-        return turn, _context_of(turn)
-
-    try:
-        turn, context = await database_sync_to_async(store)()
-    except BaseException as exc:
-        await _slot_free(runtime, run_id, user_key, refund=isinstance(exc, ApplicationError))
-        raise
-    clock.stored = time.monotonic()
-    if not turn.created:  # a repeated frame: the first one's run goes on; this slot is unused
-        await _slot_free(runtime, run_id, user_key, refund=True)
-    return Started(runtime=runtime, turn=turn, run_id=turn.run_id, clock=clock, context=context)
-
-
-def _context_of(turn: services.TurnStart) -> selectors.GenerationContext:
-    return selectors.generation_context(
-        conversation_id=turn.conversation.id,
-        up_to=turn.user_message,
-        max_messages=settings.CHAT_HISTORY_MAX_MESSAGES,
-    )
-
-
-async def chat_run_start(
-    *, started: Started, user_key: str, watcher: str, bypass_faq: bool
-) -> None:
-    """Build the worker request of a chat turn from its conversation and hand the run to the
-    relay, which owns it from here (and frees the slot when it ends)."""
-    runtime, turn = started.runtime, started.turn
-    try:
-        context = started.context or await database_sync_to_async(_context_of)(turn)
-    except BaseException:
-        await _slot_free(runtime, started.run_id, user_key, refund=False)
-        await answer_store(
-            message_id=turn.assistant_message.id,
-            run_id=started.run_id,
-            content="",
-            end=LoggedEnd(seq=1, status="failed", error_code="internal"),
-        )
-        raise
-    request = _chat_request(
-        context,
-        run_id=started.run_id,
-        reply_channel=runtime.relay.channel,
-        session_id=turn.conversation.id,
-        bypass_faq=bypass_faq,
-    )
-    await runtime.relay.start(
-        message_id=turn.assistant_message.id,
-        user_key=user_key,
-        watcher=watcher,
-        request=request,
-        request_channel=REQUEST_CHANNEL,
-        clock=started.clock,
-    )
 
 
 def _chat_turns(context: selectors.GenerationContext) -> list[ChatTurn]:
@@ -195,6 +111,19 @@ class NewQuestion:
 RequestOf = Callable[[uuid.UUID, str], GenerateRequest]
 
 
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """A new run, as read before its turn is stored."""
+
+    answer_id: uuid.UUID  # the answer row it fills
+    session_id: uuid.UUID  # its conversation (routing affinity)
+    context: selectors.GenerationContext | None  # None: the caller brings the request
+    store: Callable[[uuid.UUID], services.TurnStart]  # writes its turn, for the run id
+
+
+_ChatRequest = Callable[[_Plan, uuid.UUID, str], GenerateRequest]
+
+
 async def send_run_start(
     *,
     question: NewQuestion,
@@ -206,17 +135,121 @@ async def send_run_start(
     limits: AdmissionLimits | None = None,
     finish_unwatched: bool = False,
 ) -> Started | Refused:
-    """Admit a new question, queue its worker request, then store its turn while the worker
-    starts: the write (5-14 ms measured on SQLite) is off the first token's path. A chat
-    send and an API request start this way (`request_of`, `limits`: the API's prompt and its
-    key's limits; `finish_unwatched`: see `AnswerRelay.start`).
+    """Start the answer to a new question: a chat send, or an API request (`request_of`,
+    `limits`: the API's prompt and its key's limits; `finish_unwatched`: see
+    `AnswerRelay.start`). One read first: a retried send (its client id stored) starts
+    nothing and returns the first turn, as `repeated`. See `_queued_run_start`."""
+    ids = services.TurnIds.new()
 
-    One read first: a retried send (its client id stored) starts nothing and returns the
-    first turn, as `repeated`. The relay keeps the run's end until the turn is stored
-    (`stored`), so an answer faster than the write is never lost. A write that fails stops
-    the run and frees its slot, nothing of it is stored, and the error is raised for the
-    user: the question was not taken. A write that finds the client id taken (a retry that
-    raced this one) stops the new run and returns the first turn's.
+    def plan() -> services.TurnStart | _Plan:
+        read = _turn_or_context(question, request_of is None)
+        if isinstance(read, services.TurnStart):
+            return read
+        return _Plan(
+            answer_id=ids.assistant_message,
+            session_id=question.conversation_id or ids.conversation,
+            context=read,
+            store=lambda run_id: services.turn_start(
+                sender=question.sender,
+                conversation_id=question.conversation_id,
+                client_message_id=question.client_message_id,
+                text=question.text,
+                template_version=question.template_version,
+                run_id=run_id,
+                ids=ids,
+            ),
+        )
+
+    def request(plan: _Plan, run_id: uuid.UUID, reply_channel: str) -> GenerateRequest:
+        if request_of is not None:
+            return request_of(run_id, reply_channel)
+        return _plan_request(plan, run_id, reply_channel, bypass_faq=False)
+
+    return await _queued_run_start(
+        plan=plan,
+        request=request,
+        user_key=user_key,
+        watcher=watcher,
+        received_at=received_at,
+        request_channel=request_channel,
+        limits=limits,
+        finish_unwatched=finish_unwatched,
+    )
+
+
+async def rerun_start(
+    *,
+    rerun: services.Rerun,
+    user_key: str,
+    watcher: str,
+    bypass_faq: bool = False,
+    received_at: float | None = None,
+) -> Started | Refused:
+    """Start a regenerate or an edit (`services.Rerun`), in the same order as a send: what
+    it will change is read and checked first (a repeated frame starts nothing and returns
+    the first one's turn; a rerun the user may not do raises for them), its request queued,
+    then the rerun stored, under the conversation's lock, which alone decides: a rerun refused
+    there (another tab's message landed in between) stops the run it queued."""
+    answer_id = uuid.uuid4()  # for an edited question whose answer row is gone
+
+    def plan() -> services.TurnStart | _Plan:
+        target = services.rerun_target(rerun)
+        if isinstance(target, services.TurnStart):
+            return target
+        max_messages = settings.CHAT_HISTORY_MAX_MESSAGES
+        context = (
+            selectors.generation_context(
+                conversation_id=target.conversation.id,
+                up_to=target.question,
+                max_messages=max_messages,
+            )
+            if rerun.text is None
+            else selectors.edited_turn_context(
+                conversation=target.conversation,
+                question=target.question,
+                text=rerun.text,
+                max_messages=max_messages,
+            )
+        )
+        return _Plan(
+            answer_id=answer_id if target.answer is None else target.answer.id,
+            session_id=target.conversation.id,
+            context=context,
+            store=lambda run_id: services.rerun_store(rerun, run_id=run_id, answer_id=answer_id),
+        )
+
+    return await _queued_run_start(
+        plan=plan,
+        request=lambda plan, run_id, reply: _plan_request(
+            plan, run_id, reply, bypass_faq=bypass_faq
+        ),
+        user_key=user_key,
+        watcher=watcher,
+        received_at=received_at,
+    )
+
+
+async def _queued_run_start(
+    *,
+    plan: Callable[[], services.TurnStart | _Plan],
+    request: _ChatRequest,
+    user_key: str,
+    watcher: str,
+    received_at: float | None,
+    request_channel: str = REQUEST_CHANNEL,
+    limits: AdmissionLimits | None = None,
+    finish_unwatched: bool = False,
+) -> Started | Refused:
+    """Admit a new run, read what it needs (one database round, reads only), queue its
+    worker request, then store its turn while the worker starts: the write (5-14 ms measured
+    on SQLite) is off the first token's path.
+
+    A plan that finds the turn already started (a repeated frame) starts nothing. The relay
+    keeps the run's end until the turn is stored (`stored`), so an answer faster than the
+    write is never lost. A write that fails or refuses stops the run and frees its slot,
+    nothing of it is stored, and the error is raised for the user: the question was not
+    taken. A write that finds the client id taken (a retry that raced this one) stops the new
+    run and returns the first turn's.
     """
     clock = FirstTokenClock.started(received_at)
     runtime = await answer_runtime()
@@ -230,48 +263,28 @@ async def send_run_start(
     if isinstance(decision, Refused):
         return decision
     clock.admitted = time.monotonic()
-    ids = services.TurnIds.new()
     stored: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
     try:
-        read = await database_sync_to_async(_turn_or_context)(question, request_of is None)
-        if isinstance(read, services.TurnStart):  # a retried send: the first one's run goes on
+        planned = await database_sync_to_async(plan)()
+        if isinstance(planned, services.TurnStart):  # a repeated frame: the first run goes on
             await _slot_free(runtime, run_id, user_key, refund=True)
-            return Started(runtime=runtime, turn=read, run_id=read.run_id, clock=clock)
-        context = read
-        if request_of is not None:
-            request = request_of(run_id, runtime.relay.channel)
-        else:
-            assert context is not None
-            request = _chat_request(
-                context,
-                run_id=run_id,
-                reply_channel=runtime.relay.channel,
-                session_id=question.conversation_id or ids.conversation,
-                bypass_faq=False,
-            )
+            return Started(runtime=runtime, turn=planned, run_id=planned.run_id, clock=clock)
+        worker_request = request(planned, run_id, runtime.relay.channel)
     except BaseException as exc:
         await _slot_free(runtime, run_id, user_key, refund=isinstance(exc, ApplicationError))
         raise
     try:
         await runtime.relay.start(
-            message_id=ids.assistant_message,
+            message_id=planned.answer_id,
             user_key=user_key,
             watcher=watcher,
-            request=request,
+            request=worker_request,
             request_channel=request_channel,
             clock=clock,
             stored=stored,
             finish_unwatched=finish_unwatched,
         )
-        turn = await database_sync_to_async(services.turn_start)(
-            sender=question.sender,
-            conversation_id=question.conversation_id,
-            client_message_id=question.client_message_id,
-            text=question.text,
-            template_version=question.template_version,
-            run_id=run_id,
-            ids=ids,
-        )
+        turn = await database_sync_to_async(planned.store)(run_id)
     except BaseException:  # every way out resolves `stored`: the relay's end waits for it
         await _not_stored(runtime, run_id, stored)
         raise
@@ -280,7 +293,20 @@ async def send_run_start(
         return Started(runtime=runtime, turn=turn, run_id=turn.run_id, clock=clock)
     clock.stored = time.monotonic()
     stored.set_result(True)
-    return Started(runtime=runtime, turn=turn, run_id=run_id, clock=clock, context=context)
+    return Started(runtime=runtime, turn=turn, run_id=run_id, clock=clock)
+
+
+def _plan_request(
+    plan: _Plan, run_id: uuid.UUID, reply_channel: str, *, bypass_faq: bool
+) -> GenerateRequest:
+    assert plan.context is not None, "a chat run reads its context in its plan"
+    return _chat_request(
+        plan.context,
+        run_id=run_id,
+        reply_channel=reply_channel,
+        session_id=plan.session_id,
+        bypass_faq=bypass_faq,
+    )
 
 
 async def _slot_free(

@@ -106,14 +106,18 @@ def _history_rows(
     *,
     max_messages: int,
     up_to: Message | None = None,
+    before: Message | None = None,
     to_come: int = 0,
 ) -> _Rows:
     """The window of rows the model will see, once `to_come` more are added: a count, then
     only the window's rows (a conversation of thousands of messages is not read whole on
-    the database thread every socket shares)."""
+    the database thread every socket shares). `up_to`, `before`: that message and the ones
+    before it, or only those before it."""
     rows = _shown_to_the_model(conversation)
     if up_to is not None:
         rows = rows.filter(created_at__lte=up_to.created_at)
+    if before is not None:
+        rows = rows.filter(created_at__lt=before.created_at)
     skipped = _history_start(rows.count() + to_come, max_messages=max_messages)
     return _Rows(rows=list(rows.values_list(*_TURN_FIELDS)[skipped:]), skipped=skipped)
 
@@ -194,6 +198,20 @@ def next_turn_context(
     history = _history_rows(conversation, max_messages=max_messages, to_come=1)
     return _context(
         rows=_Rows(rows=[*history.rows, question], skipped=history.skipped),
+        max_messages=max_messages,
+        version=conversation.template_version,
+    )
+
+
+def edited_turn_context(
+    *, conversation: Conversation, question: Message, text: str, max_messages: int
+) -> GenerationContext:
+    """What `generation_context` will read for `question` once an edit replaced its text with
+    `text` (and deleted what came after it), read before the edit is stored, so the worker
+    request can be queued while it is written."""
+    history = _history_rows(conversation, before=question, max_messages=max_messages, to_come=1)
+    return _context(
+        rows=_Rows(rows=[*history.rows, ("user", text, [])], skipped=history.skipped),
         max_messages=max_messages,
         version=conversation.template_version,
     )

@@ -197,93 +197,104 @@ def _without_deleted_faq_entries(stats: AnswerStats) -> AnswerStats:
     )
 
 
-def answer_restart(
-    *, sender: User, message_id: uuid.UUID, client_id: uuid.UUID, run_id: uuid.UUID
-) -> TurnStart:
-    """Clear the conversation's last answer so run `run_id` generates it again (regenerate).
+@dataclass(frozen=True, slots=True)
+class Rerun:
+    """A regenerate (`text` None: the answer `message_id` generated again) or an edit (the
+    question `message_id` replaced by `text` and answered again), asked by frame `client_id`."""
 
-    Only the newest answer of one of the sender's conversations, and never while it streams.
-    Idempotent on `client_id`: a repeated frame returns the run the first one started.
-    """
-    with transaction.atomic():
-        conversation = _conversation_lock(
-            Message.objects.filter(
-                id=message_id, role=Message.Role.ASSISTANT, conversation__owner=sender
-            )
-        )
-        message = (
-            Message.objects.select_related("conversation", "reply_to")
-            .filter(id=message_id, conversation=conversation)
-            .first()
-        )
-        if message is None or message.reply_to is None:
-            raise NotFoundError("No such answer in your conversations.")
-        if message.run_client_id == client_id:
-            return TurnStart(
-                conversation=message.conversation,
-                user_message=message.reply_to,
-                assistant_message=message,
-                created=False,
-            )
-        if message.status == Message.Status.STREAMING:
-            raise ApplicationError("This answer is still streaming.")
-        newer = message.conversation.messages.filter(created_at__gt=message.created_at)
-        if newer.exists():
-            raise ApplicationError("Only the newest answer can be asked again.")
-        _answer_clear(message, run_id=run_id, client_id=client_id)
-    return TurnStart(
-        conversation=message.conversation,
-        user_message=message.reply_to,
-        assistant_message=message,
-        created=True,
+    sender: User
+    message_id: uuid.UUID
+    client_id: uuid.UUID
+    text: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RerunTarget:
+    """The rows a rerun will change, as read before it does (`rerun_target`)."""
+
+    conversation: Conversation
+    question: Message
+    answer: Message | None  # None: an edited question whose answer row is gone
+
+
+def rerun_target(
+    rerun: Rerun, *, conversation: Conversation | None = None
+) -> TurnStart | RerunTarget:
+    """What the rerun may change, or the turn an earlier frame of its client id started (a
+    repeat: nothing new starts). Raises NotFoundError / ApplicationError for a rerun the user
+    may not do (not theirs; still streaming; a regenerate of an answer that is not the
+    newest). Read without a lock to plan the run, and again under the conversation's lock by
+    the write (`rerun_store`), which alone decides."""
+    messages = Message.objects.select_related("conversation", "reply_to").filter(
+        id=rerun.message_id, conversation__owner=rerun.sender
     )
+    if conversation is not None:
+        messages = messages.filter(conversation=conversation)
+    if rerun.text is None:
+        answer = messages.filter(role=Message.Role.ASSISTANT).first()
+        if answer is None or answer.reply_to is None:
+            raise NotFoundError("No such answer in your conversations.")
+        question = answer.reply_to
+    else:
+        question_or_none = messages.filter(role=Message.Role.USER).first()
+        if question_or_none is None:
+            raise NotFoundError("No such question in your conversations.")
+        question = question_or_none
+        answer = Message.objects.filter(reply_to=question).first()
+    if answer is not None and answer.run_client_id == rerun.client_id:
+        return TurnStart(
+            conversation=question.conversation,
+            user_message=question,
+            assistant_message=answer,
+            created=False,
+        )
+    if rerun.text is None:
+        assert answer is not None
+        if answer.status == Message.Status.STREAMING:
+            raise ApplicationError("This answer is still streaming.")
+        if question.conversation.messages.filter(created_at__gt=answer.created_at).exists():
+            raise ApplicationError("Only the newest answer can be asked again.")
+    elif question.conversation.messages.filter(status=Message.Status.STREAMING).exists():
+        raise ConflictError("An answer is still streaming; stop it first.")
+    return RerunTarget(conversation=question.conversation, question=question, answer=answer)
 
 
-def turn_edit(
-    *,
-    sender: User,
-    message_id: uuid.UUID,
-    text: str,
-    client_id: uuid.UUID,
-    run_id: uuid.UUID,
-) -> TurnStart:
-    """Edit-and-resend: replace one of the sender's questions and answer it again (run `run_id`).
+def rerun_store(rerun: Rerun, *, run_id: uuid.UUID, answer_id: uuid.UUID) -> TurnStart:
+    """Store a rerun for run `run_id`: the answer cleared to be generated again into the same
+    row (`answer_id` for an edited question whose answer row is gone); for an edit, the
+    question replaced and every message after it deleted (the conversation continues from the
+    edited question).
 
-    Every message after it in the conversation is deleted (the conversation continues from
-    the edited question) and its answer is cleared to be generated again into the same row.
-    Refused while any answer of the conversation is still streaming; the conversation is locked
-    first, so a send from another tab either lands before (and the edit is refused) or after.
-    Idempotent on `client_id`: a repeated frame returns the run the first one started.
+    The conversation is locked first, so a send from another tab either lands before (and
+    the rerun is refused) or after. Idempotent on the rerun's client id: a repeated frame
+    returns the run the first one started.
     """
+    role = Message.Role.ASSISTANT if rerun.text is None else Message.Role.USER
     with transaction.atomic():
         conversation = _conversation_lock(
-            Message.objects.filter(
-                id=message_id, role=Message.Role.USER, conversation__owner=sender
-            )
+            Message.objects.filter(id=rerun.message_id, role=role, conversation__owner=rerun.sender)
         )
-        question = Message.objects.filter(id=message_id, conversation=conversation).first()
-        if question is None:
-            raise NotFoundError("No such question in your conversations.")
-        answer = Message.objects.filter(reply_to=question).first()
-        if answer is not None and answer.run_client_id == client_id:
-            return TurnStart(
-                conversation=conversation,
-                user_message=question,
-                assistant_message=answer,
-                created=False,
-            )
-        if conversation.messages.filter(status=Message.Status.STREAMING).exists():
-            raise ConflictError("An answer is still streaming; stop it first.")
-        later = conversation.messages.filter(created_at__gt=question.created_at)
-        if answer is not None:
-            later = later.exclude(pk=answer.pk)
-        later.delete()
-        question.content = text
-        question.save(update_fields=["content"])
+        target = rerun_target(rerun, conversation=conversation)
+        if isinstance(target, TurnStart):
+            return target
+        question, answer = target.question, target.answer
+        if rerun.text is not None:
+            later = conversation.messages.filter(created_at__gt=question.created_at)
+            if answer is not None:
+                later = later.exclude(pk=answer.pk)
+            later.delete()
+            question.content = rerun.text
+            question.save(update_fields=["content"])
         if answer is None:
-            answer = _answer_create(conversation, question, run_id=run_id, client_id=client_id)
+            answer = _answer_create(
+                conversation,
+                question,
+                run_id=run_id,
+                client_id=rerun.client_id,
+                answer_id=answer_id,
+            )
         else:
-            _answer_clear(answer, run_id=run_id, client_id=client_id)
+            _answer_clear(answer, run_id=run_id, client_id=rerun.client_id)
         conversation.save(update_fields=["updated_at"])
     return TurnStart(
         conversation=conversation, user_message=question, assistant_message=answer, created=True

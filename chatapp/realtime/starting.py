@@ -35,7 +35,7 @@ from chatapp.realtime.schemas import (
 from chatapp.realtime.watching import SocketWatching
 
 BUSY_HERE = "An answer is still streaming; stop it first."
-_Start = Callable[[], Awaitable[runs.Started | Refused]]  # admits a run and stores its turn
+_Start = Callable[[], Awaitable[runs.Started | Refused]]  # admits, queues and stores a run
 
 
 # The socket's error reply: sends the frame and counts it (chat:errors_total).
@@ -120,25 +120,20 @@ class AnswerStarting:
             return
         if not started.repeated:
             metrics.request_frame(kind=_kind_of(frame), frame_bytes=frame_bytes, prompt_text=text)
-        await self._run_show(started, client_id=frame.id, bypass_faq=False, queued=True)
+        await self._run_show(started, client_id=frame.id)
 
     async def regenerate(self, frame: RegenerateFrame, *, received_at: float) -> None:
         if self._watching.busy:
             await self._refuse(ErrorFrame(code="busy", message=BUSY_HERE, id=frame.id))
             return
-        user = self._user
+        rerun = services.Rerun(sender=self._user, message_id=frame.message_id, client_id=frame.id)
         started = await self._started(
-            self._admit_and_store(
-                lambda run_id: services.answer_restart(
-                    sender=user, message_id=frame.message_id, client_id=frame.id, run_id=run_id
-                ),
-                received_at=received_at,
-            ),
+            self._rerun_start(rerun, bypass_faq=frame.bypass_faq, received_at=received_at),
             client_id=frame.id,
             message_id=frame.message_id,
         )
         if started is not None:
-            await self._run_show(started, client_id=frame.id, bypass_faq=frame.bypass_faq)
+            await self._run_show(started, client_id=frame.id)
 
     async def edit(self, frame: EditFrame, *, received_at: float, frame_bytes: int) -> None:
         if self._watching.busy:
@@ -146,18 +141,11 @@ class AnswerStarting:
             return
         if await self.refused_text(frame.text, client_id=frame.id):
             return
-        user = self._user
+        rerun = services.Rerun(
+            sender=self._user, message_id=frame.message_id, client_id=frame.id, text=frame.text
+        )
         started = await self._started(
-            self._admit_and_store(
-                lambda run_id: services.turn_edit(
-                    sender=user,
-                    message_id=frame.message_id,
-                    text=frame.text,
-                    client_id=frame.id,
-                    run_id=run_id,
-                ),
-                received_at=received_at,
-            ),
+            self._rerun_start(rerun, bypass_faq=False, received_at=received_at),
             client_id=frame.id,
             message_id=frame.message_id,
         )
@@ -165,7 +153,7 @@ class AnswerStarting:
             return
         if not started.repeated:
             metrics.request_frame(kind="text", frame_bytes=frame_bytes, prompt_text=frame.text)
-        await self._run_show(started, client_id=frame.id, bypass_faq=False)
+        await self._run_show(started, client_id=frame.id)
 
     async def refused_text(self, text: str, *, client_id: uuid.UUID) -> bool:
         """Refuse a text that is empty or too long (True: refused, the user told why)."""
@@ -200,11 +188,15 @@ class AnswerStarting:
         await self._watching.follow(existing.assistant_message, after_seq=0, client_id=client_id)
         return True
 
-    def _admit_and_store(self, write: runs.TurnWrite, *, received_at: float) -> _Start:
+    def _rerun_start(
+        self, rerun: services.Rerun, *, bypass_faq: bool, received_at: float
+    ) -> _Start:
         def start() -> Awaitable[runs.Started | Refused]:
-            return runs.run_admit_and_store(
+            return runs.rerun_start(
+                rerun=rerun,
                 user_key=self.user_key,
-                write=write,
+                watcher=self._channel,
+                bypass_faq=bypass_faq,
                 received_at=received_at,
             )
 
@@ -247,18 +239,12 @@ class AnswerStarting:
             return None
         return started
 
-    async def _run_show(
-        self,
-        started: runs.Started,
-        *,
-        client_id: uuid.UUID,
-        bypass_faq: bool,
-        queued: bool = False,
-    ) -> None:
-        """Start the answer (or follow the first frame's), and tell the browser where it goes.
+    async def _run_show(self, started: runs.Started, *, client_id: uuid.UUID) -> None:
+        """Tell the browser where the answer goes, and show it (or the first frame's).
 
-        Queued first: the browser needs `chat.accepted` before the answer's entries, and
-        those are handled only once this frame is (a consumer handles one message at a time).
+        The run's request went out before its turn was stored; the browser gets
+        `chat.accepted` before the answer's entries, which are handled only once this frame
+        is (a consumer handles one message at a time).
         """
         if started.repeated:
             await self._send(_accepted(client_id, started.turn))
@@ -275,16 +261,7 @@ class AnswerStarting:
                 clock=started.clock,
             )
         )
-        try:
-            if not queued:  # a send's request went out before its turn was stored
-                await runs.chat_run_start(
-                    started=started,
-                    user_key=self.user_key,
-                    watcher=self._channel,
-                    bypass_faq=bypass_faq,
-                )
-        finally:  # the turn is stored: the browser shows it, however its answer goes
-            await self._send(_accepted(client_id, started.turn))
+        await self._send(_accepted(client_id, started.turn))
 
 
 def _accepted(client_id: uuid.UUID, turn: services.TurnStart) -> AcceptedFrame:

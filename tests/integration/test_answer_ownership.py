@@ -333,8 +333,9 @@ sender = threading.Thread(target=other_tab_sends)
 sender.start()
 locked.wait(5)
 try:
-    call(services.turn_edit, sender=user, message_id=turn.user_message.id, text="edited",
-         client_id=uuid.uuid4(), run_id=uuid.uuid4())
+    services.rerun_store(services.Rerun(sender=user, message_id=turn.user_message.id,
+                         client_id=uuid.uuid4(), text="edited"),
+                         run_id=uuid.uuid4(), answer_id=uuid.uuid4())
     edit = "edited"
 except ApplicationError as exc:
     edit = type(exc).__name__

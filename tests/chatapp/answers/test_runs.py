@@ -87,12 +87,12 @@ async def test_the_reaper_never_writes_an_earlier_run_into_an_edited_answer(alic
     assert stored
     await asyncio.sleep(0.3)  # the first run's owner is now silent past the reap age
 
-    edited = await sync_to_async(services.turn_edit)(
-        sender=alice,
-        message_id=turn.user_message.id,
-        text="new question",
-        client_id=uuid.uuid4(),
+    edited = await sync_to_async(services.rerun_store)(
+        services.Rerun(
+            sender=alice, message_id=turn.user_message.id, client_id=uuid.uuid4(), text="new"
+        ),
         run_id=uuid.uuid4(),
+        answer_id=uuid.uuid4(),
     )
     # A reaper tick lands before the new run's owner has written anything.
     assert await orphaned_runs_finish(orphans=_orphans(log, silent_after_s=0.2)) == 0

@@ -8,11 +8,21 @@ conversation was then refused `invalid` (issue 31, defect 7).
 
 from __future__ import annotations
 
+import itertools
+import uuid
+
 import pytest
 from django.contrib.auth.models import User
 
+from chatapp.conversations import services
 from chatapp.conversations.models import Conversation, Message
-from chatapp.conversations.selectors import Turn, alternating, generation_context
+from chatapp.conversations.selectors import (
+    GenerationContext,
+    Turn,
+    alternating,
+    edited_turn_context,
+    generation_context,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -107,3 +117,110 @@ def test_a_long_conversations_context_reads_only_the_window_the_model_sees() -> 
         *(f"m{i}" for i in range(276, 300)),
         "and then?",
     ]
+
+
+def _edited_both_ways(
+    rows: list[tuple[str, str, str]],
+    *,
+    edit: int,
+    text: str,
+    max_messages: int,
+    offers: dict[int, list[dict[str, object]]] | None = None,
+) -> tuple[GenerationContext, GenerationContext]:
+    """The context an edit of row `edit` to `text` plans with (read before it is stored), and
+    the one `generation_context` reads once it is. `offers`: suggestions of answer rows."""
+    conversation, _ = conversation_of(*rows)
+    messages = list(conversation.messages.order_by("created_at"))
+    for index, offered in (offers or {}).items():
+        messages[index].suggested_entries = offered
+        messages[index].save(update_fields=["suggested_entries"])
+    for earlier, later in itertools.pairwise(messages):
+        if earlier.role == "user" and later.role == "assistant":
+            later.reply_to = earlier
+            later.save(update_fields=["reply_to"])
+    question = messages[edit]
+    planned = edited_turn_context(
+        conversation=conversation, question=question, text=text, max_messages=max_messages
+    )
+    rerun = services.Rerun(
+        sender=conversation.owner, message_id=question.id, client_id=uuid.uuid4(), text=text
+    )
+    services.rerun_store(rerun, run_id=uuid.uuid4(), answer_id=uuid.uuid4())
+    question.refresh_from_db()
+    stored = generation_context(
+        conversation_id=conversation.id, up_to=question, max_messages=max_messages
+    )
+    return planned, stored
+
+
+@pytest.mark.parametrize(
+    ("rows", "edit", "text", "max_messages"),
+    [
+        # a plain follow-up, later turns deleted by the edit
+        (
+            [
+                ("user", "Hi", "complete"),
+                ("assistant", "Hello!", "complete"),
+                ("user", "Refund?", "complete"),
+                ("assistant", "Sure.", "complete"),
+                ("user", "When?", "complete"),
+                ("assistant", "Soon.", "complete"),
+            ],
+            2,
+            "Refund for order 42?",
+            50,
+        ),
+        # a failed answer before it: the questions around it merge into one turn
+        (
+            [
+                ("user", "Where is my order?", "complete"),
+                ("assistant", "", "failed"),
+                ("user", "Hello?", "complete"),
+                ("assistant", "It ships today.", "complete"),
+            ],
+            2,
+            "Hello? Anyone?",
+            50,
+        ),
+        # a long conversation: the edit moves the window the model sees
+        (
+            [(role, f"{role} {n}", "complete") for n in range(7) for role in ("user", "assistant")],
+            10,
+            "the edited question",
+            4,
+        ),
+        # the first question
+        (
+            [("user", "Where is my order?", "complete"), ("assistant", "Here.", "complete")],
+            0,
+            "x",
+            50,
+        ),
+    ],
+)
+def test_an_edit_is_planned_with_the_context_it_will_be_answered_with(
+    rows: list[tuple[str, str, str]], edit: int, text: str, max_messages: int
+) -> None:
+    """Issue 31, "one runs.start()": an edit's worker request is built before the edit is
+    stored, from `edited_turn_context`; the model must see what a reload would show."""
+    planned, stored = _edited_both_ways(rows, edit=edit, text=text, max_messages=max_messages)
+    assert planned == stored
+    assert planned.turns[-1].role == "user"
+    assert planned.turns[-1].content.endswith(text)
+
+
+def test_an_edit_to_the_question_the_answer_before_it_offered_stands_alone() -> None:
+    planned, stored = _edited_both_ways(
+        [
+            ("user", "How do returns work?", "complete"),
+            ("assistant", "Did you mean one of these?", "complete"),
+            ("user", "returns", "complete"),
+            ("assistant", "...", "complete"),
+        ],
+        edit=2,
+        text="How do I return an item?",
+        max_messages=50,
+        offers={1: [{"entry_id": 1, "question": "How do I return an item?"}]},
+    )
+    assert planned == stored
+    assert planned.standalone  # the FAQ cache may answer it, planned and stored alike

@@ -1,5 +1,6 @@
-"""A question's request is queued before its turn is written (`runs.send_run_start`): the
-write is off the first token's path, and nothing is lost or doubled either way it goes.
+"""A run's request is queued before its turn is written (`runs._queued_run_start`: a send, a
+regenerate, an edit): the write is off the first token's path, and nothing is lost or doubled
+either way it goes.
 
 Through the full ASGI app with the scripted worker; the write is made slow or failing by
 wrapping `services.turn_start`, the one place a send's rows are written.
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -21,7 +23,15 @@ from chatapp.answers.runtime import answer_runtime
 from chatapp.conversations import services
 from chatapp.conversations.models import Message
 from tests.conftest import Connect, RunningWorker
-from tests.support.sockets import answer_text, ask, open_socket, receive_until, send_frame
+from tests.support.sockets import (
+    answer_text,
+    ask,
+    edit_frame,
+    open_socket,
+    receive_until,
+    regenerate_frame,
+    send_frame,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -84,3 +94,82 @@ async def test_a_failed_write_refuses_the_question_stops_its_run_and_frees_its_s
     assert again[0]["type"] == "chat.accepted"
     assert answer_text(again).startswith("You said:")
     assert await sync_to_async(Message.objects.count)() == 2
+
+
+def _rerun_wrapped(monkeypatch: pytest.MonkeyPatch, around: Callable[..., Any]) -> None:
+    real = services.rerun_store
+    monkeypatch.setattr(
+        services, "rerun_store", lambda *args, **kwargs: around(real, *args, **kwargs)
+    )
+
+
+async def test_a_regenerate_and_an_edit_are_queued_before_they_are_stored(
+    connect: Connect, alice: User, scripted_worker: RunningWorker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 31, "one runs.start()": regenerate and edit wrote first and queued after, one
+    database write longer to the first token than a send; they start in the send's order."""
+    ws = await open_socket(connect, alice)
+    first = await ask(ws, "where is my parcel")
+    answer_id, question_id = first[0]["assistant_message_id"], first[0]["user_message_id"]
+
+    def slow(real: Callable[..., services.TurnStart], *args: Any, **kwargs: Any) -> Any:
+        time.sleep(0.3)  # the scripted answer is done long before
+        return real(*args, **kwargs)
+
+    _rerun_wrapped(monkeypatch, slow)
+    await ws.send_json_to(regenerate_frame(answer_id))
+    again = await receive_until(ws, "chat.done")
+    assert again[0]["type"] == "chat.accepted"
+    assert answer_text(again) == "You said: where is my parcel"
+    assert again[-1]["hops"]["queued_ms"] < again[-1]["hops"]["stored_ms"]
+
+    await ws.send_json_to(edit_frame(question_id, "where is my order"))
+    edited = await receive_until(ws, "chat.done")
+    assert answer_text(edited) == "You said: where is my order"
+    assert edited[-1]["hops"]["queued_ms"] < edited[-1]["hops"]["stored_ms"]
+    rows = await sync_to_async(
+        lambda: list(Message.objects.order_by("created_at").values_list("content", "status"))
+    )()
+    assert rows == [("where is my order", "complete"), ("You said: where is my order", "complete")]
+
+
+async def test_an_edit_refused_at_its_write_stops_the_run_it_queued_and_changes_nothing(
+    connect: Connect, alice: User, scripted_worker: RunningWorker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The read before the queue allowed the edit; another tab's question landed before the
+    write (which alone decides, under the conversation's lock): the user is told, the run
+    that was queued is stopped, and the conversation is as the other tab left it."""
+    ws = await open_socket(connect, alice)
+    first = await ask(ws, "where is my parcel")
+    question_id = first[0]["user_message_id"]
+    conversation_id = first[0]["conversation_id"]
+
+    def another_tab_first(
+        real: Callable[..., services.TurnStart], *args: Any, **kwargs: Any
+    ) -> Any:
+        services.turn_start(  # its answer streams now: an edit must wait for it
+            sender=alice,
+            conversation_id=uuid.UUID(conversation_id),
+            client_message_id=uuid.uuid4(),
+            text="and my refund?",
+            run_id=uuid.uuid4(),
+        )
+        return real(*args, **kwargs)
+
+    _rerun_wrapped(monkeypatch, another_tab_first)
+    frame = edit_frame(question_id, "[[slow]] " + " ".join(["word"] * 60))
+    await ws.send_json_to(frame)
+    replies = await receive_until(ws, "chat.error")
+    assert [r["type"] for r in replies] == ["chat.error"]
+    assert replies[-1]["id"] == frame["id"]
+    runtime = await answer_runtime()
+    for _ in range(200):
+        if runtime.relay.active_answers == 0 and scripted_worker.worker.active_requests == 0:
+            break
+        await asyncio.sleep(0.02)
+    assert runtime.relay.active_answers == 0
+    assert scripted_worker.worker.active_requests == 0
+    contents = await sync_to_async(
+        lambda: list(Message.objects.order_by("created_at").values_list("content", flat=True))
+    )()
+    assert contents[:3] == ["where is my parcel", "You said: where is my parcel", "and my refund?"]
