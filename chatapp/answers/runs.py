@@ -286,10 +286,10 @@ async def _queued_run_start(
         )
         turn = await database_sync_to_async(planned.store)(run_id)
     except BaseException:  # every way out resolves `stored`: the relay's end waits for it
-        await _not_stored(runtime, run_id, stored)
+        await _not_stored(runtime, run_id, user_key, stored)
         raise
     if not turn.created:  # a retry raced this one and stored first: its run is the answer
-        await _not_stored(runtime, run_id, stored)
+        await _not_stored(runtime, run_id, user_key, stored)
         return Started(runtime=runtime, turn=turn, run_id=turn.run_id, clock=clock)
     clock.stored = time.monotonic()
     stored.set_result(True)
@@ -319,13 +319,16 @@ async def _slot_free(
 
 
 async def _not_stored(
-    runtime: AnswerRuntime, run_id: uuid.UUID, stored: asyncio.Future[bool]
+    runtime: AnswerRuntime, run_id: uuid.UUID, user_key: str, stored: asyncio.Future[bool]
 ) -> None:
-    """The run was queued, its turn was not written: nothing of it is stored; stop it (the
-    relay frees its slot when it ends)."""
+    """The run was queued, its turn was not written: nothing of it is stored; stop it. Its
+    slot is freed here, before the user hears the question was not taken (they may ask again
+    at once); the relay's release when the run ends (once the worker confirms the abort) then
+    finds it gone."""
     stored.set_result(False)
     with contextlib.suppress(Exception):
         await runtime.relay.stop(run_id, code="not_stored")
+    await _slot_free(runtime, run_id, user_key, refund=False)
 
 
 def _next_context(

@@ -81,6 +81,8 @@ async def test_a_failed_write_refuses_the_question_stops_its_run_and_frees_its_s
     assert [f["type"] for f in frames] == ["chat.error"]  # never accepted: the page keeps it
     assert await sync_to_async(Message.objects.count)() == 0
     runtime = await answer_runtime()
+    # freed before the page hears (it may ask again at once), not when the abort lands
+    assert await runtime.admission.outstanding() == 0
     for _ in range(200):  # the run that was queued is stopped and gone
         if runtime.relay.active_answers == 0 and scripted_worker.worker.active_requests == 0:
             break
