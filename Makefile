@@ -33,12 +33,12 @@ install-dev: $(VENV)/.installed-dev
 MODEL_CHOICE ?= smollm2
 prepare-model: install
 	@echo "==> Preparing the packaged $(MODEL_CHOICE) model (once; later runs are instant)"
-	$(PY) -m inference.models prepare --model $(MODEL_CHOICE)
+	$(PY) -m modelprep prepare --model $(MODEL_CHOICE)
 
 # The FAQ cache's verifier is not on the way to `Ready`: a worker without it trains it in the
 # background (docs/faq.md). This trains it up front instead (12-25 minutes on 2 cores).
 prepare-verifier: install
-	$(PY) -m inference.models prepare --model faq-verifier
+	$(PY) -m modelprep prepare --model faq-verifier
 
 # --- run -----------------------------------------------------------------------------------
 run: prepare-model
@@ -63,18 +63,18 @@ celery: install
 # --- test ----------------------------------------------------------------------------------
 lint: install-dev
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/ruff format --check chatapp inference tests bench manage.py
+	$(VENV)/bin/ruff format --check chatapp inference modelprep tests bench manage.py
 
 typecheck: install-dev
-	$(VENV)/bin/mypy chatapp inference tests bench manage.py
+	$(VENV)/bin/mypy chatapp inference modelprep tests bench manage.py
 
 importlint: install-dev
 	$(VENV)/bin/lint-imports
 
 pytest: install-dev
-	$(PY) -m inference.models prepare --model tiny
-	$(PY) -m inference.models prepare --model smollm2
-	$(PY) -m inference.models prepare --model faq-verifier
+	$(PY) -m modelprep prepare --model tiny
+	$(PY) -m modelprep prepare --model smollm2
+	$(PY) -m modelprep prepare --model faq-verifier
 	$(VENV)/bin/pytest
 
 frontend-check:

@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.faq_decision [--model-dir DIR] [--split heldout] [--sweep]
 
-Every set of one split of `inference/faq/data/faq_sets/` (`labelled_sets.py`: whole support
+Every set of one split of `modelprep/data/faq_sets/` (`labelled_sets.py`: whole support
 FAQs with paraphrases, confusables, near misses and off-topic questions) is judged as the
 product decides (`set_judging.py`: each set in its own real `FaqIndex`, each question through
 `entry_choice.choose` with the rule in the verifier's `verifier.json`): answered right, with
@@ -12,7 +12,7 @@ The lookup's cost is measured through the worker's own `FaqCache.lookup`.
 
 Per set and overall, per kind, with 95% Wilson intervals. `--split tune` is what the rule is
 chosen on (`--sweep` prints the grid); held-out is reported once per recipe. Without
-`--model-dir` it uses the prepared verifier (`inference.models prepare --model faq-verifier`).
+`--model-dir` it uses the prepared verifier (`python -m modelprep prepare --model faq-verifier`).
 Tables on stdout and in bench/results/faq_decision-*.md.
 """
 
@@ -34,9 +34,9 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 from bench import harness
 from inference.faq.embedder import Embedder
 from inference.faq.entry_choice import ChoiceRule
-from inference.faq.labelled_sets import ANSWERABLE, LabelledSet, load_sets
-from inference.faq.proportions import wilson_interval
-from inference.faq.set_judging import ScoredSet, score_sets, tallies
+from modelprep.labelled_sets import ANSWERABLE, LabelledSet, load_sets
+from modelprep.proportions import wilson_interval
+from modelprep.set_judging import ScoredSet, score_sets, tallies
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 

@@ -1,7 +1,7 @@
 """Where the time from Send to the first painted token goes: each hop's P50/P95, in Chromium.
 
 Run from the repository root, with the default model prepared (`make run` once, or
-`python -m inference.models prepare --model smollm2`) and Debian's Chromium installed:
+`python -m modelprep prepare --model smollm2`) and Debian's Chromium installed:
 
     .venv/bin/python -m bench.first_token_hops [--rounds 4] [--per-round 5] [--gap 1.5]
 

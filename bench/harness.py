@@ -59,7 +59,7 @@ T = TypeVar("T")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 RESULTS_DIR = REPO_ROOT / "bench" / "results"
-# The app's default model (SmolLM2 135M Instruct, `python -m inference.models prepare`);
+# The app's default model (SmolLM2 135M Instruct, `python -m modelprep prepare`);
 # `--model-dir DIR` measures any other Hugging Face folder with a chat template instead.
 DEFAULT_MODEL_DIR = REPO_ROOT / "data" / "models" / "smollm2-135m-instruct"
 # The FAQ verifier `make run` prepared: benches run on throwaway data dirs, so they point

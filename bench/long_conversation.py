@@ -1,7 +1,7 @@
 """A long support conversation over the real chat socket: does the history stay cached?
 
 Run from the repository root (the app's default model, SmolLM2, must be prepared:
-`python -m inference.models prepare --model smollm2`):
+`python -m modelprep prepare --model smollm2`):
 
     .venv/bin/python -m bench.long_conversation [--turns 40] [--max-model-len 2048]
         [--block-size 128] [--max-tokens 64] [--repeats 3] [--model-dir DIR]
@@ -1066,7 +1066,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     for folder in args.models if args.compare_models else [args.model_dir]:
         if not (folder / "config.json").is_file():
-            print(f"{folder} is not a prepared model folder (python -m inference.models)")
+            print(f"{folder} is not a prepared model folder (python -m modelprep)")
             return 2
     if args.compare_child:
         return main_compare_child(args)

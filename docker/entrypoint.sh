@@ -21,7 +21,7 @@ case "$role" in
     exec python -m inference "$@"
     ;;
   prepare-model)
-    exec python -m inference.models prepare --model "${PREPARE_MODEL:-smollm2}" "$@"
+    exec python -m modelprep prepare --model "${PREPARE_MODEL:-smollm2}" "$@"
     ;;
   celery-worker)
     exec celery -A chatapp worker --loglevel=INFO "$@"

@@ -106,7 +106,7 @@ class ChatTemplate:
         if not isinstance(source, str) or not source.strip():
             raise ChatTemplateError(
                 "the model has no chat template (tokenizer_config.json `chat_template` or "
-                "chat_template.jinja); prepare it with `python -m inference.models prepare` or "
+                "chat_template.jinja); prepare it with `python -m modelprep prepare` or "
                 "set CHAT_TEMPLATE to a Jinja file"
             )
         specials = {

@@ -98,7 +98,7 @@ def build_faq_decider(
 ) -> FaqDecider:
     """The verifier, loaded now (seconds); `ModelNotReadyError` names the command to run when
     it is not prepared (or was trained on other labelled pairs than the repository's)."""
-    from inference.models.faq_verifier import ensure_verifier_ready
+    from inference.models.verifier_check import ensure_verifier_ready
 
     ensure_verifier_ready(model_dir=settings.faq_verifier_dir)
     started = time.monotonic()

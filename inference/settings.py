@@ -27,7 +27,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 EngineKind = Literal["vllm", "scripted", "openai"]
 
-# The folder `python -m inference.models prepare` gives the default model (SmolLM2 Instruct).
+# The folder `python -m modelprep prepare` gives the default model (SmolLM2 Instruct).
 DEFAULT_MODEL_DIR_NAME = "smollm2-135m-instruct"
 
 

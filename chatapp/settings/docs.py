@@ -33,7 +33,7 @@ from inference.settings import (
 
 REPO = Path(__file__).resolve().parent.parent.parent
 PAGE = REPO / "docs" / "configuration.md"
-SCANNED = ("chatapp", "inference")
+SCANNED = ("chatapp", "inference", "modelprep")
 # The settings modules' helpers that read one variable: `helper("NAME", default, ...)`.
 READERS = frozenset(
     {

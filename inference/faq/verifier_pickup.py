@@ -10,7 +10,7 @@ its other tasks:
    answered, nothing else is guessed;
 3. a verifier that is missing or stale (trained on other labelled pairs) is first trained in a
    child process at the lowest CPU priority, so answers go first:
-   `python -m inference.models prepare --model faq-verifier` (a no-op when another worker
+   `python -m modelprep prepare --model faq-verifier` (a no-op when another worker
    sharing the data dir has just trained it: its build lock makes the second one wait). Each
    progress line is logged and becomes the waiting decider's status, which the worker reports
    with its FAQ syncs (the admin's FAQ list shows it). With training off
@@ -48,7 +48,7 @@ def prepare_command(*, model_dir: Path) -> list[str] | None:
         return None
     data_dir = model_dir.parent.parent
     return [
-        *(sys.executable, "-m", "inference.models", "prepare"),
+        *(sys.executable, "-m", "modelprep", "prepare"),
         *("--data-dir", str(data_dir), "--model", "faq-verifier"),
     ]
 

@@ -50,8 +50,8 @@ def prepare_command(*, model_dir: Path) -> str:
     """The exact command that (re)builds `model_dir`, for error messages."""
     choice = _PREPARE_CHOICES.get(model_dir.name)
     if choice is None:
-        return "python -m inference.models prepare"
-    command = f"python -m inference.models prepare --model {choice}"
+        return "python -m modelprep prepare"
+    command = f"python -m modelprep prepare --model {choice}"
     data_dir = model_dir.parent.parent
     if os.path.abspath(data_dir) != os.path.abspath(default_data_dir()):
         command += f" --data-dir {shlex.quote(str(data_dir))}"

@@ -150,7 +150,7 @@ def test_documented_compose_commands_name_real_services_and_roles() -> None:
     [
         ("inference", "module"),
         ("inference.healthcheck", "module"),
-        ("inference.models", "module"),
+        ("modelprep", "module"),
         ("serve", "manage"),
         ("migrate", "manage"),
     ],

@@ -26,8 +26,8 @@ pytest.importorskip("playwright.sync_api", reason="pip install playwright (a dev
 from playwright.sync_api import expect
 
 from inference.faq.verifier import VerifierInfo
-from inference.models.faq_verifier import MODEL_NAME, training_source
 from inference.models.readiness import write_marker
+from modelprep.faq_verifier import MODEL_NAME, training_source
 from tests.e2e.seed import FAQ_ALTERNATES, FAQ_ANSWER, FAQ_QUESTION
 from tests.e2e.support import (
     TIMEOUT_MS,

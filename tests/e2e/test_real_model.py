@@ -37,7 +37,7 @@ def _model_ready() -> bool:
 
 if not _model_ready():
     pytest.skip(
-        "run `python -m inference.models prepare --model smollm2` (make test does)",
+        "run `python -m modelprep prepare --model smollm2` (make test does)",
         allow_module_level=True,
     )
 

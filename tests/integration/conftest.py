@@ -12,8 +12,9 @@ import pytest
 import pytest_asyncio
 from channels.layers import InMemoryChannelLayer
 
-from inference.models import build_tiny_model, tiny_model_dir
+from inference.models import tiny_model_dir
 from inference.settings import EngineSettings, data_dir_from_env
+from modelprep.tiny import build_tiny_model
 from tests.integration.stack import databases, workdir  # noqa: F401 (fixtures)
 
 

@@ -20,8 +20,8 @@ from typing import Any
 import httpx
 from websockets.asyncio.client import connect
 
-from inference.models.faq_verifier import prepare_faq_verifier
 from inference.models.paths import default_data_dir
+from modelprep.faq_verifier import prepare_faq_verifier
 from tests.support.net import free_port
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

@@ -79,4 +79,4 @@ def test_a_missing_model_is_a_clear_error_and_the_server_exits(tmp_path: Path) -
     )
     assert result.returncode == 1
     assert "error:" in result.stderr
-    assert "python -m inference.models prepare" in result.stderr
+    assert "python -m modelprep prepare" in result.stderr

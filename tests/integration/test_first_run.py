@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from inference.models.faq_verifier import prepare_faq_verifier
 from inference.models.paths import default_data_dir
+from modelprep.faq_verifier import prepare_faq_verifier
 from tests.integration.processes import (
     Served,
     app_served,

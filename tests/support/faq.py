@@ -26,10 +26,10 @@ from inference.faq.cache import FaqCache
 from inference.faq.deciders import FaqDecider, VerifierDecision
 from inference.faq.embedder import shared_embedder
 from inference.faq.verifier import FaqVerifier
-from inference.models.faq_verifier import prepare_faq_verifier
 from inference.models.paths import default_data_dir
 from inference.wire.transport import Transport
 from inference.worker import InferenceWorker
+from modelprep.faq_verifier import prepare_faq_verifier
 from tests.support.workers import worker_settings
 
 ANSWER = "Go to Settings > Security and choose 'Reset password'. We email you a link."

@@ -31,7 +31,7 @@ def _ready() -> bool:
 
 
 pytestmark = pytest.mark.skipif(
-    not _ready(), reason="run `python -m inference.models prepare --model smollm2` (make test does)"
+    not _ready(), reason="run `python -m modelprep prepare --model smollm2` (make test does)"
 )
 
 

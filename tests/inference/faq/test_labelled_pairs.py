@@ -9,18 +9,18 @@ from pathlib import Path
 import pytest
 
 from inference.faq.candidates import Candidate
-from inference.faq.labelled_pairs import (
+from inference.faq.verifier import FaqVerifier
+from modelprep.labelled_pairs import (
     LabelledPair,
     LabelledPairsError,
     load_pairs,
     of_split,
     split_for_entry,
 )
-from inference.faq.labelled_sets import SETS_DIR, LabelledSet, SetEntry, SetQuestion
-from inference.faq.proportions import wilson_interval
-from inference.faq.set_judging import ScoredQuestion, ScoredSet
-from inference.faq.verifier import FaqVerifier
-from inference.faq.verifier_training import (
+from modelprep.labelled_sets import SETS_DIR, LabelledSet, SetEntry, SetQuestion
+from modelprep.proportions import wilson_interval
+from modelprep.set_judging import ScoredQuestion, ScoredSet
+from modelprep.verifier_training import (
     COSINE_FLOORS,
     FALSE_HIT_BOUND,
     MARGINS,

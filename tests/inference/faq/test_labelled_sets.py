@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from inference.faq.labelled_sets import LabelledSetError, load_set, load_sets, sets_sha256
-from inference.faq.proportions import wilson_interval
+from modelprep.labelled_sets import LabelledSetError, load_set, load_sets, sets_sha256
+from modelprep.proportions import wilson_interval
 
 
 def test_the_sets_are_realistic_faqs_each_in_one_split() -> None:

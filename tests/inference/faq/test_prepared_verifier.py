@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from inference.faq.embedder import shared_embedder
-from inference.faq.labelled_pairs import load_pairs, of_split
-from inference.faq.labelled_sets import load_sets
-from inference.faq.set_judging import decide, judge, score_sets, tallies
 from inference.faq.verifier import FaqVerifier
-from inference.faq.verifier_training import MARGINS, allowed_false_hits
+from modelprep.labelled_pairs import load_pairs, of_split
+from modelprep.labelled_sets import load_sets
+from modelprep.set_judging import decide, judge, score_sets, tallies
+from modelprep.verifier_training import MARGINS, allowed_false_hits
 from tests.support.faq import prepared_verifier
 
 __all__ = ["prepared_verifier"]

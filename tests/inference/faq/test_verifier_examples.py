@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from inference.faq.labelled_pairs import LabelledPair
-from inference.faq.labelled_sets import LabelledSet, SetEntry, SetQuestion
-from inference.faq.verifier_examples import contrasts, pair_examples, sibling_examples
+from modelprep.labelled_pairs import LabelledPair
+from modelprep.labelled_sets import LabelledSet, SetEntry, SetQuestion
+from modelprep.verifier_examples import contrasts, pair_examples, sibling_examples
 
 
 def test_made_up_near_misses_differ_by_one_swap_or_number() -> None:

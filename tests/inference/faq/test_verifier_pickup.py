@@ -19,8 +19,8 @@ from inference.faq.deciders import ExactRepeatDecision
 from inference.faq.embedder import DIMENSIONS, Embedder
 from inference.faq.verifier import FaqVerifier
 from inference.faq.verifier_pickup import VerifierPickup, _lowest_priority, prepare_command
-from inference.models import faq_verifier
-from inference.models.faq_verifier import training_source
+from modelprep import faq_verifier
+from modelprep.faq_verifier import training_source
 from tests.support.faq import prepared_verifier
 from tests.support.workers import worker_settings
 

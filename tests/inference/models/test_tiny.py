@@ -7,14 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from inference.models import (
-    MARKER_FILENAME,
-    ModelNotReadyError,
-    build_tiny_model,
-    ensure_model_ready,
-    tiny,
-)
-from inference.models.__main__ import main
+from inference.models import MARKER_FILENAME, ModelNotReadyError, ensure_model_ready
+from modelprep import tiny
+from modelprep.__main__ import main
+from modelprep.tiny import build_tiny_model
 
 # vLLM's CPU attention backend kernels (vllm/v1/attention/backends/cpu_attn.py)
 CPU_HEAD_SIZES = {32, 64, 80, 96, 112, 128, 160, 192, 224, 256, 512}

@@ -8,9 +8,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from inference.models.errors import ModelNotReadyError
-from inference.models.progress import Steps
-from inference.models.publish import build_lock, staged_dir
 from inference.models.readiness import ensure_model_ready, verify_model
+from modelprep.progress import Steps
+from modelprep.publish import build_lock, staged_dir
 
 # build(staging, scratch, steps): fill `staging` (published on success); `scratch` is deleted
 Build = Callable[[Path, Path, Steps], None]

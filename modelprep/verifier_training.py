@@ -28,12 +28,12 @@ from typing import TYPE_CHECKING, Any
 
 from inference.faq.embedder import Embedder, packaged_model_path
 from inference.faq.entry_choice import ChoiceRule
-from inference.faq.labelled_pairs import PAIRS_PATH, LabelledPair, load_pairs, of_split
-from inference.faq.labelled_sets import SETS_DIR, load_sets
-from inference.faq.proportions import wilson_interval
-from inference.faq.set_judging import ScoredSet, Tally, score_sets, tallies
 from inference.faq.verifier import FaqVerifier, VerifierInfo
-from inference.faq.verifier_examples import batches, load_swaps, pair_examples, sibling_examples
+from modelprep.labelled_pairs import PAIRS_PATH, LabelledPair, load_pairs, of_split
+from modelprep.labelled_sets import SETS_DIR, load_sets
+from modelprep.proportions import wilson_interval
+from modelprep.set_judging import ScoredSet, Tally, score_sets, tallies
+from modelprep.verifier_examples import batches, load_swaps, pair_examples, sibling_examples
 
 if TYPE_CHECKING:
     from inference.faq.pair_model import FrozenEncoder
@@ -281,7 +281,7 @@ def choose_rule(
     return RuleChoice(never, 0.0, 0, tallies(sets, never).get(("all", "all"), Tally()))
 
 
-if __name__ == "__main__":  # inference/models/faq_verifier.py trains in a child process
+if __name__ == "__main__":  # modelprep/faq_verifier.py trains in a child process
     import sys
 
     train_verifier(out_dir=Path(sys.argv[1]), say=lambda line: print(line, flush=True))

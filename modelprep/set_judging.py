@@ -21,7 +21,7 @@ from inference.faq.candidates import Candidate
 from inference.faq.embedder import Embedder
 from inference.faq.entry_choice import ChoiceRule, EntryChoice, choose
 from inference.faq.index import GLOBAL_SCOPE, FaqIndex, IndexedEntry
-from inference.faq.labelled_sets import LabelledSet, SetQuestion
+from modelprep.labelled_sets import LabelledSet, SetQuestion
 
 DEPTH = 5  # candidates retrieval proposes per question (FaqIndex.search_phrasings' default)
 Outcome = Literal["right", "wrong_entry", "declined", "false_hit", "refused"]

