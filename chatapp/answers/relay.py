@@ -57,6 +57,7 @@ from chatapp.answers.run_state import Run, RunTable
 from chatapp.answers.run_timeouts import Due, RunTimes, timeout_end, timeouts_due
 from chatapp.answers.timeline import FirstTokenClock
 from chatapp.metrics import recording as metrics
+from inference.wire import retry
 from inference.wire.affinity import AffinityMap
 from inference.wire.protocol import CancelRequest, GenerateRequest, worker_event_adapter
 from inference.wire.registry import WorkerRegistry
@@ -385,6 +386,7 @@ def _since(run: Run) -> float:
 
 async def _every(interval: float, work: Callable[[], Awaitable[None]], what: str) -> None:
     while True:
+        retry.stop_if_cancelled()  # redis-py can swallow the cancel that stops the relay
         try:
             await work()
         except Exception:  # Redis or the database away: try again next time

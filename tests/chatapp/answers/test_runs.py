@@ -10,6 +10,7 @@ and rewritten (a resume meanwhile gets nothing).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -41,6 +42,7 @@ from inference.wire.registry import RedisWorkerRegistry
 from inference.wire.request_queue import RequestQueue, request_queue
 from tests.support.conversations import first_turn
 from tests.support.embedded import fresh_registry
+from tests.support.waiting import until
 from tests.support.wire import done
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -447,6 +449,30 @@ async def test_a_stalled_database_thread_does_not_silence_the_relays_heartbeat(
         assert max(silences) < 0.5  # heartbeats every 0.1 s all along, never reaped
     finally:
         await _stopped(task)
+
+
+async def test_a_relay_stops_even_when_a_redis_call_swallows_the_cancel(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """redis-py can swallow a cancel that lands inside a read (redis/redis-py#2551): the
+    relay's periodic loop went on, and stopping the relay (a web process shutting down, every
+    test's teardown) waited for ever. Seen as a test that hung now and then at teardown."""
+    beats = 0
+
+    async def heartbeat_swallowing_the_cancel(self: AnswerRelay) -> None:
+        nonlocal beats
+        beats += 1
+        # what redis-py's read does when the cancel lands at the wrong moment
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.sleep(0.05)  # a Redis round trip
+
+    monkeypatch.setattr(AnswerRelay, "_heartbeat", heartbeat_swallowing_the_cancel)
+    running = await _relay_running(heartbeat_s=0.001)
+    await until(lambda: beats >= 3)
+    running.task.cancel()
+    done, _ = await asyncio.wait({running.task}, timeout=3)
+    assert done == {running.task}
+    await _stopped(running.task)
 
 
 async def test_a_run_whose_owner_record_vanished_is_not_reaped_until_it_stays_gone(

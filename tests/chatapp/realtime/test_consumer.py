@@ -122,7 +122,13 @@ async def test_a_dropped_socket_leaves_the_answer_running_for_the_grace_period_t
     await until(lambda: scripted_worker.worker.active_requests == 0)
     assert scripted_worker.worker.active_requests == 0
     assert scripted_worker.engine.stats().running_requests == 0
+    # the relay stores the row once the worker has confirmed the abort, a moment later
     message = await sync_to_async(Message.objects.get)(id=accepted["assistant_message_id"])
+    for _ in range(100):
+        if message.status != "streaming":
+            break
+        await asyncio.sleep(0.05)
+        await sync_to_async(message.refresh_from_db)()
     assert message.status == "stopped"
     assert message.error_code == "client_disconnected"
     assert message.content.startswith("You said:")
