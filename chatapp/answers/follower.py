@@ -5,24 +5,39 @@ lost on the way (a full channel, a Redis restart) and the relay can die with its
 watcher therefore keeps a `RunWatch`: the next seq it needs (a gap asks the owner to replay
 once), and when it last heard from the owner. When the owner has been silent too long, or says
 the run is gone, `run_rest` finds how the run ended: from its log, from the stored row, or by
-ending it (only once its owner is known to be silent, see `recovery`). Socket and API share
-these rules; each renders what they find in its own format.
+ending it (only once its owner is known to be silent, see `recovery`). `RunFollower` holds
+these rules; the socket and the API request both follow runs with it, and each only renders
+what it returns in its own format.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from django.conf import settings
+from pydantic import ValidationError
+
 from chatapp.answers.entries import LogEntry, LoggedEnd
-from chatapp.answers.messages import AttachAnswer
+from chatapp.answers.messages import (
+    AnswerEntry,
+    AnswerGone,
+    AnswerStarted,
+    AttachAnswer,
+    RelayReply,
+    relay_reply_adapter,
+)
 from chatapp.answers.recovery import Orphans, run_abandon_if_orphaned
 from chatapp.answers.timeline import FirstTokenClock
 from chatapp.conversations.models import Message
 from inference.wire.protocol import stats_of
+
+logger = logging.getLogger(__name__)
 
 Taken = Literal["show", "repeat", "gap"]
 
@@ -141,22 +156,101 @@ async def run_rest(
     return None
 
 
-async def rest_or_reattach(
-    *, orphans: Orphans, watch: RunWatch, load_row: RowLoader, watcher: str, send: Send
-) -> list[LogEntry] | StoredAnswer | None:
-    """After a silence or a "gone": how the run ended (`run_rest`). None: it has not ended and
-    its owner is not known dead, so the watcher attaches again to the owner the run's record
-    names (what it sent was lost) and checks again after the next silence."""
-    rest = await run_rest(orphans=orphans, watch=watch, load_row=load_row)
-    if rest is None:
-        owner = await orphans.log.ownership(run_id=watch.run_id)
-        if owner is not None:
-            watch.owner = owner.relay_channel
-        watch.heard()
-        watch.resyncing = False
-        if watch.owner:
-            await send(watch.owner, watch.attach(watcher=watcher).to_channel())
-    return rest
+@dataclass(frozen=True, slots=True)
+class WorkerStarted:
+    """A worker began the answer (it is prefilling); a page can say so."""
+
+
+Shown = LogEntry | StoredAnswer | WorkerStarted  # what a watcher shows, in order
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+
+
+@dataclass
+class RunFollower:
+    """One watcher's following of one run: what the owner sends, a silence, or a "gone" goes
+    in; what to show comes out, in order, once each, to the run's end. The socket (many runs
+    on one channel) and the API request (one run on a channel of its own, `followed`) both
+    follow runs with it and only render what it returns."""
+
+    watch: RunWatch
+    orphans: Orphans
+    load_row: RowLoader
+    watcher: str  # this watcher's channel
+    send: Send
+    ended: bool = False
+
+    def silent(self) -> bool:
+        return self.watch.silent_for() >= silence_limit_s(settings.CHAT_RELAY_HEARTBEAT_S)
+
+    async def on_reply(self, reply: RelayReply) -> list[Shown]:
+        """What the owner sent (for any run: only this one's counts)."""
+        if reply.run_id != self.watch.run_id or self.ended:
+            return []
+        self.watch.heard()
+        if isinstance(reply, AnswerEntry):
+            return await self._follow([reply.entry])
+        if isinstance(reply, AnswerGone):
+            return await self.check()
+        if isinstance(reply, AnswerStarted):
+            return [WorkerStarted()]
+        return []  # alive: heard
+
+    async def check(self) -> list[Shown]:
+        """After a silence or a "gone": how the run ended (`run_rest`). Not ended and its owner
+        not known dead: attach again to the owner the run's record names (what it sent was
+        lost) and check again after the next silence."""
+        watch = self.watch
+        rest = await run_rest(orphans=self.orphans, watch=watch, load_row=self.load_row)
+        if rest is None:
+            owner = await self.orphans.log.ownership(run_id=watch.run_id)
+            if owner is not None:
+                watch.owner = owner.relay_channel
+            watch.heard()
+            watch.resyncing = False
+            if watch.owner:
+                await self.send(watch.owner, watch.attach(watcher=self.watcher).to_channel())
+            return []
+        if isinstance(rest, StoredAnswer):
+            self.ended = True
+            return [rest]
+        return await self._follow(rest)
+
+    async def _follow(self, entries: list[LogEntry]) -> list[Shown]:
+        followed = entries_follow(self.watch, entries, watcher=self.watcher)
+        if followed.resync is not None and self.watch.owner:
+            await self.send(self.watch.owner, followed.resync.to_channel())
+        if followed.show and isinstance(followed.show[-1], LoggedEnd):
+            self.ended = True
+        return list(followed.show)
+
+
+async def followed(follower: RunFollower, receive: Receive) -> AsyncIterator[Shown]:
+    """Everything a watcher with a channel of its own shows of one run, to its end: what
+    arrives on the channel (`receive`), and a check whenever the owner falls silent."""
+    watch = follower.watch
+    limit = silence_limit_s(settings.CHAT_RELAY_HEARTBEAT_S)
+    while not follower.ended:
+        shown: list[Shown]
+        if not watch.owner:  # following a run that was not live when we came
+            shown = await follower.check()
+        else:
+            try:
+                async with asyncio.timeout(max(0.01, limit - watch.silent_for())):
+                    raw = await receive()
+            except TimeoutError:
+                shown = await follower.check()
+            except Exception as exc:  # Redis restarting: the silence check decides
+                logger.warning("receive for answer %s failed: %s", watch.message_id, exc)
+                await asyncio.sleep(0.2)
+                shown = await follower.check() if follower.silent() else []
+            else:
+                try:
+                    reply = relay_reply_adapter.validate_python(raw)
+                except ValidationError:
+                    continue
+                shown = await follower.on_reply(reply)
+        for item in shown:
+            yield item
 
 
 def _contiguous(entries: list[LogEntry], watch: RunWatch) -> bool:

@@ -2,11 +2,12 @@
 
 Admission (with the key's own rate and concurrency), then the turn is stored as a new
 conversation of the key's user, then this process's answer relay owns the run exactly as it
-owns a WebSocket answer (`chatapp.answers.runs`). The API request only *watches*, on a channel
-of its own, with the same rules as a socket (`chatapp.answers.follower`): entries in seq order,
-a gap replayed by the owner, an owner that goes silent checked on and, only once it is known
-dead, its run ended from the log; so the text returned is always the text stored. Closing the
-request early (the client went away) stops the run, which aborts the engine request.
+owns a WebSocket answer (`chatapp.answers.runs`). The API request only *watches*, on a
+channel of its own, with the same `RunFollower` as a socket (`chatapp.answers.follower`):
+entries in seq order, a gap replayed by the owner, an owner that goes silent checked on and,
+only once it is known dead, its run ended from the log; so the text returned is always the
+text stored. Closing the request early (the client went away) stops the run, which aborts the
+engine request.
 
 `Idempotency-Key`: a retry of a request with the same key (per API key) starts nothing; it
 returns the first request's answer, streamed from its log or read from the stored row. Such a
@@ -19,7 +20,6 @@ Where API answers end (for metrics): `ApiAnswer.entries` yields the `LoggedEnd`.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import time
@@ -32,19 +32,12 @@ from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
 from django.contrib.auth.models import User
-from pydantic import ValidationError
 
 from chatapp.admission.limiter import AdmissionLimits, Refused
 from chatapp.answers import runs
 from chatapp.answers.entries import LogEntry, LoggedDelta, LoggedEnd
-from chatapp.answers.follower import (
-    RunWatch,
-    StoredAnswer,
-    entries_follow,
-    rest_or_reattach,
-    silence_limit_s,
-)
-from chatapp.answers.messages import AnswerEntry, AnswerGone, DetachAnswer, relay_reply_adapter
+from chatapp.answers.follower import RunFollower, RunWatch, StoredAnswer, followed
+from chatapp.answers.messages import DetachAnswer
 from chatapp.answers.recovery import owner_state
 from chatapp.answers.runtime import AnswerRuntime, admission_limits
 from chatapp.apikeys.models import ApiKey
@@ -98,70 +91,31 @@ class ApiAnswer:
     async def entries(self) -> AsyncIterator[LogEntry]:
         """Entries in seq order, ending with the `LoggedEnd`."""
         layer = get_channel_layer()
-        limit = silence_limit_s(settings.CHAT_RELAY_HEARTBEAT_S)
-        watch = self.watch
-        shown = ""  # the text yielded so far (a stored row is what it must add up to)
-        while True:
-            rest: list[LogEntry] | StoredAnswer | None = None
-            check = watch.owner == ""  # following a run that was not live when we came
-            if not check:
-                try:
-                    async with asyncio.timeout(max(0.01, limit - watch.silent_for())):
-                        raw = await layer.receive(self.channel)
-                except TimeoutError:
-                    check = True
-                except Exception as exc:  # Redis restarting: the silence check decides
-                    logger.warning("receive for answer %s failed: %s", self.message_id, exc)
-                    await asyncio.sleep(0.2)
-                    check = watch.silent_for() >= limit
-            if check:
-                rest = await self._rest()
-                if rest is None:  # the owner is alive: what it sent was lost; replay
-                    continue
-            else:
-                try:
-                    reply = relay_reply_adapter.validate_python(raw)
-                except ValidationError:
-                    continue
-                if reply.run_id != watch.run_id:
-                    continue
-                watch.heard()
-                if isinstance(reply, AnswerGone):
-                    rest = await self._rest()
-                    if rest is None:
-                        continue
-                elif isinstance(reply, AnswerEntry):
-                    rest = [reply.entry]
-                else:
-                    continue
-            if isinstance(rest, StoredAnswer):
-                self.ended = True
-                if rest.content.startswith(shown) and len(rest.content) > len(shown):
-                    yield LoggedDelta(seq=watch.next_seq, text=rest.content[len(shown) :])
-                yield rest.end
-                return
-            followed = entries_follow(watch, rest, watcher=self.channel)
-            if followed.resync is not None:
-                await self._send_owner(followed.resync.to_channel())
-            for entry in followed.show:
-                if isinstance(entry, LoggedEnd):
-                    self.ended = True
-                    yield entry
-                    return
-                shown += entry.text
-                yield entry
-
-    async def _rest(self) -> list[LogEntry] | StoredAnswer | None:
         watch, user = self.watch, self.user
-        return await rest_or_reattach(
-            orphans=self.runtime.relay.orphans,
+        follower = RunFollower(
             watch=watch,
+            orphans=self.runtime.relay.orphans,
             load_row=lambda: database_sync_to_async(selectors.answer_get)(
                 owner=user, message_id=watch.message_id
             ),
             watcher=self.channel,
             send=_send_quietly,
         )
+        shown = ""  # the text yielded so far (a stored row is what it must add up to)
+        async for item in followed(follower, lambda: layer.receive(self.channel)):
+            if isinstance(item, StoredAnswer):
+                self.ended = True
+                if item.content.startswith(shown) and len(item.content) > len(shown):
+                    yield LoggedDelta(seq=watch.next_seq, text=item.content[len(shown) :])
+                yield item.end
+                return
+            if isinstance(item, LoggedEnd):
+                self.ended = True
+                yield item
+                return
+            if isinstance(item, LoggedDelta):
+                shown += item.text
+                yield item
 
     async def _send_owner(self, message: dict[str, Any]) -> None:
         if self.watch.owner:

@@ -248,16 +248,16 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
     # ---- relay -> socket (channel layer handlers) ---------------------------------------
 
     async def answer_entry(self, event: dict[str, Any]) -> None:
-        await self.watching.on_entry(event)
+        await self.watching.on_reply(event)
 
     async def answer_started(self, event: dict[str, Any]) -> None:
-        await self.watching.on_started(event)
+        await self.watching.on_reply(event)
 
     async def answer_alive(self, event: dict[str, Any]) -> None:
-        self.watching.on_alive(event)
+        await self.watching.on_reply(event)
 
     async def answer_gone(self, event: dict[str, Any]) -> None:
-        await self.watching.on_gone(event)
+        await self.watching.on_reply(event)
 
     async def chat_watchdog(self, event: dict[str, Any]) -> None:
         await self.watching.on_watchdog()

@@ -252,7 +252,7 @@ class AnswerStarting:
                 started.turn.assistant_message, after_seq=0, client_id=client_id
             )
             return
-        self._watching.started(
+        await self._watching.started(
             RunWatch(
                 message_id=started.turn.assistant_message.id,
                 run_id=started.run_id,

@@ -20,22 +20,9 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 from django.contrib.auth.models import User
 
-from chatapp.answers.entries import LogEntry, LoggedDelta, LoggedEnd
-from chatapp.answers.follower import (
-    RunWatch,
-    StoredAnswer,
-    entries_follow,
-    rest_or_reattach,
-    silence_limit_s,
-)
-from chatapp.answers.messages import (
-    AnswerAlive,
-    AnswerEntry,
-    AnswerGone,
-    AnswerStarted,
-    DetachAnswer,
-    StopAnswer,
-)
+from chatapp.answers.entries import LoggedDelta, LoggedEnd
+from chatapp.answers.follower import RunFollower, RunWatch, Shown, StoredAnswer, WorkerStarted
+from chatapp.answers.messages import DetachAnswer, StopAnswer, relay_reply_adapter
 from chatapp.answers.recovery import owner_state
 from chatapp.answers.runtime import answer_runtime
 from chatapp.answers.timeline import FirstTokenClock
@@ -55,6 +42,7 @@ from chatapp.realtime.schemas import (
     Usage,
 )
 from chatapp.unavailable import retry_after_s
+from inference.wire import retry
 from inference.wire.protocol import stats_of
 
 logger = logging.getLogger(__name__)
@@ -77,42 +65,50 @@ class SocketWatching:
         self._channel = channel_name
         self._user = user
         self._send = send
-        self._watching: dict[uuid.UUID, RunWatch] = {}
+        self._following: dict[uuid.UUID, RunFollower] = {}
 
     @property
     def busy(self) -> bool:
-        return bool(self._watching)
+        return bool(self._following)
 
     def only(self) -> uuid.UUID | None:
         """The one answer shown, if exactly one is."""
-        return next(iter(self._watching)) if len(self._watching) == 1 else None
+        return next(iter(self._following)) if len(self._following) == 1 else None
 
-    def started(self, watch: RunWatch) -> None:
+    async def started(self, watch: RunWatch) -> None:
         """Show a run this socket just started (its owner will send everything from seq 1)."""
-        self._watching[watch.message_id] = watch
+        self._following[watch.message_id] = await self._follower(watch)
 
     async def follow(self, message: Message, *, after_seq: int, client_id: uuid.UUID) -> None:
         """Show an answer from `after_seq` on: live from its owner, or as it ended."""
-        if message.id in self._watching:
+        if message.id in self._following:
             return  # this socket already shows it (a retry on the same socket)
         if message.run_id is None:  # written before runs existed and long finished
             await self._show_stored(message, client_id=client_id)
             return
-        watch = RunWatch(
-            message_id=message.id,
-            run_id=message.run_id,
-            owner="",
-            client_id=client_id,
-            next_seq=after_seq + 1,
+        follower = await self._follower(
+            RunWatch(
+                message_id=message.id,
+                run_id=message.run_id,
+                owner="",
+                client_id=client_id,
+                next_seq=after_seq + 1,
+            )
         )
         if message.status == Message.Status.STREAMING:
             runtime = await answer_runtime()
             owner = await runtime.log.ownership(run_id=message.run_id)
             if owner_state(owner, silent_after_s=settings.CHAT_REAP_AFTER_S) == "alive":
                 assert owner is not None
-                await self._attach(watch, owner=owner.relay_channel)
+                watch = follower.watch
+                watch.owner = owner.relay_channel
+                watch.heard()
+                self._following[message.id] = follower
+                await self._layer.send(
+                    watch.owner, watch.attach(watcher=self._channel).to_channel()
+                )
                 return
-        await self._show_rest(watch)
+        await self._check(follower)
 
     async def stop(self, message_id: uuid.UUID | None) -> bool:
         """Ask the owner of the answer (shown here, or streaming in another tab) to stop it;
@@ -120,9 +116,9 @@ class SocketWatching:
         message_id = message_id or self.only()
         if message_id is None:
             return False
-        watch = self._watching.get(message_id)
-        if watch is not None:
-            owner, run_id = watch.owner, watch.run_id
+        follower = self._following.get(message_id)
+        if follower is not None:
+            owner, run_id = follower.watch.owner, follower.watch.run_id
         else:
             message = await database_sync_to_async(selectors.answer_get)(
                 owner=self._user, message_id=message_id
@@ -140,7 +136,8 @@ class SocketWatching:
 
     async def detach_all(self) -> None:
         """The socket is closing: the runs go on for the grace period, so a refresh can resume."""
-        for watch in self._watching.values():
+        for follower in self._following.values():
+            watch = follower.watch
             with contextlib.suppress(Exception):
                 await self._layer.send(
                     watch.owner,
@@ -148,52 +145,33 @@ class SocketWatching:
                         message_id=watch.message_id, run_id=watch.run_id, watcher=self._channel
                     ).to_channel(),
                 )
-        self._watching.clear()
+        self._following.clear()
 
     # ---- what the owners send ------------------------------------------------------------
 
-    async def on_entry(self, event: dict[str, Any]) -> None:
-        message = AnswerEntry.model_validate(event)
-        watch = self._watch_of(message.message_id, message.run_id)
-        if watch is not None:
-            watch.heard()
-            await self._show(watch, [message.entry])
-
-    async def on_started(self, event: dict[str, Any]) -> None:
-        started = AnswerStarted.model_validate(event)
-        watch = self._watch_of(started.message_id, started.run_id)
-        if watch is not None:
-            watch.heard()
-            await self._send(StartedFrame(message_id=started.message_id))
-
-    def on_alive(self, event: dict[str, Any]) -> None:
-        alive = AnswerAlive.model_validate(event)
-        watch = self._watch_of(alive.message_id, alive.run_id)
-        if watch is not None:
-            watch.heard()
-
-    async def on_gone(self, event: dict[str, Any]) -> None:
-        """We attached after the run ended: show how it ended."""
-        gone = AnswerGone.model_validate(event)
-        watch = self._watch_of(gone.message_id, gone.run_id)
-        if watch is not None:
-            await self._show_rest(watch)
+    async def on_reply(self, event: dict[str, Any]) -> None:
+        """An entry, "started", "alive" or "gone" from the owner of a run shown here."""
+        reply = relay_reply_adapter.validate_python(event)
+        follower = self._following.get(reply.message_id)
+        if follower is not None:
+            await self._show(follower, await follower.on_reply(reply))
 
     async def on_watchdog(self) -> None:
         """An owner not heard from for a while: alive (what it sent us was lost) or dead with
-        its web process. `_show_rest` tells which, and ends the run only in the second case."""
-        limit = silence_limit_s(settings.CHAT_RELAY_HEARTBEAT_S)
-        for watch in list(self._watching.values()):
-            if watch.silent_for() >= limit:
-                await self._show_rest(watch)
+        its web process. The follower's check tells which, and ends the run only in the
+        second case."""
+        for follower in list(self._following.values()):
+            if follower.silent():
+                await self._check(follower)
 
     async def watchdog_loop(self) -> None:
         """Wake the socket every heartbeat while it watches something; through its own channel,
         so the checks run in order with the entries."""
         interval = max(0.2, settings.CHAT_RELAY_HEARTBEAT_S)
         while True:
+            retry.stop_if_cancelled()  # redis-py can swallow the cancel of a closed socket
             await asyncio.sleep(interval)
-            if self._watching:
+            if self._following:
                 try:
                     await self._layer.send(self._channel, WATCHDOG_EVENT)
                 except Exception as exc:  # Redis restarting: the next round tries again
@@ -201,41 +179,44 @@ class SocketWatching:
 
     # ---- showing -------------------------------------------------------------------------
 
-    def _watch_of(self, message_id: uuid.UUID, run_id: uuid.UUID) -> RunWatch | None:
-        watch = self._watching.get(message_id)
-        return watch if watch is not None and watch.run_id == run_id else None
-
-    async def _attach(self, watch: RunWatch, *, owner: str) -> None:
-        watch.owner = owner
-        watch.heard()
-        self._watching[watch.message_id] = watch
-        await self._layer.send(owner, watch.attach(watcher=self._channel).to_channel())
-
-    async def _show_rest(self, watch: RunWatch) -> None:
-        """The run has ended, or its owner is silent: show how it ended (ending it if need be).
-        Still running after all (its owner is alive): watch it from its owner again."""
-        runtime = await answer_runtime()
+    async def _follower(self, watch: RunWatch) -> RunFollower:
         user = self._user
-        rest = await rest_or_reattach(
-            orphans=runtime.relay.orphans,
+        return RunFollower(
             watch=watch,
+            orphans=(await answer_runtime()).relay.orphans,
             load_row=lambda: database_sync_to_async(selectors.answer_get)(
                 owner=user, message_id=watch.message_id
             ),
             watcher=self._channel,
             send=self._layer.send,
         )
-        if rest is None:  # still running: watched (again) from its owner
-            self._watching[watch.message_id] = watch
-            return
-        if isinstance(rest, StoredAnswer):
-            self._watching.pop(watch.message_id, None)
-            # The log is gone: the stored message is the truth; replace what is shown.
-            await self._send(SnapshotFrame(message_id=watch.message_id, content=rest.content))
-            await self._show_end(watch.message_id, rest.end, client_id=watch.client_id)
-            return
-        self._watching[watch.message_id] = watch
-        await self._show(watch, rest)
+
+    async def _check(self, follower: RunFollower) -> None:
+        """Watched until it ends: how it ended, or (its owner alive) from its owner again."""
+        self._following[follower.watch.message_id] = follower
+        await self._show(follower, await follower.check())
+
+    async def _show(self, follower: RunFollower, shown: list[Shown]) -> None:
+        """Send what the follower found new, as frames, in order."""
+        watch = follower.watch
+        if follower.ended:
+            self._following.pop(watch.message_id, None)
+        for item in shown:
+            if isinstance(item, WorkerStarted):
+                await self._send(StartedFrame(message_id=watch.message_id))
+            elif isinstance(item, LoggedDelta):
+                await self._send(
+                    DeltaFrame(message_id=watch.message_id, seq=item.seq, text=item.text)
+                )
+                if watch.clock is not None and watch.clock.socket_first_delta is None:
+                    watch.clock.socket_first_delta = time.monotonic()
+            elif isinstance(item, StoredAnswer):
+                # The log is gone: the stored message is the truth; replace what is shown.
+                await self._send(SnapshotFrame(message_id=watch.message_id, content=item.content))
+                await self._show_end(watch.message_id, item.end, client_id=watch.client_id)
+            else:
+                hops = _hops_of(watch.clock, item)
+                await self._show_end(watch.message_id, item, client_id=watch.client_id, hops=hops)
 
     async def _show_stored(self, message: Message, *, client_id: uuid.UUID) -> None:
         await self._send(SnapshotFrame(message_id=message.id, content=message.content))
@@ -252,24 +233,6 @@ class SocketWatching:
             ),
             client_id=client_id,
         )
-
-    async def _show(self, watch: RunWatch, entries: list[LogEntry]) -> None:
-        """Send what the browser does not have yet, in seq order; after a gap, nothing out of
-        order: the owner is asked to replay from the last entry shown."""
-        followed = entries_follow(watch, entries, watcher=self._channel)
-        if followed.resync is not None:
-            await self._layer.send(watch.owner, followed.resync.to_channel())
-        for entry in followed.show:
-            if isinstance(entry, LoggedDelta):
-                await self._send(
-                    DeltaFrame(message_id=watch.message_id, seq=entry.seq, text=entry.text)
-                )
-                if watch.clock is not None and watch.clock.socket_first_delta is None:
-                    watch.clock.socket_first_delta = time.monotonic()
-                continue
-            self._watching.pop(watch.message_id, None)
-            hops = _hops_of(watch.clock, entry)
-            await self._show_end(watch.message_id, entry, client_id=watch.client_id, hops=hops)
 
     async def _show_end(
         self,
