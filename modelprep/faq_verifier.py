@@ -74,10 +74,11 @@ def training_source() -> dict[str, str]:
     }
 
 
-def training_inputs_stale() -> list[str]:
-    """The training inputs that changed since they were pinned for the worker
-    (`inference/models/faq_verifier_inputs.json`); empty when the pin is current."""
-    pinned, now = pinned_training_inputs(), training_source()
+def training_inputs_stale(now: dict[str, str] | None = None) -> list[str]:
+    """The training inputs (`now`, else hashed here) that changed since they were pinned for
+    the worker (`inference/models/faq_verifier_inputs.json`); empty when the pin is current."""
+    pinned = pinned_training_inputs()
+    now = training_source() if now is None else now
     return sorted(key for key in pinned.keys() | now.keys() if pinned.get(key) != now.get(key))
 
 
@@ -106,7 +107,8 @@ def prepare_faq_verifier(
     5 minutes of both cores; all its epochs, however long they take)."""
     target = faq_verifier_dir(data_dir=data_dir)
     steps = Steps(label=MODEL_NAME, progress=progress)
-    stale = training_inputs_stale()
+    source = training_source()
+    stale = training_inputs_stale(source)
     if stale:  # the worker would refuse what this trains
         raise ModelNotReadyError(
             model_dir=target,
@@ -118,7 +120,6 @@ def prepare_faq_verifier(
     with build_lock(target=target, progress=steps.say):
         if _is_ready(target=target, verify=verify, steps=steps, quiet=True):
             return target
-        source = training_source()
         cached = _cached_folder(source)
         with staged_dir(target=target) as staging:
             if cached is not None and _copy_verified(cached, staging):

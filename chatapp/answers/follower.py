@@ -20,7 +20,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from channels.db import database_sync_to_async
 from django.conf import settings
+from django.contrib.auth.models import User
 from pydantic import ValidationError
 
 from chatapp.answers.entries import LogEntry, LoggedEnd
@@ -34,6 +36,7 @@ from chatapp.answers.messages import (
 )
 from chatapp.answers.recovery import Orphans, run_abandon_if_orphaned
 from chatapp.answers.timeline import FirstTokenClock
+from chatapp.conversations import selectors
 from chatapp.conversations.models import Message
 from inference.wire.protocol import stats_of
 
@@ -178,6 +181,21 @@ class RunFollower:
     watcher: str  # this watcher's channel
     send: Send
     ended: bool = False
+
+    @classmethod
+    def of_user(
+        cls, watch: RunWatch, *, user: User, orphans: Orphans, watcher: str, send: Send
+    ) -> RunFollower:
+        """Following one of `user`'s answers (its stored row read as theirs)."""
+        return cls(
+            watch=watch,
+            orphans=orphans,
+            load_row=lambda: database_sync_to_async(selectors.answer_get)(
+                owner=user, message_id=watch.message_id
+            ),
+            watcher=watcher,
+            send=send,
+        )
 
     def silent(self) -> bool:
         return self.watch.silent_for() >= silence_limit_s(settings.CHAT_RELAY_HEARTBEAT_S)

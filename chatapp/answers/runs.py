@@ -142,13 +142,23 @@ async def send_run_start(
     ids = services.TurnIds.new()
 
     def plan() -> services.TurnStart | _Plan:
-        read = _turn_or_context(question, request_of is None)
-        if isinstance(read, services.TurnStart):
-            return read
+        existing = services.turn_existing(
+            sender=question.sender, client_message_id=question.client_message_id
+        )
+        if existing is not None:  # a retry: nothing new starts
+            return existing
         return _Plan(
             answer_id=ids.assistant_message,
             session_id=question.conversation_id or ids.conversation,
-            context=read,
+            # the API brings its own prompt; a chat send reads the conversation's
+            context=None
+            if request_of is not None
+            else _next_context(
+                sender=question.sender,
+                conversation_id=question.conversation_id,
+                text=question.text,
+                template_version=question.template_version,
+            ),
             store=lambda run_id: services.turn_start(
                 sender=question.sender,
                 conversation_id=question.conversation_id,
@@ -362,27 +372,6 @@ def _draft_context(
     )
     return _next_context(
         sender=sender, conversation_id=conversation_id, text=text, template_version=version
-    )
-
-
-def _turn_or_context(
-    question: NewQuestion, with_context: bool
-) -> services.TurnStart | selectors.GenerationContext | None:
-    """The turn an earlier send of this client id stored (a retry: nothing new starts), else
-    what the worker needs for the question (`with_context`; None without): one database
-    round, reads only."""
-    existing = services.turn_existing(
-        sender=question.sender, client_message_id=question.client_message_id
-    )
-    if existing is not None:
-        return existing
-    if not with_context:
-        return None
-    return _next_context(
-        sender=question.sender,
-        conversation_id=question.conversation_id,
-        text=question.text,
-        template_version=question.template_version,
     )
 
 

@@ -28,7 +28,6 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 from typing import Any
 
-from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
 from django.contrib.auth.models import User
@@ -41,7 +40,6 @@ from chatapp.answers.messages import DetachAnswer
 from chatapp.answers.recovery import owner_state
 from chatapp.answers.runtime import AnswerRuntime, admission_limits
 from chatapp.apikeys.models import ApiKey
-from chatapp.conversations import selectors
 from chatapp.openai_api.errors import ApiError, refused
 from chatapp.openai_api.prompting import ApiPrompt
 from inference.wire.protocol import (
@@ -91,13 +89,11 @@ class ApiAnswer:
     async def entries(self) -> AsyncIterator[LogEntry]:
         """Entries in seq order, ending with the `LoggedEnd`."""
         layer = get_channel_layer()
-        watch, user = self.watch, self.user
-        follower = RunFollower(
-            watch=watch,
+        watch = self.watch
+        follower = RunFollower.of_user(
+            watch,
+            user=self.user,
             orphans=self.runtime.relay.orphans,
-            load_row=lambda: database_sync_to_async(selectors.answer_get)(
-                owner=user, message_id=watch.message_id
-            ),
             watcher=self.channel,
             send=_send_quietly,
         )

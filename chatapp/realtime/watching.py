@@ -180,13 +180,10 @@ class SocketWatching:
     # ---- showing -------------------------------------------------------------------------
 
     async def _follower(self, watch: RunWatch) -> RunFollower:
-        user = self._user
-        return RunFollower(
-            watch=watch,
+        return RunFollower.of_user(
+            watch,
+            user=self._user,
             orphans=(await answer_runtime()).relay.orphans,
-            load_row=lambda: database_sync_to_async(selectors.answer_get)(
-                owner=user, message_id=watch.message_id
-            ),
             watcher=self._channel,
             send=self._layer.send,
         )
