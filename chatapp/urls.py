@@ -11,6 +11,7 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/", include("chatapp.api.urls")),
     path("v1/", include("chatapp.openai_api.urls")),  # OpenAI-compatible API (docs/api.md)
+    path("widget/", include("chatapp.widget.urls")),  # the embeddable widget (docs/widget.md)
     path("metrics", metrics_views.metrics, name="metrics"),
     path("", include("chatapp.web.urls")),
 ]

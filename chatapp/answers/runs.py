@@ -194,6 +194,7 @@ async def rerun_start(
     watcher: str,
     bypass_faq: bool = False,
     received_at: float | None = None,
+    limits: AdmissionLimits | None = None,
 ) -> Started | Refused:
     """Start a regenerate or an edit (`services.Rerun`), in the same order as a send: what
     it will change is read and checked first (a repeated frame starts nothing and returns
@@ -236,6 +237,7 @@ async def rerun_start(
         user_key=user_key,
         watcher=watcher,
         received_at=received_at,
+        limits=limits,
     )
 
 

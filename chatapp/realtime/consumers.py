@@ -21,8 +21,10 @@ from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
+from django.contrib.auth.models import User
 
 from chatapp import unavailable
+from chatapp.admission.limiter import AdmissionLimits
 from chatapp.answers import runs
 from chatapp.conversations import selectors, services
 from chatapp.errors import ApplicationError
@@ -75,6 +77,12 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
         if user is None or not user.is_authenticated:
             await self.close(code=4401)
             return
+        await self.open_for(user)
+
+    async def open_for(
+        self, user: User, *, limits: AdmissionLimits | None = None, subprotocol: str | None = None
+    ) -> None:
+        """Accept the socket for `user` (a staff member, or a guest with its site's limits)."""
         self.watching = SocketWatching(
             layer=self.channel_layer,
             channel_name=self.channel_name,
@@ -87,10 +95,11 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
             watching=self.watching,
             send=self._send_frame,
             refuse=self._error,
+            limits=limits,
         )
         self.budget = FrameBudget.from_settings()
         await self.channel_layer.group_add(TEMPLATES_GROUP, self.channel_name)
-        await self.accept()
+        await self.accept(subprotocol=subprotocol)
         self.watchdog = asyncio.create_task(self.watching.watchdog_loop())
 
     async def disconnect(self, code: int) -> None:

@@ -22,12 +22,14 @@ from django.urls import path
 from django.utils.http import is_same_domain
 
 from chatapp.realtime.consumers import ChatConsumer
+from chatapp.realtime.guests import GuestChatConsumer
 
 Scope = dict[str, Any]
 Asgi = Any  # an ASGI application (channels has no types of its own)
 
 websocket_urlpatterns = [
     path("ws/chat/", ChatConsumer.as_asgi()),
+    path("ws/guest/<str:site_key>/", GuestChatConsumer.as_asgi()),
 ]
 
 

@@ -13,7 +13,7 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 from django.contrib.auth.models import User
 
-from chatapp.admission.limiter import Refused
+from chatapp.admission.limiter import AdmissionLimits, Refused
 from chatapp.answers import runs
 from chatapp.answers.follower import RunWatch
 from chatapp.conversations import services
@@ -53,8 +53,10 @@ class AnswerStarting:
         watching: SocketWatching,
         send: Callable[[AnyServerFrame], Awaitable[None]],
         refuse: Refuse,
+        limits: AdmissionLimits | None = None,
     ) -> None:
         self._user = user
+        self._limits = limits  # None: the service's; a guest: its site's per-visitor limits
         self._channel = channel_name
         self._watching = watching
         self._send = send
@@ -112,6 +114,7 @@ class AnswerStarting:
                 user_key=self.user_key,
                 watcher=self._channel,
                 received_at=received_at,
+                limits=self._limits,
             ),
             client_id=frame.id,
             retried_send=True,
@@ -198,6 +201,7 @@ class AnswerStarting:
                 watcher=self._channel,
                 bypass_faq=bypass_faq,
                 received_at=received_at,
+                limits=self._limits,
             )
 
         return start

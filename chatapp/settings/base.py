@@ -47,6 +47,8 @@ INSTALLED_APPS = [
     "chatapp.web",
     "chatapp.maintenance",
     "chatapp.apikeys",
+    "chatapp.websites",
+    "chatapp.widget",
     "chatapp.latency",
     "axes",
 ]
@@ -182,6 +184,10 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE: dict[str, dict[str, Any]] = {
     "clear-expired-sessions": {
         "task": "chatapp.maintenance.tasks.clear_expired_sessions",
+        "schedule": 6 * 60 * 60.0,
+    },
+    "delete-expired-guests": {
+        "task": "chatapp.websites.tasks.delete_expired_guests",
         "schedule": 6 * 60 * 60.0,
     },
 }

@@ -1,0 +1,1 @@
+"""Websites that embed the chat widget, and their guest visitors (docs/widget.md)."""

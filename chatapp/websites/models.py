@@ -1,0 +1,113 @@
+"""A website that embeds the widget (`Site`), and a visitor of it chatting as a guest (`Guest`).
+
+A guest is backed by a Django user of its own with no usable password: conversations,
+admission and every selector already key on a user, so a guest's conversations are as private
+as a staff member's, and nothing on the answer path knows guests apart. The user never gets a
+session; only the guest token (chatapp/websites/tokens.py) speaks for it.
+"""
+
+from __future__ import annotations
+
+import secrets
+import uuid
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
+from django.db import models
+
+from chatapp.websites.origins import OriginError, origins_parsed
+
+SITE_KEY_PREFIX = "site_"
+
+
+def new_site_key() -> str:
+    # Public (it is in the host page's HTML): it names the site, it proves nothing.
+    return SITE_KEY_PREFIX + secrets.token_urlsafe(12)
+
+
+class Site(models.Model):
+    name = models.CharField(max_length=100, help_text="For you, e.g. 'Shop, main website'.")
+    key = models.CharField(max_length=40, unique=True, editable=False, default=new_site_key)
+    allowed_origins = models.TextField(
+        help_text=(
+            "The pages that may show the widget: one origin a line, scheme://host[:port], "
+            "e.g. https://shop.example. Any other page gets no widget."
+        )
+    )
+    enabled = models.BooleanField(default=True, help_text="Off: the widget shows nothing.")
+    title = models.CharField(max_length=80, default="Chat with us")
+    greeting = models.TextField(blank=True, default="Hi! How can we help?")
+    accent_colour = models.CharField(
+        max_length=7,
+        default="#2563eb",
+        validators=[RegexValidator(r"^#[0-9a-fA-F]{6}$", "A colour is # and six hex digits.")],
+    )
+    default_template = models.ForeignKey(
+        "prompts.PromptTemplate",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        help_text="The template the widget's questions are asked with (and its FAQ entries).",
+    )
+    visitor_rate = models.PositiveIntegerField(
+        default=10,
+        validators=[MinValueValidator(1)],
+        help_text="Questions one visitor may ask per window.",
+    )
+    visitor_rate_window_s = models.PositiveIntegerField(
+        default=60,
+        validators=[MinValueValidator(1), MaxValueValidator(86_400)],
+        help_text="The rate window, in seconds.",
+    )
+    visitor_max_concurrent = models.PositiveIntegerField(
+        default=1,
+        validators=[MinValueValidator(1)],
+        help_text="Answers one visitor may have generating at once.",
+    )
+    retention_days = models.PositiveIntegerField(
+        default=30,
+        validators=[MinValueValidator(1), MaxValueValidator(3650)],
+        help_text=(
+            "A visitor's conversations are deleted this many days after their last visit; "
+            "their widget link expires with them."
+        ),
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ("name",)
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        try:
+            origins = origins_parsed(self.allowed_origins)
+        except OriginError as exc:
+            raise ValidationError({"allowed_origins": str(exc)}) from None
+        if not origins:
+            raise ValidationError({"allowed_origins": "List at least one origin."})
+        self.allowed_origins = "\n".join(origins)  # stored as browsers send them
+
+    @property
+    def origins(self) -> tuple[str, ...]:
+        return origins_parsed(self.allowed_origins)
+
+
+class Guest(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    site = models.ForeignKey(Site, on_delete=models.CASCADE, related_name="guests")
+    # Deleting the user deletes the guest and its conversations (the retention sweep does).
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="guest"
+    )
+    origin = models.CharField(max_length=200, help_text="The page's origin on the first visit.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_seen_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ("-last_seen_at",)
+
+    def __str__(self) -> str:
+        return f"guest {str(self.id)[:8]} of {self.site}"

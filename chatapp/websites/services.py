@@ -1,0 +1,128 @@
+"""Guests enter a site's widget and come back; the retention sweep deletes the ones gone.
+
+Every way in checks the same three things: the site exists and is enabled, the host page's
+origin is on its list (now, not when the token was issued: removing an origin cuts its guests
+off), and a token shown was issued for this site and has not expired.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import uuid
+from dataclasses import dataclass
+
+from django.contrib.auth.models import User
+from django.db import transaction
+from django.utils import timezone
+
+from chatapp.errors import ApplicationError
+from chatapp.websites.models import Guest, Site
+from chatapp.websites.tokens import GuestClaim, TokenRefused, guest_claim, guest_token
+
+logger = logging.getLogger(__name__)
+
+_DAY_S = 86_400.0
+_LOGGED_REFUSALS_MAX = 1024
+_logged_refusals: set[tuple[str, str]] = set()
+
+
+class WidgetRefused(ApplicationError):
+    """No widget here: the site is unknown or off, or the page's origin is not on its list."""
+
+    code = "widget_refused"
+
+
+@dataclass(frozen=True, slots=True)
+class GuestEntry:
+    site: Site
+    guest: Guest
+    token: str  # a fresh one: each visit moves the expiry to retention_days from now
+
+
+def _refusal_logged_once(site_key: str, origin: str, why: str) -> None:
+    # A page embedding a wrong snippet asks on every view; one line per (site, origin) and
+    # process says what is wrong without filling the log.
+    if (site_key, origin) in _logged_refusals:
+        return
+    if len(_logged_refusals) >= _LOGGED_REFUSALS_MAX:
+        _logged_refusals.clear()
+    _logged_refusals.add((site_key, origin))
+    logger.warning("widget refused for site %r on origin %r: %s", site_key, origin, why)
+
+
+def site_allowing(site_key: str, origin: str) -> Site:
+    """The enabled site of `site_key` if `origin` may show its widget, else WidgetRefused."""
+    site = Site.objects.filter(key=site_key).first()
+    if site is None or not site.enabled:
+        why = "no such site" if site is None else "the site is disabled"
+        _refusal_logged_once(site_key, origin, why)
+        raise WidgetRefused("This chat is not available.")
+    if origin not in site.origins:
+        _refusal_logged_once(site_key, origin, "the origin is not on the site's list")
+        raise WidgetRefused("This chat is not available on this website.")
+    return site
+
+
+def _retention_s(site: Site) -> float:
+    return site.retention_days * _DAY_S
+
+
+def _guest_new(site: Site, origin: str) -> Guest:
+    with transaction.atomic():
+        guest_id = uuid.uuid4()
+        user = User(username=f"guest-{guest_id.hex}")
+        user.set_unusable_password()  # never logs in: only its token speaks for it
+        user.save()
+        return Guest.objects.create(id=guest_id, site=site, user=user, origin=origin)
+
+
+def _guest_known(site: Site, token: str) -> tuple[Guest, GuestClaim]:
+    claim = guest_claim(token, site_key=site.key, max_age_s=_retention_s(site))
+    guest = Guest.objects.select_related("user").filter(id=claim.guest_id, site=site).first()
+    if guest is None:  # deleted by the retention sweep
+        raise TokenRefused("expired")
+    return guest, claim
+
+
+def guest_enter(*, site_key: str, origin: str, token: str | None) -> GuestEntry:
+    """The widget opens on `origin`: the guest of `token`, or a new one without a token.
+
+    A token that fails (forged, expired, another site's) raises TokenRefused; the widget drops
+    it and enters again without one, so a visitor always gets a chat, never someone else's."""
+    site = site_allowing(site_key, origin)
+    if token:
+        guest, _ = _guest_known(site, token)
+        guest.origin = origin
+        guest.last_seen_at = timezone.now()
+        guest.save(update_fields=["origin", "last_seen_at"])
+    else:
+        guest = _guest_new(site, origin)
+    return GuestEntry(site, guest, guest_token(GuestClaim(site.key, guest.id, origin)))
+
+
+def guest_of_token(*, site_key: str, token: str) -> GuestEntry:
+    """The guest a socket's token speaks for, checked as `guest_enter` checks it (the origin
+    is the one the token was issued on). Raises WidgetRefused or TokenRefused."""
+    site = Site.objects.filter(key=site_key).first()
+    if site is None:
+        raise WidgetRefused("This chat is not available.")
+    guest, claim = _guest_known(site, token)
+    site_allowing(site_key, claim.origin)
+    Guest.objects.filter(id=guest.id).update(last_seen_at=timezone.now())
+    return GuestEntry(site, guest, token)
+
+
+def guests_delete_expired(now: datetime.datetime | None = None) -> int:
+    """Delete every guest (its user, conversations and answers) whose last visit is older than
+    its site's retention; returns how many. Nothing else is touched."""
+    now = now or timezone.now()
+    deleted = 0
+    for site in Site.objects.all():
+        cutoff = now - datetime.timedelta(days=site.retention_days)
+        users = User.objects.filter(guest__site=site, guest__last_seen_at__lt=cutoff)
+        count = users.count()
+        if count:
+            users.delete()
+            deleted += count
+    return deleted

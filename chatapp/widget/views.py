@@ -1,0 +1,115 @@
+"""The widget's HTTP edge (docs/widget.md).
+
+- `GET /widget/config?site=KEY`: asked by the loader on the host page, cross-origin. The
+  browser's `Origin` says which page asks; an origin not on the site's list gets 403 and no
+  CORS header, so the loader shows nothing.
+- `GET /widget/panel/?site=KEY&host=ORIGIN`: the panel, in an iframe on the host page. Its
+  `Content-Security-Policy: frame-ancestors ORIGIN` makes the browser refuse to show it in any
+  other page, so the `host` it is told is the page it is really in.
+- `POST /widget/guest`: the panel enters as a guest (a new one, or the one its stored token
+  names) and gets a fresh token. No cookie is read, so there is nothing for CSRF to protect.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
+from django.urls import reverse
+from django.views.decorators.cache import never_cache
+from django.views.decorators.clickjacking import xframe_options_exempt
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_GET, require_POST
+
+from chatapp.websites.models import Site
+from chatapp.websites.origins import OriginError, origin_normalised
+from chatapp.websites.services import WidgetRefused, guest_enter, site_allowing
+from chatapp.websites.tokens import TokenRefused
+
+_GUEST_BODY_MAX = 4096
+
+
+def _error(status: int, code: str, message: str) -> JsonResponse:
+    return JsonResponse({"error": {"code": code, "message": message}}, status=status)
+
+
+def _site_for(site_key: str, origin: str) -> Site:
+    try:
+        normalised = origin_normalised(origin)
+    except OriginError:
+        raise WidgetRefused("This chat is not available on this website.") from None
+    return site_allowing(site_key, normalised)
+
+
+@require_GET
+@never_cache  # a site turned off or an origin removed takes effect at once
+def widget_config(request: HttpRequest) -> JsonResponse:
+    origin = request.headers.get("Origin", "")
+    try:
+        site = _site_for(request.GET.get("site", ""), origin)
+    except WidgetRefused as refused:
+        return _error(403, refused.code, refused.message)
+    response = JsonResponse(
+        {
+            "title": site.title,
+            "greeting": site.greeting,
+            "accent_colour": site.accent_colour,
+            "panel_url": request.build_absolute_uri(reverse("widget-panel"))
+            + f"?site={site.key}&host={origin_normalised(origin)}",
+        }
+    )
+    response["Access-Control-Allow-Origin"] = origin
+    response["Vary"] = "Origin"
+    return response
+
+
+@require_GET
+@xframe_options_exempt  # framing is decided by the CSP below, per site
+def widget_panel(request: HttpRequest) -> HttpResponse:
+    host = request.GET.get("host", "")
+    try:
+        site = _site_for(request.GET.get("site", ""), host)
+    except WidgetRefused as refused:
+        response = HttpResponse(refused.message, status=403, content_type="text/plain")
+        response["Content-Security-Policy"] = "frame-ancestors 'none'"
+        return response
+    response = render(
+        request,
+        "widget/panel.html",
+        {
+            "site": site,
+            "host": origin_normalised(host),
+            "socket_path": f"/ws/guest/{site.key}/",
+        },
+    )
+    response["Content-Security-Policy"] = f"frame-ancestors {origin_normalised(host)}"
+    return response
+
+
+@csrf_exempt
+@require_POST
+@never_cache
+def widget_guest(request: HttpRequest) -> JsonResponse:
+    if len(request.body) > _GUEST_BODY_MAX:
+        return _error(413, "too_large", "The request is too large.")
+    try:
+        body: Any = json.loads(request.body or b"{}")
+    except ValueError:
+        return _error(400, "invalid", "The body must be JSON.")
+    if not isinstance(body, dict):
+        return _error(400, "invalid", "The body must be a JSON object.")
+    site_key, host, token = body.get("site"), body.get("host"), body.get("token")
+    if not isinstance(site_key, str) or not isinstance(host, str):
+        return _error(400, "invalid", "`site` and `host` are required strings.")
+    if token is not None and not isinstance(token, str):
+        return _error(400, "invalid", "`token` must be a string.")
+    try:
+        site = _site_for(site_key, host)
+        entry = guest_enter(site_key=site.key, origin=origin_normalised(host), token=token)
+    except WidgetRefused as refused:
+        return _error(403, refused.code, refused.message)
+    except TokenRefused as refused:
+        return _error(401, f"token_{refused.problem}", refused.message)
+    return JsonResponse({"token": entry.token, "guest": str(entry.guest.id)})

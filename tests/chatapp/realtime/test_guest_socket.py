@@ -1,0 +1,139 @@
+"""The widget's socket: a guest chats with its token; a bad token gets a clear close, no data.
+
+Through the whole ASGI app (origin check, routing) with a real worker on a scripted engine.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+from asgiref.sync import sync_to_async
+from channels.testing import WebsocketCommunicator
+from django.contrib.auth.models import User
+
+from chatapp.asgi import application
+from chatapp.conversations.models import Conversation, Message
+from chatapp.realtime.guests import GUEST_PROTOCOL
+from chatapp.websites import services
+from chatapp.websites.models import Site
+from tests.chatapp.websites.sites import HOST, site_made
+from tests.conftest import Connect, RunningWorker
+from tests.support.sockets import answer_text, ask, open_socket, resume_frame, send_frame
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+OWN_ORIGIN = [(b"origin", b"http://localhost")]  # the panel is served by this product
+
+
+async def guest_socket(site: Site, token: str | None) -> tuple[WebsocketCommunicator, Any]:
+    offered = [GUEST_PROTOCOL, token] if token is not None else []
+    ws = WebsocketCommunicator(
+        application, f"/ws/guest/{site.key}/", headers=OWN_ORIGIN, subprotocols=offered
+    )
+    connected, protocol = await ws.connect()
+    assert connected
+    return ws, protocol
+
+
+async def entered(site: Site) -> services.GuestEntry:
+    return await sync_to_async(services.guest_enter)(site_key=site.key, origin=HOST, token=None)
+
+
+async def test_a_guest_asks_and_the_answer_streams_into_its_own_conversation(
+    scripted_worker: RunningWorker,
+) -> None:
+    site = await sync_to_async(site_made)()
+    entry = await entered(site)
+    ws, protocol = await guest_socket(site, entry.token)
+    assert protocol == GUEST_PROTOCOL
+
+    frames = await ask(ws, "how do I reset my password")
+
+    assert frames[-1]["type"] == "chat.done"
+    assert frames[-1]["status"] == "complete"
+    assert answer_text(frames)
+    owner = await sync_to_async(
+        lambda: Conversation.objects.get(id=frames[0]["conversation_id"]).owner_id
+    )()
+    assert owner == entry.guest.user_id
+    await ws.disconnect()
+
+
+@pytest.mark.parametrize("problem", ["forged", "other_site", "none"])
+async def test_a_bad_token_is_closed_in_words_and_nothing_is_stored(
+    problem: str, scripted_worker: RunningWorker
+) -> None:
+    site, other = await sync_to_async(site_made)(), await sync_to_async(site_made)()
+    token = {
+        "forged": (await entered(site)).token[:-3] + "abc",
+        "other_site": (await entered(other)).token,
+        "none": None,
+    }[problem]
+    ws, _ = await guest_socket(site, token)
+
+    closed = await ws.receive_output(timeout=5)
+
+    assert closed["type"] == "websocket.close"
+    assert closed["code"] == 4401
+    assert closed.get("reason")
+    assert await sync_to_async(Message.objects.count)() == 0
+
+
+async def test_a_socket_of_a_disabled_site_is_closed_as_not_available(
+    scripted_worker: RunningWorker,
+) -> None:
+    site = await sync_to_async(site_made)()
+    token = (await entered(site)).token
+    site.enabled = False
+    await sync_to_async(site.save)()
+    ws, _ = await guest_socket(site, token)
+    closed = await ws.receive_output(timeout=5)
+    assert (closed["type"], closed["code"]) == ("websocket.close", 4403)
+
+
+async def test_a_staff_session_never_makes_a_guest_socket_the_staff_member(
+    connect: Connect, alice: User, scripted_worker: RunningWorker
+) -> None:
+    site = await sync_to_async(site_made)()
+    staff = await open_socket(connect, alice)  # alice's session cookie exists
+    ws, _ = await guest_socket(site, None)  # no token: her cookie would not help either
+    closed = await ws.receive_output(timeout=5)
+    assert closed["code"] == 4401
+    await staff.disconnect()
+
+
+async def test_two_guests_never_see_each_others_answers(scripted_worker: RunningWorker) -> None:
+    site = await sync_to_async(site_made)()
+    first, second = await entered(site), await entered(site)
+    ws_a, _ = await guest_socket(site, first.token)
+    frames = await ask(ws_a, "my order number is SC-104233, where is it")
+    ws_b, _ = await guest_socket(site, second.token)
+
+    await ws_b.send_json_to(resume_frame(frames[0]["assistant_message_id"], 0))
+    error = await ws_b.receive_json_from(timeout=5)
+
+    assert (error["type"], error["code"]) == ("chat.error", "not_found")
+    assert "SC-104233" not in str(error)
+    await ws_a.disconnect()
+    await ws_b.disconnect()
+
+
+async def test_a_guest_past_its_sites_rate_is_told_when_to_try_again(
+    scripted_worker: RunningWorker,
+) -> None:
+    site = await sync_to_async(site_made)(visitor_rate=1, visitor_rate_window_s=600)
+    ws, _ = await guest_socket(site, (await entered(site)).token)
+    await ask(ws, "first question")
+
+    await ws.send_json_to(send_frame("second question", frame_id=str(uuid.uuid4())))
+    refused = await ws.receive_json_from(timeout=5)
+
+    assert (refused["type"], refused["code"]) == ("chat.error", "rate_limited")
+    assert refused["retry_after_s"] >= 1
+    # another visitor of the same site is not held back by this one
+    other, _ = await guest_socket(site, (await entered(site)).token)
+    assert (await ask(other, "my own first question"))[-1]["status"] == "complete"
+    await ws.disconnect()
+    await other.disconnect()

@@ -1,0 +1,93 @@
+"""The widget's HTTP edge: only the site's origins get its config, its panel and a guest."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.test import Client
+
+from chatapp.websites.models import Guest
+from tests.chatapp.websites.sites import HOST, site_made
+
+pytestmark = pytest.mark.django_db
+
+OTHER = "https://evil.example"
+
+
+def test_the_config_is_given_to_an_allowed_origin_only() -> None:
+    site = site_made(title="Ask Shop", accent_colour="#112233")
+    client = Client()
+    ok = client.get("/widget/config", {"site": site.key}, HTTP_ORIGIN=HOST)
+    assert ok.status_code == 200
+    assert ok["Access-Control-Allow-Origin"] == HOST
+    body = ok.json()
+    assert body["title"] == "Ask Shop"
+    assert body["accent_colour"] == "#112233"
+    assert body["panel_url"].endswith(f"/widget/panel/?site={site.key}&host={HOST}")
+
+    refused = client.get("/widget/config", {"site": site.key}, HTTP_ORIGIN=OTHER)
+    assert refused.status_code == 403
+    assert "Access-Control-Allow-Origin" not in refused
+    assert refused.json()["error"]["code"] == "widget_refused"
+    assert client.get("/widget/config", {"site": "site_nope"}, HTTP_ORIGIN=HOST).status_code == 403
+    assert client.get("/widget/config", {"site": site.key}).status_code == 403  # no Origin
+
+
+def test_the_panel_may_be_framed_by_the_host_page_it_names_and_no_other() -> None:
+    site = site_made()
+    client = Client()
+    panel = client.get("/widget/panel/", {"site": site.key, "host": HOST})
+    assert panel.status_code == 200
+    assert panel["Content-Security-Policy"] == f"frame-ancestors {HOST}"
+    assert "X-Frame-Options" not in panel
+    assert f'data-socket="/ws/guest/{site.key}/"' in panel.content.decode()
+
+    refused = client.get("/widget/panel/", {"site": site.key, "host": OTHER})
+    assert refused.status_code == 403
+    assert refused["Content-Security-Policy"] == "frame-ancestors 'none'"
+
+
+def post_guest(client: Client, body: object) -> tuple[int, dict[str, object]]:
+    response = client.post("/widget/guest", json.dumps(body), content_type="application/json")
+    return response.status_code, response.json()
+
+
+def test_the_panel_enters_as_a_guest_and_comes_back_as_the_same_one() -> None:
+    site = site_made()
+    client = Client(enforce_csrf_checks=True)  # no cookie is read: nothing for CSRF to guard
+    status, first = post_guest(client, {"site": site.key, "host": HOST})
+    assert status == 200
+    status, again = post_guest(client, {"site": site.key, "host": HOST, "token": first["token"]})
+    assert status == 200
+    assert again["guest"] == first["guest"]
+    assert Guest.objects.count() == 1
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "code"),
+    [
+        ({"host": HOST}, 400, "invalid"),
+        ({"site": "KEY", "host": 5}, 400, "invalid"),
+        ({"site": "KEY", "host": HOST, "token": "forged.token.x"}, 401, "token_forged"),
+        ({"site": "KEY", "host": OTHER}, 403, "widget_refused"),
+        ({"site": "KEY", "host": "not an origin"}, 403, "widget_refused"),
+        ([1, 2], 400, "invalid"),
+    ],
+)
+def test_a_bad_guest_request_gets_a_clear_error_and_stores_nothing(
+    body: object, status: int, code: str
+) -> None:
+    site = site_made()
+    if isinstance(body, dict) and body.get("site") == "KEY":
+        body["site"] = site.key
+    got_status, got = post_guest(Client(), body)
+    assert (got_status, got["error"]["code"]) == (status, code)  # type: ignore[index]
+    assert got["error"]["message"]  # type: ignore[index]
+    assert not Guest.objects.exists()
+
+
+def test_a_request_too_large_for_a_guest_is_refused() -> None:
+    site = site_made()
+    status, got = post_guest(Client(), {"site": site.key, "host": HOST, "token": "x" * 5000})
+    assert (status, got["error"]["code"]) == (413, "too_large")  # type: ignore[index]
