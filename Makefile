@@ -45,7 +45,7 @@ run: prepare-model
 	@echo "==> Migrating the database"
 	$(PY) manage.py migrate --noinput
 	@$(PY) manage.py demo_user
-	@$(PY) manage.py seed_examples
+	@$(PY) manage.py seed_examples --site-origin http://$(HOST):$(PORT)
 	@echo "==> Starting (SQLite, its own Redis, worker inside the web process)"
 	$(PY) manage.py serve --host $(HOST) --port $(PORT)
 

@@ -3,17 +3,20 @@
 //   vite build                      src/chat.ts -> ../static/chat.js + chat.js.map (the chat page)
 //   vite build --mode latency       src/latency.ts -> ../static/latency.js + latency.js.map +
 //                                   latency.css (uPlot's CSS and the dashboard's, imported by it)
+//   vite build --mode panel         src/panel.ts -> ../static/panel.js + panel.js.map (the widget's panel)
+//   vite build --mode widget        src/widget.ts -> ../static/widget.js + widget.js.map (the loader a
+//                                   website includes; a classic script)
 //   vite build --mode textpatch-cli tests/textpatch_cli.ts -> <outDir>/textpatch-cli.mjs (Node; the
 //                                   cross-language patch checks, see tests/textpatch_cli.ts)
 //
-// `npm run build` runs the first two. Page bundles have fixed file names (no hashes) and
+// `npm run build` runs the first four. Page bundles have fixed file names (no hashes) and
 // deterministic bytes, so the committed files can be compared with a fresh build
 // (`npm run check:static`). Each page is its own build: one input per build is what lets
 // everything (code and CSS) land in one file per page.
 import type { UserConfig } from "vite";
 import { defineConfig } from "vitest/config";
 
-function pageBuild(entry: string, name: string): UserConfig {
+function pageBuild(entry: string, name: string, format: "es" | "iife" = "es"): UserConfig {
   return {
     // No index.html and no public/ folder: one script entry, built straight into ../static.
     publicDir: false,
@@ -32,7 +35,7 @@ function pageBuild(entry: string, name: string): UserConfig {
       rolldownOptions: {
         input: entry,
         output: {
-          format: "es",
+          format,
           entryFileNames: `${name}.js`,
           assetFileNames: `${name}[extname]`,
           // Everything in one file: the page loads exactly static/<name>.js.
@@ -61,6 +64,14 @@ export default defineConfig(({ mode }) => {
   }
   if (mode === "latency") {
     return pageBuild("src/latency.ts", "latency");
+  }
+  if (mode === "panel") {
+    return pageBuild("src/panel.ts", "panel");
+  }
+  if (mode === "widget") {
+    // A classic script (the host page's snippet has no type="module"; `document.currentScript`
+    // is null in a module).
+    return pageBuild("src/widget.ts", "widget", "iife");
   }
   return {
     ...pageBuild("src/chat.ts", "chat"),

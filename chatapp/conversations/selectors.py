@@ -304,3 +304,26 @@ def conversation_list(*, owner: User, limit: int = 50) -> list[dict[str, str]]:
     return [
         {"id": str(c.id), "title": c.title, "updated_at": c.updated_at.isoformat()} for c in rows
     ]
+
+
+def page_history(*, conversation: Conversation) -> list[dict[str, Any]]:
+    """A conversation's messages as the chat page and the widget's panel render them."""
+    messages = list(conversation_messages(conversation=conversation))
+    suggestions = answer_suggestions(messages=messages)
+    return [
+        {
+            "id": str(m.id),
+            "role": m.role,
+            "content": m.content,
+            "status": m.status,
+            "source": m.source,
+            "feedback": m.feedback,
+            # "Did you mean ...?" under a model answer (entries still enabled)
+            "suggested_entries": suggestions.get(m.id, []),
+        }
+        for m in messages
+    ]
+
+
+def conversation_latest(*, owner: User) -> Conversation | None:
+    return Conversation.objects.filter(owner=owner).order_by("-updated_at").first()

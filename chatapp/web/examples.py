@@ -10,6 +10,7 @@ already holds templates or FAQ entries of its own is never seeded.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from django.db import transaction
 from chatapp.faq.models import FaqEntry
 from chatapp.prompts.models import PromptTemplate
 from chatapp.prompts.services import template_publish
+from chatapp.websites.models import Site
 
 EXAMPLES_PATH = Path(__file__).resolve().parent / "data" / "examples.json"
 MARKER_NAME = "examples-seeded"
@@ -37,8 +39,9 @@ def _examples() -> dict[str, Any]:
     return data
 
 
-def seed_examples(*, data_dir: Path | None = None) -> SeedOutcome:
-    """Create the examples once; says why not when it does not."""
+def seed_examples(*, data_dir: Path | None = None, site_origins: Sequence[str] = ()) -> SeedOutcome:
+    """Create the examples once; says why not when it does not. With `site_origins` (the
+    address `make run` serves on), also an example website for the widget's demo page."""
     marker = (data_dir or settings.DATA_DIR) / MARKER_NAME
     if marker.exists():
         return SeedOutcome(False, f"already seeded once ({marker}); delete it to seed again")
@@ -64,11 +67,27 @@ def seed_examples(*, data_dir: Path | None = None) -> SeedOutcome:
                 vectors=vectors.tobytes(),
                 embedded_phrasings=phrasings,
             )
+        site = _example_site(template, site_origins) if site_origins else None
     marker.parent.mkdir(parents=True, exist_ok=True)
     marker.write_text("The example template and FAQ entries were seeded once.\n")
+    website = f", and the example website {site.name!r} for the widget demo" if site else ""
     return SeedOutcome(
-        True, f"seeded the example template {template.name!r} and {len(faq)} example FAQ entries"
+        True,
+        f"seeded the example template {template.name!r} and {len(faq)} example FAQ entries"
+        + website,
     )
+
+
+def _example_site(template: PromptTemplate, origins: Sequence[str]) -> Site:
+    site = Site(
+        name="Example website",
+        allowed_origins="\n".join(origins),
+        default_template=template,
+        is_example=True,
+    )
+    site.full_clean()
+    site.save()
+    return site
 
 
 def first_questions() -> list[str]:

@@ -26,21 +26,7 @@ def chat_page(request: HttpRequest, conversation_id: uuid.UUID | None = None) ->
         )
         if conversation is None:
             raise Http404("No such conversation")
-        messages = list(selectors.conversation_messages(conversation=conversation))
-        suggestions = selectors.answer_suggestions(messages=messages)
-        history = [
-            {
-                "id": str(m.id),
-                "role": m.role,
-                "content": m.content,
-                "status": m.status,
-                "source": m.source,
-                "feedback": m.feedback,
-                # "Did you mean ...?" under a model answer (entries still enabled)
-                "suggested_entries": suggestions.get(m.id, []),
-            }
-            for m in messages
-        ]
+        history = selectors.page_history(conversation=conversation)
     return render(
         request,
         "web/chat.html",

@@ -73,6 +73,9 @@ class Site(models.Model):
             "their widget link expires with them."
         ),
     )
+    is_example = models.BooleanField(
+        default=False, help_text="Seeded by `make run` for a first try; delete it when done."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

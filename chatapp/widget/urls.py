@@ -6,4 +6,5 @@ urlpatterns = [
     path("config", views.widget_config, name="widget-config"),
     path("panel/", views.widget_panel, name="widget-panel"),
     path("guest", views.widget_guest, name="widget-guest"),
+    path("demo/", views.widget_demo, name="widget-demo"),
 ]

@@ -6,15 +6,20 @@
 - `GET /widget/panel/?site=KEY&host=ORIGIN`: the panel, in an iframe on the host page. Its
   `Content-Security-Policy: frame-ancestors ORIGIN` makes the browser refuse to show it in any
   other page, so the `host` it is told is the page it is really in.
+- `GET /widget/demo/`: a pretend customer page with the snippet, for a first try.
+- `GET /widget.js`: the loader the website's snippet names (static/widget.js).
 - `POST /widget/guest`: the panel enters as a guest (a new one, or the one its stored token
-  names) and gets a fresh token. No cookie is read, so there is nothing for CSRF to protect.
+  names) and gets a fresh token and its latest conversation. No cookie is read, so there is
+  nothing for CSRF to protect.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.urls import reverse
@@ -23,12 +28,14 @@ from django.views.decorators.clickjacking import xframe_options_exempt
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
+from chatapp.conversations import selectors
 from chatapp.websites.models import Site
 from chatapp.websites.origins import OriginError, origin_normalised
 from chatapp.websites.services import WidgetRefused, guest_enter, site_allowing
 from chatapp.websites.tokens import TokenRefused
 
 _GUEST_BODY_MAX = 4096
+_LOADER_MAX_AGE_S = 300
 
 
 def _error(status: int, code: str, message: str) -> JsonResponse:
@@ -112,4 +119,49 @@ def widget_guest(request: HttpRequest) -> JsonResponse:
         return _error(403, refused.code, refused.message)
     except TokenRefused as refused:
         return _error(401, f"token_{refused.problem}", refused.message)
-    return JsonResponse({"token": entry.token, "guest": str(entry.guest.id)})
+    latest = selectors.conversation_latest(owner=entry.guest.user)
+    return JsonResponse(
+        {
+            "token": entry.token,
+            "guest": str(entry.guest.id),
+            # a reload or a later visit continues the guest's latest conversation
+            "conversation_id": str(latest.id) if latest else None,
+            "history": selectors.page_history(conversation=latest) if latest else [],
+        }
+    )
+
+
+@require_GET
+def widget_script(request: HttpRequest) -> HttpResponse:
+    """The loader (`static/widget.js`), at the short URL the snippet names. Cached briefly:
+    a new release reaches every website within minutes, and the script is under 1 kB."""
+    response = HttpResponse(_loader_source(), content_type="text/javascript; charset=utf-8")
+    response["Cache-Control"] = f"public, max-age={_LOADER_MAX_AGE_S}"
+    response["Access-Control-Allow-Origin"] = "*"  # any page may load it; config decides
+    return response
+
+
+@require_GET
+def widget_demo(request: HttpRequest) -> HttpResponse:
+    """A pretend customer page that embeds the widget the way a website does: the site of
+    `?site=KEY`, or the example website `make run` seeds. The site must allow this server's
+    own origin."""
+    key = request.GET.get("site")
+    sites = Site.objects.filter(enabled=True)
+    site = sites.filter(key=key).first() if key else sites.filter(is_example=True).first()
+    own = f"{request.scheme}://{request.get_host()}"
+    return render(
+        request,
+        "widget/demo.html",
+        {
+            "site": site,
+            "allowed": site is not None and own in site.origins,
+            "own_origin": own,
+            "script_url": request.build_absolute_uri(reverse("widget-script")),
+        },
+    )
+
+
+@functools.cache
+def _loader_source() -> bytes:
+    return (settings.BASE_DIR / "static" / "widget.js").read_bytes()

@@ -5,12 +5,15 @@
 import { ChatController } from "./controller.ts";
 import { ConversationList } from "./conversations.ts";
 import { attachFirstQuestions } from "./firstquestions.ts";
+import { highlightCode } from "./highlight.ts";
+import { useHighlighter } from "./markdown.ts";
 import { conversationNav, pageElements } from "./page.ts";
 import { chatSocketUrl, ReconnectingSocket } from "./socket.ts";
 import { browserStorage, TemplateStore } from "./templates.ts";
 import { readJsonScript } from "./view.ts";
 
 export function start(doc: Document = document): ChatController {
+  useHighlighter(highlightCode);
   const el = pageElements(doc);
   const conv = readJsonScript(doc, "conversation-id");
   const conversationId = typeof conv === "string" && conv !== "" ? conv : null;

@@ -56,6 +56,9 @@ export interface ControllerOptions {
   reload?: () => void;
   /** The typing-prefill debounce's timers (default setTimeout). */
   draftTimers?: DraftTimers;
+  /** Shows a new conversation's id (default: the address bar's `/c/<id>/`; the widget's
+   * panel keeps no address). */
+  showConversation?: (conversationId: string) => void;
 }
 
 export class ChatController {
@@ -78,6 +81,7 @@ export class ChatController {
   private preparing = false;
   private readonly now: () => number;
   private readonly reload: () => void;
+  private readonly showConversation: (conversationId: string) => void;
 
   constructor(
     private readonly el: ChatElements,
@@ -86,6 +90,7 @@ export class ChatController {
   ) {
     this.now = options.now ?? (() => performance.now());
     this.reload = options.reload ?? (() => globalThis.location.reload());
+    this.showConversation = options.showConversation ?? showConversationUrl;
     const send = this.connection.send.bind(this.connection);
     this.outbox = new Outbox(send, this.now);
     this.stream = new AnswerStream(this.now);
@@ -424,7 +429,7 @@ export class ChatController {
   private onSendAccepted(p: QueuedSend<MessageView>, f: AcceptedFrame): void {
     const isNew = this.conversationId === null;
     this.conversationId = f.conversation_id;
-    showConversationUrl(f.conversation_id);
+    this.showConversation(f.conversation_id);
     this.conversations?.touch(f.conversation_id, isNew ? p.fullText : null);
     if (this.el.input.value === p.fullText) this.el.input.value = "";
     this.templates.close();

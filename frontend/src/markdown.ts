@@ -9,31 +9,22 @@
 //    `javascript:`, `data:` or relative link loses its href), every kept link gets
 //    `target="_blank" rel="noopener noreferrer"`, classes are limited to highlight.js ones.
 // Images are not loaded (no tracking pixels): `![alt](url)` becomes a link to the url.
-// Code blocks are highlighted by highlight.js: its core and a few common languages (each one
-// adds 1-8 kB to the bundle); a block in another language is shown plain.
+// Code blocks are highlighted by the page's highlighter (`useHighlighter`; the chat page's is
+// src/highlight.ts); a block in another language, or on a page without one, is shown plain.
 
 import DOMPurify, { type Config, type DOMPurify as Purifier, type WindowLike } from "dompurify";
-import hljs from "highlight.js/lib/core";
-import bash from "highlight.js/lib/languages/bash";
-import diff from "highlight.js/lib/languages/diff";
-import javascript from "highlight.js/lib/languages/javascript";
-import json from "highlight.js/lib/languages/json";
-import python from "highlight.js/lib/languages/python";
-import sql from "highlight.js/lib/languages/sql";
-import typescript from "highlight.js/lib/languages/typescript";
-import xml from "highlight.js/lib/languages/xml";
-import yaml from "highlight.js/lib/languages/yaml";
 import { Marked, type Links, type Token, type Tokens } from "marked";
 
-hljs.registerLanguage("bash", bash);
-hljs.registerLanguage("diff", diff);
-hljs.registerLanguage("javascript", javascript);
-hljs.registerLanguage("json", json);
-hljs.registerLanguage("python", python);
-hljs.registerLanguage("sql", sql);
-hljs.registerLanguage("typescript", typescript);
-hljs.registerLanguage("xml", xml);
-hljs.registerLanguage("yaml", yaml);
+/** Highlighted HTML of `code` in `language`, or null for a language it does not know. */
+export type Highlighter = (code: string, language: string) => string | null;
+
+// None until a page installs one (the chat page does, src/highlight.ts; the widget's panel
+// does not, to stay small): code blocks are then shown plain, with the same classes.
+let highlighter: Highlighter | null = null;
+
+export function useHighlighter(h: Highlighter | null): void {
+  highlighter = h;
+}
 
 /** The link schemes that survive; anything else (javascript:, data:, vbscript:, relative) loses its href. */
 export const SAFE_URL = /^(?:https?|mailto):/i;
@@ -101,8 +92,8 @@ const md = new Marked({
     },
     code(token: Tokens.Code): string {
       const name = /^[\w#+.-]+/.exec(token.lang ?? "")?.[0]?.toLowerCase() ?? "";
-      const known = name !== "" && hljs.getLanguage(name) !== undefined;
-      const body = known ? hljs.highlight(token.text, { language: name, ignoreIllegals: true }).value : escapeHtml(token.text);
+      const highlighted = name !== "" && highlighter !== null ? highlighter(token.text, name) : null;
+      const body = highlighted ?? escapeHtml(token.text);
       const cls = name === "" ? "hljs" : `hljs language-${name}`;
       return `<pre><code class="${cls}">${body}</code></pre>\n`;
     },

@@ -33,7 +33,8 @@ export interface SocketLike {
 export interface SocketHandlers {
   onOpen?: () => void;
   onMessage?: (data: unknown) => void;
-  onClose?: () => void;
+  /** The close's code and reason (the widget's socket closes 4401/4403 with words). */
+  onClose?: (code: number, reason: string) => void;
   onState?: (state: ConnectionState, retryInMs: number | null) => void;
 }
 
@@ -128,11 +129,11 @@ export class ReconnectingSocket {
     };
     // An error is always followed by close; reconnect from onclose only.
     s.onerror = () => undefined;
-    s.onclose = () => {
+    s.onclose = (ev) => {
       if (this.socket !== s) return;
       s.onopen = s.onclose = s.onerror = s.onmessage = null;
       this.socket = null;
-      this.handlers.onClose?.();
+      this.handlers.onClose?.(ev.code, ev.reason);
       this.scheduleReconnect();
     };
   }

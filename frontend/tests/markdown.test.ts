@@ -1,7 +1,8 @@
 // @vitest-environment jsdom
 import { describe, expect, test } from "vitest";
 
-import { escapeHtml, renderMarkdownToString, sanitizeToString } from "../src/markdown.ts";
+import { highlightCode } from "../src/highlight.ts";
+import { escapeHtml, renderMarkdownToString, sanitizeToString, useHighlighter } from "../src/markdown.ts";
 import { dangerousNodes } from "./helpers.ts";
 
 function render(src: string): HTMLElement {
@@ -90,6 +91,7 @@ describe("markdown rendering", () => {
   });
 
   test("code blocks are highlighted in known languages and escaped in others", () => {
+    useHighlighter(highlightCode);
     const py = render("```python\ndef f(x):\n    return '<b>'\n```");
     const code = py.querySelector("pre > code");
     expect(code?.className).toBe("hljs language-python");
@@ -105,6 +107,16 @@ describe("markdown rendering", () => {
 
     const bare = render("```\nplain\n```");
     expect(bare.querySelector("pre > code")?.className).toBe("hljs");
+  });
+
+  test("without a highlighter (the widget's panel) code is shown plain with the same classes", () => {
+    useHighlighter(null);
+    const py = render("```python\ndef f(x):\n    return '<b>'\n```");
+    expect(py.querySelector("pre > code")?.className).toBe("hljs language-python");
+    expect(py.querySelector("pre span")).toBeNull();
+    expect(py.querySelector("pre > code")?.textContent).toBe("def f(x):\n    return '<b>'");
+    expect(py.querySelector("b")).toBeNull();
+    useHighlighter(highlightCode);
   });
 
   test("a code fence's info string cannot inject attributes", () => {

@@ -38,7 +38,19 @@ def admin_seed() -> None:
     User.objects.create_superuser(ADMIN_USERNAME, password=ADMIN_PASSWORD)
 
 
-SEEDS = {"template": template_seed, "admin": admin_seed}
+def site_seed() -> None:
+    """A website for the widget, allowing the origin in WIDGET_HOST_ORIGIN; its key is
+    `site_e2e`, so the host page can name it before the app starts."""
+    import os
+
+    from chatapp.websites.models import Site
+
+    site = Site(name="E2E shop", key="site_e2e", allowed_origins=os.environ["WIDGET_HOST_ORIGIN"])
+    site.full_clean()
+    site.save()
+
+
+SEEDS = {"template": template_seed, "admin": admin_seed, "site": site_seed}
 
 
 def main(names: list[str]) -> None:

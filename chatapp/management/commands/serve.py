@@ -94,6 +94,7 @@ class Command(BaseCommand):
             workers.append(task)
             task.add_done_callback(on_worker_exit)
             say(f"Ready: open {url} in your browser.")
+            say(f"The chat widget on a demo website: {url}widget/demo/")
 
         def on_worker_exit(task: asyncio.Task[None]) -> None:
             if not task.cancelled():

@@ -14,6 +14,7 @@ from chatapp.faq import selectors as faq_selectors
 from chatapp.faq.models import FaqEntry
 from chatapp.prompts.models import PromptTemplate
 from chatapp.web.examples import MARKER_NAME, seed_examples
+from chatapp.websites.models import Site
 from tests.support.users import client_for
 
 pytestmark = pytest.mark.django_db
@@ -37,6 +38,16 @@ def test_a_new_database_gets_a_published_template_and_answerable_faq_entries(
     assert first.vectors is not None
     vectors = np.frombuffer(first.vectors, dtype=np.float32).reshape(len(first.phrasings), -1)
     assert vectors.shape[1] == 384
+
+
+def test_make_run_also_seeds_an_example_website_for_the_widget_demo(tmp_path: Path) -> None:
+    outcome = seed_examples(data_dir=tmp_path, site_origins=["http://127.0.0.1:8000"])
+    assert "example website" in outcome.reason
+    site = Site.objects.get()
+    assert site.is_example
+    assert site.enabled
+    assert site.origins == ("http://127.0.0.1:8000",)
+    assert site.default_template == PromptTemplate.objects.get()
 
 
 def test_examples_are_seeded_once_and_deleted_ones_stay_deleted(tmp_path: Path) -> None:

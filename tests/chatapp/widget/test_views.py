@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 
 import pytest
 from django.test import Client
 
+from chatapp.conversations.models import Conversation, Message
 from chatapp.websites.models import Guest
 from tests.chatapp.websites.sites import HOST, site_made
 
@@ -91,3 +93,43 @@ def test_a_request_too_large_for_a_guest_is_refused() -> None:
     site = site_made()
     status, got = post_guest(Client(), {"site": site.key, "host": HOST, "token": "x" * 5000})
     assert (status, got["error"]["code"]) == (413, "too_large")  # type: ignore[index]
+
+
+def test_a_returning_guest_gets_its_latest_conversation_to_show() -> None:
+    site = site_made()
+    client = Client()
+    _, first = post_guest(client, {"site": site.key, "host": HOST})
+    assert (first["conversation_id"], first["history"]) == (None, [])
+    guest = Guest.objects.get()
+    older = Conversation.objects.create(owner=guest.user, title="older")
+    latest = Conversation.objects.create(owner=guest.user, title="latest")
+    Message.objects.create(conversation=latest, role="user", content="Do you ship to Norway?")
+    Conversation.objects.filter(id=older.id).update(updated_at=latest.updated_at.replace(year=2020))
+
+    _, again = post_guest(client, {"site": site.key, "host": HOST, "token": first["token"]})
+
+    assert again["conversation_id"] == str(latest.id)
+    history = again["history"]
+    assert isinstance(history, list)
+    assert [(m["role"], m["content"]) for m in history] == [("user", "Do you ship to Norway?")]
+
+
+def test_the_loader_is_served_small_with_a_short_cache() -> None:
+    response = Client().get("/widget.js")
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("text/javascript")
+    assert response["Cache-Control"] == "public, max-age=300"
+    assert len(gzip.compress(response.content)) <= 5 * 1024
+    assert b"/widget/config?site=" in response.content
+
+
+def test_the_demo_page_embeds_the_example_website_when_it_allows_this_server() -> None:
+    site = site_made(is_example=True, allowed_origins="http://testserver")
+    page = Client().get("/widget/demo/").content.decode()
+    assert f'<script src="http://testserver/widget.js" data-site="{site.key}" async>' in page
+
+    site.allowed_origins = HOST
+    site.save()
+    page = Client().get("/widget/demo/").content.decode()
+    assert "This address is not allowed" in page
+    assert "<script src=" not in page
