@@ -21,9 +21,16 @@ class SiteAdmin(admin.ModelAdmin[Site]):
         ("Look", {"fields": ("title", "greeting", "accent_colour", "default_template")}),
         (
             "Limits per visitor",
-            {"fields": ("visitor_rate", "visitor_rate_window_s", "visitor_max_concurrent")},
+            {
+                "fields": (
+                    "visitor_rate",
+                    "visitor_rate_window_s",
+                    "visitor_max_concurrent",
+                    "new_visitors_per_address",
+                )
+            },
         ),
-        ("Retention", {"fields": ("retention_days", "created_at")}),
+        ("Retention", {"fields": ("retention_days", "is_example", "created_at")}),
     )
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Site]:

@@ -65,6 +65,14 @@ class Site(models.Model):
         validators=[MinValueValidator(1)],
         help_text="Answers one visitor may have generating at once.",
     )
+    new_visitors_per_address = models.PositiveIntegerField(
+        default=20,
+        validators=[MinValueValidator(1)],
+        help_text=(
+            "New visitors one network address may start per hour (a visitor coming back is "
+            "not counted): bounds how many per-visitor limits one machine can collect."
+        ),
+    )
     retention_days = models.PositiveIntegerField(
         default=30,
         validators=[MinValueValidator(1), MaxValueValidator(3650)],
@@ -106,6 +114,9 @@ class Guest(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="guest"
     )
     origin = models.CharField(max_length=200, help_text="The page's origin on the first visit.")
+    # A keyed hash of the network address it first came from (the address itself is not kept):
+    # counts new visitors per address.
+    address_hash = models.CharField(max_length=64, blank=True, db_index=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     last_seen_at = models.DateTimeField(auto_now_add=True, db_index=True)
 

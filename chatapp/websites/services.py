@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import datetime
 import logging
+import math
 import uuid
 from dataclasses import dataclass
 
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
+from django.utils.crypto import salted_hmac
 
 from chatapp.errors import ApplicationError
 from chatapp.websites.models import Guest, Site
@@ -25,6 +27,16 @@ logger = logging.getLogger(__name__)
 _DAY_S = 86_400.0
 _LOGGED_REFUSALS_MAX = 1024
 _logged_refusals: set[tuple[str, str]] = set()
+
+
+class NewVisitorsLimited(ApplicationError):
+    """Too many new visitors from one network address within the hour."""
+
+    code = "rate_limited"
+
+    def __init__(self, retry_after_s: int) -> None:
+        super().__init__(f"Too many new chats from your network. Try again in {retry_after_s} s.")
+        self.retry_after_s = retry_after_s
 
 
 class WidgetRefused(ApplicationError):
@@ -68,13 +80,33 @@ def _retention_s(site: Site) -> float:
     return site.retention_days * _DAY_S
 
 
-def _guest_new(site: Site, origin: str) -> Guest:
+def address_hash(address: str) -> str:
+    """A keyed hash of a network address: comparable, not reversible without SECRET_KEY."""
+    return salted_hmac("chatapp.websites.address", address).hexdigest()
+
+
+def _new_visitors_check(site: Site, hashed: str) -> None:
+    hour_ago = timezone.now() - datetime.timedelta(hours=1)
+    recent = Guest.objects.filter(site=site, address_hash=hashed, created_at__gte=hour_ago)
+    if recent.count() < site.new_visitors_per_address:
+        return
+    oldest = recent.order_by("created_at").values_list("created_at", flat=True).first()
+    wait = (oldest or hour_ago) + datetime.timedelta(hours=1) - timezone.now()
+    raise NewVisitorsLimited(max(1, math.ceil(wait.total_seconds())))
+
+
+def _guest_new(site: Site, origin: str, address: str | None) -> Guest:
+    hashed = address_hash(address) if address else ""
+    if hashed:
+        _new_visitors_check(site, hashed)
     with transaction.atomic():
         guest_id = uuid.uuid4()
         user = User(username=f"guest-{guest_id.hex}")
         user.set_unusable_password()  # never logs in: only its token speaks for it
         user.save()
-        return Guest.objects.create(id=guest_id, site=site, user=user, origin=origin)
+        return Guest.objects.create(
+            id=guest_id, site=site, user=user, origin=origin, address_hash=hashed
+        )
 
 
 def _guest_known(site: Site, token: str) -> tuple[Guest, GuestClaim]:
@@ -85,8 +117,12 @@ def _guest_known(site: Site, token: str) -> tuple[Guest, GuestClaim]:
     return guest, claim
 
 
-def guest_enter(*, site_key: str, origin: str, token: str | None) -> GuestEntry:
-    """The widget opens on `origin`: the guest of `token`, or a new one without a token.
+def guest_enter(
+    *, site_key: str, origin: str, token: str | None, address: str | None = None
+) -> GuestEntry:
+    """The widget opens on `origin`: the guest of `token`, or a new one without a token (at
+    most the site's `new_visitors_per_address` an hour from one `address`, else
+    NewVisitorsLimited).
 
     A token that fails (forged, expired, another site's) raises TokenRefused; the widget drops
     it and enters again without one, so a visitor always gets a chat, never someone else's."""
@@ -97,7 +133,7 @@ def guest_enter(*, site_key: str, origin: str, token: str | None) -> GuestEntry:
         guest.last_seen_at = timezone.now()
         guest.save(update_fields=["origin", "last_seen_at"])
     else:
-        guest = _guest_new(site, origin)
+        guest = _guest_new(site, origin, address)
     return GuestEntry(site, guest, guest_token(GuestClaim(site.key, guest.id, origin)))
 
 

@@ -29,9 +29,10 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
 from chatapp.conversations import selectors
+from chatapp.web.login_throttle import client_ip
 from chatapp.websites.models import Site
 from chatapp.websites.origins import OriginError, origin_normalised
-from chatapp.websites.services import WidgetRefused, guest_enter, site_allowing
+from chatapp.websites.services import NewVisitorsLimited, WidgetRefused, guest_enter, site_allowing
 from chatapp.websites.tokens import TokenRefused
 
 _GUEST_BODY_MAX = 4096
@@ -114,7 +115,16 @@ def widget_guest(request: HttpRequest) -> JsonResponse:
         return _error(400, "invalid", "`token` must be a string.")
     try:
         site = _site_for(site_key, host)
-        entry = guest_enter(site_key=site.key, origin=origin_normalised(host), token=token)
+        entry = guest_enter(
+            site_key=site.key,
+            origin=origin_normalised(host),
+            token=token,
+            address=client_ip(request),
+        )
+    except NewVisitorsLimited as limited:
+        response = _error(429, limited.code, limited.message)
+        response["Retry-After"] = str(limited.retry_after_s)
+        return response
     except WidgetRefused as refused:
         return _error(403, refused.code, refused.message)
     except TokenRefused as refused:

@@ -75,6 +75,10 @@ class Command(BaseCommand):
             # and runs an answer relay from the start: it finishes answers that a crashed
             # web process left "streaming" (see chatapp/answers/recovery.py)
             workers.append(loop.create_task(answer_runtime()))
+            if settings.CELERY_TASK_ALWAYS_EAGER:  # no Celery beat: housekeeping runs here
+                from chatapp.maintenance.schedule import beat_schedule_run
+
+                workers.append(loop.create_task(beat_schedule_run(settings.CELERY_BEAT_SCHEDULE)))
             if not embedded:
                 say(f"Serving on {url} (workers consume the Redis channel layer).")
                 return

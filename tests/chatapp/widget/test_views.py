@@ -133,3 +133,27 @@ def test_the_demo_page_embeds_the_example_website_when_it_allows_this_server() -
     page = Client().get("/widget/demo/").content.decode()
     assert "This address is not allowed" in page
     assert "<script src=" not in page
+
+
+def test_one_address_starts_only_so_many_new_visitors_an_hour() -> None:
+    site = site_made(new_visitors_per_address=2)
+    crowd, neighbour = Client(REMOTE_ADDR="203.0.113.7"), Client(REMOTE_ADDR="198.51.100.9")
+    tokens = [post_guest(crowd, {"site": site.key, "host": HOST})[1]["token"] for _ in range(2)]
+
+    response = crowd.post(
+        "/widget/guest",
+        json.dumps({"site": site.key, "host": HOST}),
+        content_type="application/json",
+    )
+
+    assert response.status_code == 429
+    assert response.json()["error"]["code"] == "rate_limited"
+    assert 3500 <= int(response["Retry-After"]) <= 3600
+    assert Guest.objects.count() == 2
+    # a visitor coming back is not a new one; another address is not held back
+    status, _ = post_guest(crowd, {"site": site.key, "host": HOST, "token": tokens[0]})
+    assert status == 200
+    assert post_guest(neighbour, {"site": site.key, "host": HOST})[0] == 200
+    # the address itself is not stored
+    assert not Guest.objects.filter(address_hash__contains="203.0.113.7").exists()
+    assert Guest.objects.exclude(address_hash="").count() == 3

@@ -1,0 +1,319 @@
+"""The website widget's perceived latency, side by side with the staff chat page, in Chromium.
+
+Run from the repository root, with the default model prepared (`make run` once) and Debian's
+Chromium installed:
+
+    .venv/bin/python -m bench.widget [--rounds 8] [--max-tokens 16]
+
+What happens:
+
+1. The app starts as `make run` starts it (`manage.py serve`: daphne, the in-process worker and
+   its vLLM engine; the FAQ cache off, so every question reaches the model) on a throwaway
+   SQLite database, with a website allowing a host page this bench serves on another port.
+2. Each round, in an order that alternates, one question on each page:
+   - **widget**: a new visitor (a new browser context) opens the host page; the loader draws
+     the launcher; the bench hovers it (the panel and its socket load), waits until the panel
+     is connected, clicks, and measures click -> the message box focused (both on the
+     browser's clock: `performance.timeOrigin + event.timeStamp` in the page, the same in the
+     panel's frame). It then types the question and presses Enter.
+   - **widget, no hover**: the same without the wait, a click straight away (the panel loads
+     on the click: what a touch screen gets).
+   - **staff page**: the logged-in demo user opens a new chat and asks.
+   The first-token time is what each page shows under the answer (`data-ttft-ms`: frame sent
+   -> first token painted), the same code on both pages.
+3. It prints the loader's and the panel's sizes (gzip -9) beside the chat page's, the
+   medians and P90s, and writes them with the samples to `bench/results/widget-<stamp>.*`.
+
+Fairness: one app, one engine, one browser; the pages take turns question by question (never
+two answers at once), and the rounds alternate which page goes first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import functools
+import gzip
+import http.server
+import os
+import secrets
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from bench import harness
+
+MODULE = "bench.widget"
+CHROMIUM = Path(os.environ.get("E2E_CHROMIUM", "/usr/bin/chromium"))
+SITE_KEY = "site_bench"
+# The launcher's click on the host page's clock (absolute, so the panel's frame compares).
+HOST_RECORDER = """
+window.__clicks = [];
+document.addEventListener("click", (e) => {
+  window.__clicks.push(performance.timeOrigin + e.timeStamp);
+}, true);
+"""
+# The message box's focus in the panel's frame, on the same absolute clock.
+PANEL_RECORDER = """
+window.__focused = [];
+document.addEventListener("focusin", (e) => {
+  if (e.target && e.target.id === "chat-input") {
+    window.__focused.push(performance.timeOrigin + e.timeStamp);
+  }
+}, true);
+"""
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog=f"python -m {MODULE}", description=__doc__)
+    parser.add_argument("--rounds", type=int, default=8)
+    parser.add_argument("--max-tokens", type=int, default=16)
+    parser.add_argument("--model-dir", type=Path, default=harness.DEFAULT_MODEL_DIR)
+    parser.add_argument("--ready-timeout", type=float, default=600)
+    return parser.parse_args(argv)
+
+
+def gzipped_kb(path: Path) -> float:
+    return len(gzip.compress(path.read_bytes(), compresslevel=9)) / 1000
+
+
+class _HostPage(http.server.BaseHTTPRequestHandler):
+    def __init__(self, *args: Any, chat_url: str, **kwargs: Any) -> None:
+        self.chat_url = chat_url
+        super().__init__(*args, **kwargs)
+
+    def do_GET(self) -> None:
+        body = (
+            "<!doctype html><html><head><title>Shop</title></head><body><h1>Our shop</h1>"
+            f'<script src="{self.chat_url}/widget.js" data-site="{SITE_KEY}" async></script>'
+            "</body></html>"
+        ).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@contextmanager
+def host_page(port: int, chat_url: str) -> Iterator[str]:
+    server = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", port), functools.partial(_HostPage, chat_url=chat_url)
+    )
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def site_create(app: harness.EmbeddedApp, host_origin: str) -> None:
+    code = (
+        "from chatapp.websites.models import Site\n"
+        f"s = Site(name='bench', key='{SITE_KEY}', allowed_origins='{host_origin}',"
+        " visitor_rate=1000)\n"
+        "s.full_clean(); s.save()\n"
+    )
+    import subprocess
+
+    subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", code],
+        cwd=harness.REPO_ROOT,
+        env=app.env,
+        check=True,
+        capture_output=True,
+    )
+
+
+def answer_ttft_ms(frame: Any, answers_before: int, question: str) -> float:
+    from playwright.sync_api import expect
+
+    box = frame.get_by_role("textbox", name="Message")
+    box.fill(question)
+    box.press("Enter")
+    answers = frame.locator('[data-role="assistant"]')
+    expect(answers).to_have_count(answers_before + 1, timeout=60_000)
+    answer = answers.nth(answers_before)
+    expect(answer).to_have_attribute("data-status", "complete", timeout=120_000)
+    # the stats line under the answer (src/answerstream.ts `showStats`)
+    stats = frame.locator("[data-ttft-ms]")
+    expect(stats).to_have_count(answers_before + 1, timeout=30_000)
+    return float(stats.nth(answers_before).get_attribute("data-ttft-ms") or "nan")
+
+
+def widget_round(browser: Any, host: str, question: str, *, hover: bool) -> tuple[float, float]:
+    """(click -> input focused ms, first token ms) for a new visitor."""
+    from playwright.sync_api import expect
+
+    context = browser.new_context(viewport={"width": 1200, "height": 800})
+    try:
+        page = context.new_page()
+        page.add_init_script(HOST_RECORDER)
+        context.add_init_script(PANEL_RECORDER)
+        page.goto(host + "/")
+        launcher = page.get_by_role("button", name="Chat with us")
+        expect(launcher).to_be_visible(timeout=30_000)
+        panel = page.frame_locator('iframe[title="Chat with us"]')
+        if hover:
+            launcher.hover()
+            expect(panel.locator("#connection-status")).to_have_attribute(
+                "data-state", "connected", timeout=30_000
+            )
+            time.sleep(0.3)  # the pointer travels from the edge of the button to the click
+        launcher.click()
+        expect(panel.get_by_role("textbox", name="Message")).to_be_focused(timeout=30_000)
+        clicked = page.evaluate("window.__clicks[0]")
+        frame = next(f for f in page.frames if "/widget/panel/" in f.url)
+        focused = frame.evaluate("window.__focused[0]")
+        ready_ms = float(focused) - float(clicked)
+        expect(panel.locator("#connection-status")).to_have_attribute(
+            "data-state", "connected", timeout=30_000
+        )
+        return ready_ms, answer_ttft_ms(panel, 0, question)
+    finally:
+        context.close()
+
+
+def staff_round(page: Any, base_url: str, question: str) -> float:
+    from playwright.sync_api import expect
+
+    page.goto(f"{base_url}/")
+    expect(page.locator("#connection-status")).to_have_attribute(
+        "data-state", "connected", timeout=30_000
+    )
+    return answer_ttft_ms(page, 0, question)
+
+
+def cell(values: Sequence[float]) -> str:
+    if not values:
+        return "n/a | n/a"
+    return f"{harness.percentile(values, q=0.5):.1f} | {harness.percentile(values, q=0.9):.1f}"
+
+
+def run(args: argparse.Namespace) -> int:
+    from playwright.sync_api import expect, sync_playwright
+
+    if not CHROMIUM.exists():
+        print(f"no Chromium at {CHROMIUM}: run .ci/install-browser", file=sys.stderr)
+        return 2
+    model_dir = args.model_dir.resolve()
+    stamp = harness.timestamp()
+    workdir = Path(tempfile.mkdtemp(prefix="bench-widget-"))
+    password = secrets.token_urlsafe(9)
+    host_port = harness.free_port()
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in {"REDIS_URL", "DATABASE_URL", "INFERENCE_ENGINE"}
+    } | {
+        "CHAT_DATA_DIR": str(harness.REPO_ROOT / "data"),
+        "MODEL": str(model_dir),
+        "DEMO_PASSWORD": password,
+        "DATABASE_URL": f"sqlite:///{workdir / 'bench.sqlite3'}",
+        "CHAT_MAX_TOKENS": str(args.max_tokens),
+        "CHAT_USER_RATE": "100000",
+        "INFERENCE_FAQ": "0",
+        "CHAT_FAQ_ENABLED": "0",
+        "PYTHONUNBUFFERED": "1",
+    }
+    app = harness.EmbeddedApp(
+        env=env,
+        port=harness.free_port(),
+        log_path=harness.RESULTS_DIR / f"widget-{stamp}.server.log",
+    )
+    print(f"==> starting the app on {app.base_url} (log: {app.log_path})", flush=True)
+    app.prepare()
+    site_create(app, f"http://127.0.0.1:{host_port}")
+    app.start()
+    ready: list[float] = []
+    cold_ready: list[float] = []
+    widget_ttft: list[float] = []
+    staff_ttft: list[float] = []
+    try:
+        asyncio.run(app.wait_ready(args.ready_timeout))
+        with host_page(host_port, app.base_url) as host, sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True)
+            staff = browser.new_context(viewport={"width": 1200, "height": 800}).new_page()
+            staff.goto(f"{app.base_url}/accounts/login/")
+            staff.get_by_label("Username").fill("demo")
+            staff.get_by_label("Password").fill(password)
+            staff.get_by_role("button", name="Log in").click()
+            expect(staff.get_by_role("textbox", name="Message")).to_be_editable()
+            # one answer each before measuring: the first after start-up is not what users get
+            widget_round(browser, host, "Hello, are you there?", hover=True)
+            staff_round(staff, app.base_url, "Hello, are you there?")
+            questions = harness.SUPPORT_QUESTIONS
+            for n in range(args.rounds):
+                question = questions[n % len(questions)]
+                order = ("widget", "staff") if n % 2 == 0 else ("staff", "widget")
+                for which in order:
+                    if which == "staff":
+                        staff_ttft.append(staff_round(staff, app.base_url, question))
+                        continue
+                    ms, ttft = widget_round(browser, host, question, hover=True)
+                    ready.append(ms)
+                    widget_ttft.append(ttft)
+                cold_ms, _ = widget_round(browser, host, question, hover=False)
+                cold_ready.append(cold_ms)
+                print(
+                    f"[{n + 1}] click->ready {ready[-1]:6.1f} ms (no hover {cold_ms:7.1f} ms)"
+                    f"  first token: widget {widget_ttft[-1]:6.1f} ms, staff "
+                    f"{staff_ttft[-1]:6.1f} ms",
+                    flush=True,
+                )
+            browser.close()
+    finally:
+        killed = app.stop()
+        if killed:
+            print(f"warning: had to SIGKILL leftover server processes {killed}", flush=True)
+    static = harness.REPO_ROOT / "static"
+    sizes = {name: gzipped_kb(static / name) for name in ("widget.js", "panel.js", "chat.js")}
+    markdown = "\n".join(
+        [
+            f"widget {stamp}: {args.rounds} rounds in Chromium, answers capped at "
+            f"{args.max_tokens} tokens, FAQ cache off",
+            "",
+            f"- machine: {harness.machine()}",
+            f"- model: {model_dir}",
+            f"- command: `{harness.command_line(module=MODULE)}`",
+            "",
+            "| size (gzip -9) | kB |",
+            "|---|---:|",
+            f"| loader `widget.js` (goal <= 5) | {sizes['widget.js']:.1f} |",
+            f"| panel `panel.js` (goal <= 50) | {sizes['panel.js']:.1f} |",
+            f"| staff chat page `chat.js` | {sizes['chat.js']:.1f} |",
+            "",
+            "| measure (ms) | P50 | P90 |",
+            "|---|---:|---:|",
+            f"| widget: click -> input ready, after hover (goal P50 <= 150) | {cell(ready)} |",
+            f"| widget: click -> input ready, no hover | {cell(cold_ready)} |",
+            f"| widget: first token (`data-ttft-ms`) | {cell(widget_ttft)} |",
+            f"| staff page: first token (`data-ttft-ms`) | {cell(staff_ttft)} |",
+        ]
+    )
+    print("\n" + markdown, flush=True)
+    report = harness.report_base(stamp=stamp, model_dir=model_dir, module=MODULE) | {
+        "sizes_kb_gzip": sizes,
+        "click_to_ready_ms": ready,
+        "click_to_ready_no_hover_ms": cold_ready,
+        "widget_ttft_ms": widget_ttft,
+        "staff_ttft_ms": staff_ttft,
+    }
+    harness.write_results(name="widget", stamp=stamp, markdown=markdown, report=report)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run(parse_args(argv))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
