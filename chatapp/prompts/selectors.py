@@ -62,3 +62,13 @@ def version_get(*, template_id: int, version: int) -> PromptTemplateVersion | No
 
 def latest_version(*, template: PromptTemplate) -> PromptTemplateVersion | None:
     return template.versions.order_by("-version").first()
+
+
+def latest_published_version(*, template_id: int) -> PromptTemplateVersion | None:
+    """The newest published version of an enabled template; None if it has none or is off."""
+    return (
+        PromptTemplateVersion.objects.select_related("template")
+        .filter(template_id=template_id, template__enabled=True)
+        .order_by("-version")
+        .first()
+    )

@@ -80,7 +80,12 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
         await self.open_for(user)
 
     async def open_for(
-        self, user: User, *, limits: AdmissionLimits | None = None, subprotocol: str | None = None
+        self,
+        user: User,
+        *,
+        limits: AdmissionLimits | None = None,
+        subprotocol: str | None = None,
+        default_template_id: int | None = None,
     ) -> None:
         """Accept the socket for `user` (a staff member, or a guest with its site's limits)."""
         self.watching = SocketWatching(
@@ -96,6 +101,7 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
             send=self._send_frame,
             refuse=self._error,
             limits=limits,
+            default_template_id=default_template_id,
         )
         self.budget = FrameBudget.from_settings()
         await self.channel_layer.group_add(TEMPLATES_GROUP, self.channel_name)

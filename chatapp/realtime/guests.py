@@ -58,7 +58,10 @@ class GuestChatConsumer(ChatConsumer):
         # The session's user, if the browser sent a staff cookie, is never this socket's.
         self.scope["user"] = entry.guest.user
         await self.open_for(
-            entry.guest.user, limits=visitor_limits(entry.site), subprotocol=GUEST_PROTOCOL
+            entry.guest.user,
+            limits=visitor_limits(entry.site),
+            subprotocol=GUEST_PROTOCOL,
+            default_template_id=entry.site.default_template_id,
         )
 
     async def _close_with(self, code: int, reason: str, offered: list[str]) -> None:

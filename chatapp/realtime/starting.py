@@ -20,7 +20,9 @@ from chatapp.conversations import services
 from chatapp.conversations.message_text import text_refusal
 from chatapp.errors import ApplicationError
 from chatapp.metrics import recording as metrics
+from chatapp.prompts.models import PromptTemplateVersion
 from chatapp.prompts.resolution import ResendFull, templated_message_resolve
+from chatapp.prompts.selectors import latest_published_version
 from chatapp.realtime.schemas import (
     ERROR_CODES,
     AcceptedFrame,
@@ -54,9 +56,13 @@ class AnswerStarting:
         send: Callable[[AnyServerFrame], Awaitable[None]],
         refuse: Refuse,
         limits: AdmissionLimits | None = None,
+        default_template_id: int | None = None,
     ) -> None:
         self._user = user
         self._limits = limits  # None: the service's; a guest: its site's per-visitor limits
+        # A guest's site may ask every new conversation on its widget with a template's system
+        # prompt (its latest published version at the time of the first question).
+        self._default_template_id = default_template_id
         self._channel = channel_name
         self._watching = watching
         self._send = send
@@ -99,6 +105,8 @@ class AnswerStarting:
                 return
             text, template_version = resolved.text, resolved.version
         assert text is not None  # the frame schema requires text without a template
+        if template_version is None and frame.conversation_id is None:
+            template_version = await self._default_template_version()
         if await self.refused_text(text, client_id=frame.id):
             return
         question = runs.NewQuestion(
@@ -124,6 +132,14 @@ class AnswerStarting:
         if not started.repeated:
             metrics.request_frame(kind=_kind_of(frame), frame_bytes=frame_bytes, prompt_text=text)
         await self._run_show(started, client_id=frame.id)
+
+    async def _default_template_version(self) -> PromptTemplateVersion | None:
+        if self._default_template_id is None:
+            return None
+        version: PromptTemplateVersion | None = await database_sync_to_async(
+            latest_published_version
+        )(template_id=self._default_template_id)
+        return version
 
     async def regenerate(self, frame: RegenerateFrame, *, received_at: float) -> None:
         if self._watching.busy:

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from django.contrib import admin
-from django.db.models import Count, QuerySet
+from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 from django.http import HttpRequest
 from django.utils.html import format_html
+from django.utils.text import Truncator
 
-from chatapp.websites.models import Guest, Site
+from chatapp.conversations.admin import MessageInline
+from chatapp.conversations.models import Message
+from chatapp.websites.models import Guest, GuestConversation, Site
 
 
 @admin.register(Site)
@@ -63,3 +66,55 @@ class GuestAdmin(admin.ModelAdmin[Guest]):
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # guests come from the widget only
+
+
+@admin.register(GuestConversation)
+class GuestConversationAdmin(admin.ModelAdmin[GuestConversation]):
+    """What visitors asked on the websites: site, first question, how it ended, thumbs."""
+
+    list_display = ("site", "first_question", "outcome", "thumbs", "updated_at")
+    list_filter = (("owner__guest__site", admin.RelatedOnlyFieldListFilter),)
+    search_fields = ("messages__content",)
+    inlines = (MessageInline,)
+    fields = ("title", "owner", "created_at", "updated_at")
+    readonly_fields = fields
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[GuestConversation]:
+        mine = Message.objects.filter(conversation=OuterRef("pk"))
+        first = mine.filter(role=Message.Role.USER).order_by("created_at")
+        last = mine.filter(role=Message.Role.ASSISTANT).order_by("-created_at")
+        return (
+            super()
+            .get_queryset(request)
+            .filter(owner__guest__isnull=False)
+            .select_related("owner__guest__site")
+            .annotate(
+                first_text=Subquery(first.values("content")[:1]),
+                last_status=Subquery(last.values("status")[:1]),
+                last_source=Subquery(last.values("source")[:1]),
+                ups=Count("messages", filter=Q(messages__feedback="up")),
+                downs=Count("messages", filter=Q(messages__feedback="down")),
+            )
+        )
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    @admin.display(description="site", ordering="owner__guest__site__name")
+    def site(self, obj: GuestConversation) -> str:
+        return str(obj.owner.guest.site)
+
+    @admin.display(description="first question")
+    def first_question(self, obj: GuestConversation) -> str:
+        return Truncator(getattr(obj, "first_text", None) or "").chars(80)
+
+    @admin.display(description="last answer")
+    def outcome(self, obj: GuestConversation) -> str:
+        status = getattr(obj, "last_status", None)
+        if status is None:
+            return "no answer"
+        return f"{status} (FAQ)" if getattr(obj, "last_source", "") == "faq" else status
+
+    @admin.display(description="thumbs up / down")
+    def thumbs(self, obj: GuestConversation) -> str:
+        return f"{getattr(obj, 'ups', 0)} / {getattr(obj, 'downs', 0)}"

@@ -16,6 +16,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 
+from chatapp.conversations.models import Conversation
 from chatapp.websites.origins import OriginError, origins_parsed
 
 SITE_KEY_PREFIX = "site_"
@@ -125,3 +126,11 @@ class Guest(models.Model):
 
     def __str__(self) -> str:
         return f"guest {str(self.id)[:8]} of {self.site}"
+
+
+class GuestConversation(Conversation):
+    """Guests' conversations, for staff in admin (the rows are conversations')."""
+
+    class Meta:
+        proxy = True
+        verbose_name = "guest conversation"

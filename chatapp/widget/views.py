@@ -55,6 +55,9 @@ def _site_for(site_key: str, origin: str) -> Site:
 @never_cache  # a site turned off or an origin removed takes effect at once
 def widget_config(request: HttpRequest) -> JsonResponse:
     origin = request.headers.get("Origin", "")
+    if not origin and request.headers.get("Sec-Fetch-Site") == "same-origin":
+        # browsers leave Origin out of a same-origin GET (a page of this server, e.g. the demo)
+        origin = f"{request.scheme}://{request.get_host()}"
     try:
         site = _site_for(request.GET.get("site", ""), origin)
     except WidgetRefused as refused:

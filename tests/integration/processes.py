@@ -165,14 +165,14 @@ class Served:
 
 @contextlib.contextmanager
 def app_served(
-    *, env: Mapping[str, str], ready_timeout: float = 90, kill: bool = False
+    *, env: Mapping[str, str], ready_timeout: float = 90, kill: bool = False, port: int = 0
 ) -> Iterator[Served]:
-    """`manage.py serve` on a free port until the block ends: ready when it says so.
+    """`manage.py serve` on `port` (0: a free one) until the block ends: ready when it says so.
 
     `kill`: end it with SIGKILL (a graceful stop takes seconds; fine when the data dir is thrown
     away); otherwise terminate, then kill if it lingers.
     """
-    port = free_port()
+    port = port or free_port()
     proc = repo_process([*MANAGE, "serve", "--port", str(port)], env)
     try:
         before: list[str] = []

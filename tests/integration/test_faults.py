@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import websockets
 
@@ -408,6 +409,64 @@ async def _load_client(index: int, host: str, session: str, stats: LoadStats) ->
         stats.problem("unexpected frame", exc)
     finally:
         await chat.close()
+
+
+async def test_a_widget_guest_resumes_on_another_web_process(live_stack: Stack) -> None:
+    """A website visitor (guest token, no session) on the multi-process topology: its answer
+    streams on web A, the panel reconnects to web B and gets the rest, whole and once."""
+    stack = live_stack
+    host_a, host_b = stack.hosts
+    site_key = f"site_{uuid.uuid4().hex[:12]}"
+    with db_connection(stack) as db:
+        db.execute(
+            "INSERT INTO websites_site (name, key, allowed_origins, enabled, title, greeting,"
+            " accent_colour, visitor_rate, visitor_rate_window_s, visitor_max_concurrent,"
+            " new_visitors_per_address, retention_days, is_example, created_at)"
+            " VALUES ('shop', %s, 'https://shop.example', true, 'Chat', '', '#2563eb',"
+            " 100, 60, 2, 100, 30, false, now())",
+            (site_key,),
+        )
+    entered = await asyncio.to_thread(
+        httpx.post,
+        f"http://{host_a}/widget/guest",
+        json={"site": site_key, "host": "https://shop.example"},
+    )
+    assert entered.status_code == 200, entered.text
+    token = entered.json()["token"]
+
+    def guest_socket(host: str) -> Any:
+        return websockets.connect(
+            f"ws://{host}/ws/guest/{site_key}/",
+            subprotocols=[websockets.Subprotocol("chat.guest.v1"), websockets.Subprotocol(token)],
+            additional_headers={"Origin": f"http://{host}"},
+        )
+
+    question, full = slow_question(40)  # ~2 s of streaming
+    chat_a = Chat(await guest_socket(host_a))
+    accepted = await chat_a.accepted(send_frame(question))
+    answer = Answer(accepted["assistant_message_id"])
+    await chat_a.follow(answer, timeout=15, until_deltas=3)
+    await chat_a.close()
+
+    chat_b = Chat(await guest_socket(host_b))
+    try:
+        resumed = Answer(answer.message_id)
+        await chat_b.send(resume_frame(answer.message_id, answer.seqs[-1]))
+        await chat_b.follow(resumed, timeout=20)
+        assert resumed.done_complete()
+        seqs = answer.seqs + resumed.seqs
+        assert seqs == list(range(1, len(seqs) + 1)), seqs
+        assert answer.shown + resumed.shown == full
+        assert stored_when_ended(stack, answer.message_id, 10) == ("complete", "", full)
+        owner = db_value(
+            stack,
+            "SELECT u.username FROM conversations_conversation c"
+            " JOIN auth_user u ON u.id = c.owner_id WHERE c.id = %s",
+            accepted["conversation_id"],
+        )
+        assert owner.startswith("guest-")
+    finally:
+        await chat_b.close()
 
 
 async def test_load_2000_messages_from_50_sockets_over_3_workers_nothing_lost_or_doubled(

@@ -15,9 +15,11 @@ from django.contrib.auth.models import User
 
 from chatapp.asgi import application
 from chatapp.conversations.models import Conversation, Message
+from chatapp.prompts.models import PromptTemplateVersion
 from chatapp.realtime.guests import GUEST_PROTOCOL
 from chatapp.websites import services
 from chatapp.websites.models import Site
+from tests.chatapp.prompts.factories import SYSTEM
 from tests.chatapp.websites.sites import HOST, site_made
 from tests.conftest import Connect, RunningWorker
 from tests.support.sockets import answer_text, ask, open_socket, resume_frame, send_frame
@@ -135,5 +137,27 @@ async def test_a_guest_past_its_sites_rate_is_told_when_to_try_again(
     # another visitor of the same site is not held back by this one
     other, _ = await guest_socket(site, (await entered(site)).token)
     assert (await ask(other, "my own first question"))[-1]["status"] == "complete"
+    await ws.disconnect()
+    await other.disconnect()
+
+
+async def test_a_sites_default_template_gives_its_guests_questions_its_system_prompt(
+    scripted_worker: RunningWorker, published: PromptTemplateVersion
+) -> None:
+    site = await sync_to_async(site_made)(default_template=published.template)
+    ws, _ = await guest_socket(site, (await entered(site)).token)
+
+    frames = await ask(ws, "where is my parcel")
+    first = scripted_worker.engine.prompts[-1]
+    await ask(ws, "and when will it come", conversation_id=frames[0]["conversation_id"])
+    follow_up = scripted_worker.engine.prompts[-1]
+
+    assert first.startswith(f"<|im_start|>system\n{SYSTEM}<|im_end|>\n")
+    assert follow_up.startswith(f"<|im_start|>system\n{SYSTEM}<|im_end|>\n")
+    # a site without one asks without it
+    plain = await sync_to_async(site_made)()
+    other, _ = await guest_socket(plain, (await entered(plain)).token)
+    await ask(other, "where is my parcel")
+    assert SYSTEM not in scripted_worker.engine.prompts[-1]
     await ws.disconnect()
     await other.disconnect()

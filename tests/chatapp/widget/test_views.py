@@ -36,6 +36,16 @@ def test_the_config_is_given_to_an_allowed_origin_only() -> None:
     assert client.get("/widget/config", {"site": site.key}).status_code == 403  # no Origin
 
 
+def test_a_page_of_this_server_gets_the_config_without_an_origin_header() -> None:
+    # a same-origin GET carries no Origin; the browser says where it comes from otherwise
+    site = site_made(allowed_origins="http://testserver")
+    client = Client()
+    same = client.get("/widget/config", {"site": site.key}, HTTP_SEC_FETCH_SITE="same-origin")
+    assert same.status_code == 200
+    cross = client.get("/widget/config", {"site": site.key}, HTTP_SEC_FETCH_SITE="cross-site")
+    assert cross.status_code == 403
+
+
 def test_the_panel_may_be_framed_by_the_host_page_it_names_and_no_other() -> None:
     site = site_made()
     client = Client()
