@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Collection
 from typing import Any
 
 from django.db.models import Max
@@ -27,8 +28,12 @@ def published_versions() -> list[PromptTemplateVersion]:
     )
 
 
-def preload_payload() -> dict[str, Any]:
-    """What the browser caches: never the system prompt."""
+def preload_payload(*, template_ids: Collection[int] | None = None) -> dict[str, Any]:
+    """What the browser caches: never the system prompt. `template_ids`: only those (a
+    website's widget offers its own)."""
+    versions = published_versions()
+    if template_ids is not None:
+        versions = [v for v in versions if v.template_id in template_ids]
     return {
         "templates": [
             {
@@ -40,14 +45,16 @@ def preload_payload() -> dict[str, Any]:
                 "body": v.body,
                 "variables": v.variables,
             }
-            for v in published_versions()
+            for v in versions
         ]
     }
 
 
-def preload_etag() -> str:
+def preload_etag(*, template_ids: Collection[int] | None = None) -> str:
     """Changes whenever the preload payload changes (publish, enable/disable, rename)."""
-    payload = json.dumps(preload_payload(), sort_keys=True, separators=(",", ":"))
+    payload = json.dumps(
+        preload_payload(template_ids=template_ids), sort_keys=True, separators=(",", ":")
+    )
     return hashlib.sha256(payload.encode()).hexdigest()[:32]
 
 

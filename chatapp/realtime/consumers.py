@@ -24,7 +24,6 @@ from django.conf import settings
 from django.contrib.auth.models import User
 
 from chatapp import unavailable
-from chatapp.admission.limiter import AdmissionLimits
 from chatapp.answers import runs
 from chatapp.conversations import selectors, services
 from chatapp.errors import ApplicationError
@@ -46,7 +45,7 @@ from chatapp.realtime.schemas import (
     StopFrame,
     TemplatesChangedFrame,
 )
-from chatapp.realtime.starting import AnswerStarting
+from chatapp.realtime.starting import STAFF, AnswerStarting, StartPolicy
 from chatapp.realtime.watching import SocketWatching
 from chatapp.unavailable import database_unavailable
 
@@ -80,14 +79,10 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
         await self.open_for(user)
 
     async def open_for(
-        self,
-        user: User,
-        *,
-        limits: AdmissionLimits | None = None,
-        subprotocol: str | None = None,
-        default_template_id: int | None = None,
+        self, user: User, *, policy: StartPolicy = STAFF, subprotocol: str | None = None
     ) -> None:
-        """Accept the socket for `user` (a staff member, or a guest with its site's limits)."""
+        """Accept the socket for `user`: a staff member, or a website guest with its site's
+        policy (limits, templates)."""
         self.watching = SocketWatching(
             layer=self.channel_layer,
             channel_name=self.channel_name,
@@ -100,8 +95,7 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
             watching=self.watching,
             send=self._send_frame,
             refuse=self._error,
-            limits=limits,
-            default_template_id=default_template_id,
+            policy=policy,
         )
         self.budget = FrameBudget.from_settings()
         await self.channel_layer.group_add(TEMPLATES_GROUP, self.channel_name)

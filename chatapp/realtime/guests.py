@@ -18,6 +18,7 @@ from channels.db import database_sync_to_async
 from chatapp.admission.limiter import AdmissionLimits
 from chatapp.answers.runtime import admission_limits
 from chatapp.realtime.consumers import ChatConsumer
+from chatapp.realtime.starting import StartPolicy
 from chatapp.websites.models import Site
 from chatapp.websites.services import WidgetRefused, guest_of_token
 from chatapp.websites.tokens import TokenRefused
@@ -55,14 +56,15 @@ class GuestChatConsumer(ChatConsumer):
         except WidgetRefused as refused:
             await self._close_with(WIDGET_REFUSED, refused.message, offered)
             return
+        template_ids = await database_sync_to_async(entry.site.template_ids)()
+        policy = StartPolicy(
+            limits=visitor_limits(entry.site),
+            default_template_id=entry.site.default_template_id,
+            template_ids=template_ids,
+        )
         # The session's user, if the browser sent a staff cookie, is never this socket's.
         self.scope["user"] = entry.guest.user
-        await self.open_for(
-            entry.guest.user,
-            limits=visitor_limits(entry.site),
-            subprotocol=GUEST_PROTOCOL,
-            default_template_id=entry.site.default_template_id,
-        )
+        await self.open_for(entry.guest.user, policy=policy, subprotocol=GUEST_PROTOCOL)
 
     async def _close_with(self, code: int, reason: str, offered: list[str]) -> None:
         await self.accept(subprotocol=GUEST_PROTOCOL if GUEST_PROTOCOL in offered else None)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
 from channels.db import database_sync_to_async
 from django.conf import settings
@@ -44,6 +45,21 @@ _Start = Callable[[], Awaitable[runs.Started | Refused]]  # admits, queues and s
 Refuse = Callable[[ErrorFrame], Awaitable[None]]
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StartPolicy:
+    """What a socket's user may start, beyond the frames: a staff member's defaults, or a
+    website guest's (chatapp/realtime/guests.py)."""
+
+    limits: AdmissionLimits | None = None  # None: the service's; a guest: its site's
+    # A new conversation without a template is asked with this one's system prompt (its latest
+    # published version at the first question): a website's default template.
+    default_template_id: int | None = None
+    template_ids: frozenset[int] | None = None  # None: any published template
+
+
+STAFF = StartPolicy()
+
+
 class AnswerStarting:
     """The frames that start an answer, for one socket of one user."""
 
@@ -55,14 +71,12 @@ class AnswerStarting:
         watching: SocketWatching,
         send: Callable[[AnyServerFrame], Awaitable[None]],
         refuse: Refuse,
-        limits: AdmissionLimits | None = None,
-        default_template_id: int | None = None,
+        policy: StartPolicy = STAFF,
     ) -> None:
         self._user = user
-        self._limits = limits  # None: the service's; a guest: its site's per-visitor limits
-        # A guest's site may ask every new conversation on its widget with a template's system
-        # prompt (its latest published version at the time of the first question).
-        self._default_template_id = default_template_id
+        self._limits = policy.limits
+        self._default_template_id = policy.default_template_id
+        self._template_ids = policy.template_ids
         self._channel = channel_name
         self._watching = watching
         self._send = send
@@ -83,6 +97,10 @@ class AnswerStarting:
         template_version = None
         text = frame.text
         if frame.template is not None:
+            if self._template_ids is not None and frame.template.id not in self._template_ids:
+                offered = "This template is not offered here."
+                await self._refuse(ErrorFrame(code="not_found", message=offered, id=frame.id))
+                return
             if frame.conversation_id is not None:
                 only_new = "A template can only start a new conversation."
                 await self._refuse(ErrorFrame(code="invalid", message=only_new, id=frame.id))

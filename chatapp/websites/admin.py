@@ -19,9 +19,21 @@ class SiteAdmin(admin.ModelAdmin[Site]):
     list_filter = ("enabled",)
     search_fields = ("name", "key", "allowed_origins")
     readonly_fields = ("key", "embed_snippet", "created_at")
+    filter_horizontal = ("offered_templates",)
     fieldsets = (
         (None, {"fields": ("name", "enabled", "allowed_origins", "key", "embed_snippet")}),
-        ("Look", {"fields": ("title", "greeting", "accent_colour", "default_template")}),
+        (
+            "Look and templates",
+            {
+                "fields": (
+                    "title",
+                    "greeting",
+                    "accent_colour",
+                    "default_template",
+                    "offered_templates",
+                )
+            },
+        ),
         (
             "Limits per visitor",
             {

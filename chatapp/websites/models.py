@@ -51,6 +51,12 @@ class Site(models.Model):
         blank=True,
         help_text="The template the widget's questions are asked with (and its FAQ entries).",
     )
+    offered_templates = models.ManyToManyField(
+        "prompts.PromptTemplate",
+        blank=True,
+        related_name="+",
+        help_text="Templates the panel offers to start a conversation with (published ones).",
+    )
     visitor_rate = models.PositiveIntegerField(
         default=10,
         validators=[MinValueValidator(1)],
@@ -105,6 +111,13 @@ class Site(models.Model):
     @property
     def origins(self) -> tuple[str, ...]:
         return origins_parsed(self.allowed_origins)
+
+    def template_ids(self) -> frozenset[int]:
+        """The templates a guest may start with: the offered ones and the default."""
+        offered = set(self.offered_templates.values_list("id", flat=True))
+        if self.default_template_id is not None:
+            offered.add(self.default_template_id)
+        return frozenset(offered)
 
 
 class Guest(models.Model):

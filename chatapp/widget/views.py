@@ -6,6 +6,7 @@
 - `GET /widget/panel/?site=KEY&host=ORIGIN`: the panel, in an iframe on the host page. Its
   `Content-Security-Policy: frame-ancestors ORIGIN` makes the browser refuse to show it in any
   other page, so the `host` it is told is the page it is really in.
+- `GET /widget/templates?site=KEY`: the templates the panel offers (the site's).
 - `GET /widget/demo/`: a pretend customer page with the snippet, for a first try.
 - `GET /widget.js`: the loader the website's snippet names (static/widget.js).
 - `POST /widget/guest`: the panel enters as a guest (a new one, or the one its stored token
@@ -20,15 +21,17 @@ import json
 from typing import Any
 
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseNotModified, JsonResponse
 from django.shortcuts import render
 from django.urls import reverse
+from django.utils.cache import patch_cache_control
 from django.views.decorators.cache import never_cache
 from django.views.decorators.clickjacking import xframe_options_exempt
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
 from chatapp.conversations import selectors
+from chatapp.prompts import selectors as prompt_selectors
 from chatapp.web.login_throttle import client_ip
 from chatapp.websites.models import Site
 from chatapp.websites.origins import OriginError, origin_normalised
@@ -151,6 +154,26 @@ def widget_script(request: HttpRequest) -> HttpResponse:
     response = HttpResponse(_loader_source(), content_type="text/javascript; charset=utf-8")
     response["Cache-Control"] = f"public, max-age={_LOADER_MAX_AGE_S}"
     response["Access-Control-Allow-Origin"] = "*"  # any page may load it; config decides
+    return response
+
+
+@require_GET
+def widget_templates(request: HttpRequest) -> HttpResponse:
+    """The templates the site's panel offers (its preload list, revalidated with ETags like
+    the staff page's); a disabled or unknown site gets 403."""
+    site = Site.objects.filter(key=request.GET.get("site", ""), enabled=True).first()
+    if site is None:
+        return _error(403, WidgetRefused.code, "This chat is not available.")
+    ids = site.template_ids()
+    etag = f'"{prompt_selectors.preload_etag(template_ids=ids)}"'
+    if etag in {
+        t.strip().removeprefix("W/") for t in request.headers.get("If-None-Match", "").split(",")
+    }:
+        response: HttpResponse = HttpResponseNotModified()
+    else:
+        response = JsonResponse(prompt_selectors.preload_payload(template_ids=ids))
+    response["ETag"] = etag
+    patch_cache_control(response, private=True, no_cache=True)
     return response
 
 

@@ -11,6 +11,7 @@
 import { ChatController } from "./controller.ts";
 import { pageElements } from "./page.ts";
 import { chatSocketUrl, ReconnectingSocket, type SocketLike } from "./socket.ts";
+import { browserStorage, TemplateStore } from "./templates.ts";
 
 export const GUEST_PROTOCOL = "chat.guest.v1";
 const TOKEN_REFUSED = 4401;
@@ -140,6 +141,16 @@ export async function startPanel(doc: Document = document): Promise<ChatControll
     showConversation: () => undefined, // the panel has no address bar; the server remembers
   });
   controller.renderHistory(entry.history);
+  // The site's templates, kept in this frame's storage and revalidated (ETag) on each load.
+  const templates = new TemplateStore({
+    fetch: (url, init) => fetch(url, init),
+    storage: browserStorage(),
+    url: `/widget/templates?site=${encodeURIComponent(settings.site)}`,
+    storageKey: `instant-chat:templates:${settings.site}`,
+  });
+  templates.load();
+  controller.attachTemplates(templates);
+  void templates.revalidate();
   let token = entry.token;
   const socket: ReconnectingSocket = new ReconnectingSocket(
     chatSocketUrl(location, settings.socketPath),

@@ -43,11 +43,13 @@ def site_seed() -> None:
     `site_e2e`, so the host page can name it before the app starts."""
     import os
 
+    from chatapp.prompts.models import PromptTemplate
     from chatapp.websites.models import Site
 
     site = Site(name="E2E shop", key="site_e2e", allowed_origins=os.environ["WIDGET_HOST_ORIGIN"])
     site.full_clean()
     site.save()
+    site.offered_templates.set(PromptTemplate.objects.all())  # the template seed's, if run
 
 
 SEEDS = {"template": template_seed, "admin": admin_seed, "site": site_seed}

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import functools
 import http.server
+import json
+import re
 import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
@@ -26,7 +28,9 @@ pytestmark = [pytest.mark.e2e, needs_chromium]
 HOST_PORT, OTHER_PORT = free_port(), free_port()
 HOST_ORIGIN = f"http://127.0.0.1:{HOST_PORT}"
 APP = AppOptions(
-    faq=False, seeds=("site",), env={"WIDGET_HOST_ORIGIN": HOST_ORIGIN, "CHAT_MAX_TOKENS": "400"}
+    faq=False,
+    seeds=("template", "site"),  # the site offers the seeded template
+    env={"WIDGET_HOST_ORIGIN": HOST_ORIGIN, "CHAT_MAX_TOKENS": "400"},
 )
 
 
@@ -146,4 +150,33 @@ def test_a_page_on_an_origin_not_allowed_gets_no_widget(
     assert config[0].startswith(("403 ", "failed ")), config
     assert page.get_by_role("button", name="Chat with us").count() == 0
     assert page.locator("iframe").count() == 0
+    context.close()
+
+
+def test_a_template_of_the_site_starts_a_conversation_with_a_reference(
+    browser: Browser, host_pages: None
+) -> None:
+    context = browser.new_context()
+    page = context.new_page()
+    sent: list[dict[str, object]] = []
+    page.on(
+        "websocket",
+        lambda ws: ws.on("framesent", lambda payload: sent.append(json.loads(payload))),
+    )
+    panel = opened_panel(page)
+    topic = panel.get_by_label("Topic", exact=True)
+    topic.select_option(label="Late order")
+    panel.get_by_label("Order number").fill("A-1234")
+    panel.get_by_label("What you want").select_option("refund")
+    box = panel.get_by_role("textbox", name="Message")
+    expect(box).to_have_value(re.compile(r"^My order A-1234 has not arrived"))
+    body = box.input_value()
+    box.press("Enter")
+    answer = panel.locator('[data-role="assistant"]').last
+    expect(answer).to_have_attribute("data-status", "complete", timeout=TIMEOUT_MS)
+    expect(answer).to_contain_text(scripted_reply(body))
+    [frame] = [f for f in sent if f.get("type") == "chat.send"]
+    assert set(frame["template"]) == {"id", "version", "sha256"}  # type: ignore[arg-type]
+    assert frame["variables"] == {"order_id": "A-1234", "remedy": "refund"}
+    assert "text" not in frame
     context.close()

@@ -22,7 +22,15 @@ from chatapp.websites.models import Site
 from tests.chatapp.prompts.factories import SYSTEM
 from tests.chatapp.websites.sites import HOST, site_made
 from tests.conftest import Connect, RunningWorker
-from tests.support.sockets import answer_text, ask, open_socket, resume_frame, send_frame
+from tests.support.sockets import (
+    answer_text,
+    ask,
+    open_socket,
+    receive_until,
+    resume_frame,
+    send_frame,
+)
+from tests.support.templates import VALUES, templated
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -161,3 +169,26 @@ async def test_a_sites_default_template_gives_its_guests_questions_its_system_pr
     assert SYSTEM not in scripted_worker.engine.prompts[-1]
     await ws.disconnect()
     await other.disconnect()
+
+
+async def test_a_guest_starts_only_with_its_sites_templates(
+    scripted_worker: RunningWorker, published: PromptTemplateVersion
+) -> None:
+    offering = await sync_to_async(site_made)()
+    await sync_to_async(offering.offered_templates.set)([published.template])
+    other = await sync_to_async(site_made)()
+    frame = templated(published, variables=VALUES)
+
+    ws, _ = await guest_socket(offering, (await entered(offering)).token)
+    await ws.send_json_to(frame)
+    frames = await receive_until(ws, "chat.done")
+    assert frames[-1]["status"] == "complete"
+    assert scripted_worker.engine.prompts[-1].startswith(f"<|im_start|>system\n{SYSTEM}")
+
+    stranger, _ = await guest_socket(other, (await entered(other)).token)
+    await stranger.send_json_to(templated(published, variables=VALUES))
+    refused = await stranger.receive_json_from(timeout=5)
+    assert (refused["type"], refused["code"]) == ("chat.error", "not_found")
+    assert await sync_to_async(Message.objects.count)() == 2  # the first guest's turn only
+    await ws.disconnect()
+    await stranger.disconnect()

@@ -9,7 +9,9 @@ import pytest
 from django.test import Client
 
 from chatapp.conversations.models import Conversation, Message
+from chatapp.prompts import services
 from chatapp.websites.models import Guest
+from tests.chatapp.prompts.factories import template_create
 from tests.chatapp.websites.sites import HOST, site_made
 
 pytestmark = pytest.mark.django_db
@@ -167,3 +169,25 @@ def test_one_address_starts_only_so_many_new_visitors_an_hour() -> None:
     # the address itself is not stored
     assert not Guest.objects.filter(address_hash__contains="203.0.113.7").exists()
     assert Guest.objects.exclude(address_hash="").count() == 3
+
+
+def test_the_panel_preloads_only_the_sites_templates_revalidated_with_an_etag() -> None:
+    offered = template_create(name="Late order")
+    default = template_create(name="Returns")
+    internal = template_create(name="Internal refunds")
+    for template in (offered, default, internal):
+        services.template_publish(template=template, user=None, warm=False)
+    site = site_made(default_template=default)
+    site.offered_templates.set([offered])
+    client = Client()
+
+    first = client.get("/widget/templates", {"site": site.key})
+
+    assert first.status_code == 200
+    assert {t["name"] for t in first.json()["templates"]} == {"Late order", "Returns"}
+    assert "system_prompt" not in first.content.decode()
+    again = client.get("/widget/templates", {"site": site.key}, HTTP_IF_NONE_MATCH=first["ETag"])
+    assert again.status_code == 304
+    site.enabled = False
+    site.save()
+    assert client.get("/widget/templates", {"site": site.key}).status_code == 403
