@@ -233,14 +233,19 @@ class LatencyReport:
 
 
 def latency_report(
-    *, window: Window, now: datetime | None = None, row_cap: int | None = None
+    *,
+    window: Window,
+    now: datetime | None = None,
+    row_cap: int | None = None,
+    site_id: int | None = None,
 ) -> LatencyReport:
     """The window's answers in BUCKETS equal buckets, and a summary of the whole window.
 
     Buckets are aligned to multiples of the bucket size (since the Unix epoch), so a refresh
     a few seconds later shows the same buckets; the last one ends after `now` and is partial
     (its rates are divided by the time it has covered so far). The window therefore covers
-    between BUCKETS - 1 and BUCKETS bucket lengths up to now.
+    between BUCKETS - 1 and BUCKETS bucket lengths up to now. `site_id`: only the answers to
+    that website's guests (its widget).
     """
     now = now or timezone.now()
     row_cap = ROW_CAP if row_cap is None else row_cap
@@ -258,6 +263,8 @@ def latency_report(
         .order_by("-finished_at")
         .values_list(*_ROW_FIELDS)
     )
+    if site_id is not None:
+        query = query.filter(conversation__owner__guest__site_id=site_id)
     rows = [_Row(*values) for values in query[: row_cap + 1]]
     capped = len(rows) > row_cap
     rows = rows[:row_cap]

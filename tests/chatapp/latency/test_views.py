@@ -10,10 +10,12 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.utils import timezone
 
-from chatapp.conversations.models import Message
+from chatapp.conversations.models import Conversation, Message
 from chatapp.latency import selectors
 from chatapp.latency.selectors import BUCKETS
+from chatapp.websites import services
 from tests.chatapp.latency.factories import answer_create
+from tests.chatapp.websites.sites import HOST, site_made
 from tests.support.users import client_for
 
 pytestmark = pytest.mark.django_db
@@ -148,3 +150,24 @@ def test_a_capped_window_says_how_much_it_shows(
     assert "Only the newest 2 answers are shown (since " in html
     assert '<td data-field="ttft_ms.count">2</td>' in html
     assert staff.get(DATA).json()["capped"] is True
+
+
+def test_the_dashboard_filters_by_website(staff: Client) -> None:
+    site = site_made(name="Shop")
+    guest = services.guest_enter(site_key=site.key, origin=HOST, token=None).guest
+    widget_answer = answer_create(finished_at=timezone.now(), ttft_ms=300.0)
+    Conversation.objects.filter(id=widget_answer.conversation_id).update(owner=guest.user)
+    answer_create(finished_at=timezone.now(), ttft_ms=80.0)  # a staff member's
+
+    everything = staff.get(DATA).json()["summary"]
+    only_shop = staff.get(DATA, {"site": site.pk}).json()["summary"]
+
+    assert everything["answers"] == 2
+    assert only_shop["answers"] == 1
+    assert only_shop["ttft_ms"]["p50"] == 300.0
+    page = staff.get(PAGE, {"site": site.pk}).content.decode()
+    assert "Shop (widget)" in page
+    assert f"site={site.pk}" in page
+    bad = staff.get(DATA, {"site": "999999"})
+    assert bad.status_code == 400
+    assert "No website" in bad.json()["error"]["message"]
