@@ -9,7 +9,7 @@ import json
 import re
 import threading
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -158,7 +158,7 @@ def test_a_template_of_the_site_starts_a_conversation_with_a_reference(
 ) -> None:
     context = browser.new_context()
     page = context.new_page()
-    sent: list[dict[str, object]] = []
+    sent: list[dict[str, Any]] = []
     page.on(
         "websocket",
         lambda ws: ws.on("framesent", lambda payload: sent.append(json.loads(payload))),
@@ -176,7 +176,7 @@ def test_a_template_of_the_site_starts_a_conversation_with_a_reference(
     expect(answer).to_have_attribute("data-status", "complete", timeout=TIMEOUT_MS)
     expect(answer).to_contain_text(scripted_reply(body))
     [frame] = [f for f in sent if f.get("type") == "chat.send"]
-    assert set(frame["template"]) == {"id", "version", "sha256"}  # type: ignore[arg-type]
+    assert set(frame["template"]) == {"id", "version", "sha256"}
     assert frame["variables"] == {"order_id": "A-1234", "remedy": "refund"}
     assert "text" not in frame
     context.close()
