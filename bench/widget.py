@@ -119,7 +119,7 @@ def site_create(app: harness.EmbeddedApp, host_origin: str) -> None:
     code = (
         "from chatapp.websites.models import Site\n"
         f"s = Site(name='bench', key='{SITE_KEY}', allowed_origins='{host_origin}',"
-        " visitor_rate=1000)\n"
+        " visitor_rate=1000, new_visitors_per_address=100000)\n"
         "s.full_clean(); s.save()\n"
     )
     import subprocess

@@ -5,12 +5,12 @@ runs here too: each once at start, then every its `schedule` seconds."""
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from celery import current_app
 from channels.db import database_sync_to_async
 
 logger = logging.getLogger(__name__)
@@ -41,6 +41,13 @@ async def beat_schedule_run(
         await asyncio.sleep(max(0.0, min(due.values()) - clock()))
 
 
+def scheduled_task(task_name: str) -> Callable[[], object]:
+    """The task by its import path: the web process never loads Celery's app, so its task
+    registry is empty there (no autodiscovery)."""
+    module, name = task_name.rsplit(".", 1)
+    task: Callable[[], object] = getattr(importlib.import_module(module), name)
+    return task
+
+
 async def _task_run(task_name: str) -> None:
-    task = current_app.tasks[task_name]
-    await database_sync_to_async(task)()
+    await database_sync_to_async(scheduled_task(task_name))()
