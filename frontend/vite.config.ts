@@ -3,7 +3,8 @@
 //   vite build                      src/chat.ts -> ../static/chat.js + chat.js.map (the chat page)
 //   vite build --mode latency       src/latency.ts -> ../static/latency.js + latency.js.map +
 //                                   latency.css (uPlot's CSS and the dashboard's, imported by it)
-//   vite build --mode panel         src/panel.ts -> ../static/panel.js + panel.js.map (the widget's panel)
+//   vite build --mode panel         src/panel.ts -> ../static/panel.js + panel.js.map (the widget's panel),
+//                                   and panel-textpatch.js (+ .map), loaded by a templated send
 //   vite build --mode widget        src/widget.ts -> ../static/widget.js + widget.js.map (the loader a
 //                                   website includes; a classic script)
 //   vite build --mode textpatch-cli tests/textpatch_cli.ts -> <outDir>/textpatch-cli.mjs (Node; the
@@ -16,7 +17,7 @@
 import type { UserConfig } from "vite";
 import { defineConfig } from "vitest/config";
 
-function pageBuild(entry: string, name: string, format: "es" | "iife" = "es"): UserConfig {
+function pageBuild(entry: string, name: string, format: "es" | "iife" = "es", split = false): UserConfig {
   return {
     // No index.html and no public/ folder: one script entry, built straight into ../static.
     publicDir: false,
@@ -38,8 +39,10 @@ function pageBuild(entry: string, name: string, format: "es" | "iife" = "es"): U
           format,
           entryFileNames: `${name}.js`,
           assetFileNames: `${name}[extname]`,
-          // Everything in one file: the page loads exactly static/<name>.js.
-          codeSplitting: false,
+          // Everything in one file: the page loads exactly static/<name>.js. `split`: what
+          // it imports dynamically is a chunk of its own, static/<name>-<module>.js.
+          codeSplitting: split,
+          chunkFileNames: `${name}-[name].js`,
         },
       },
     },
@@ -66,7 +69,7 @@ export default defineConfig(({ mode }) => {
     return pageBuild("src/latency.ts", "latency");
   }
   if (mode === "panel") {
-    return pageBuild("src/panel.ts", "panel");
+    return pageBuild("src/panel.ts", "panel", "es", true);
   }
   if (mode === "widget") {
     // A classic script (the host page's snippet has no type="module"; `document.currentScript`

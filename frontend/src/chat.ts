@@ -9,11 +9,13 @@ import { highlightCode } from "./highlight.ts";
 import { useHighlighter } from "./markdown.ts";
 import { conversationNav, pageElements } from "./page.ts";
 import { chatSocketUrl, ReconnectingSocket } from "./socket.ts";
-import { browserStorage, TemplateStore } from "./templates.ts";
+import { browserStorage, TemplateStore, usePatchTools } from "./templates.ts";
+import { makePatch, sha256Hex } from "./textpatch.ts";
 import { readJsonScript } from "./view.ts";
 
 export function start(doc: Document = document): ChatController {
   useHighlighter(highlightCode);
+  usePatchTools({ makePatch, sha256Hex });
   const el = pageElements(doc);
   const conv = readJsonScript(doc, "conversation-id");
   const conversationId = typeof conv === "string" && conv !== "" ? conv : null;

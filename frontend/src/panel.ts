@@ -11,7 +11,7 @@
 import { ChatController } from "./controller.ts";
 import { pageElements } from "./page.ts";
 import { chatSocketUrl, ReconnectingSocket, type SocketLike } from "./socket.ts";
-import { browserStorage, TemplateStore } from "./templates.ts";
+import { browserStorage, TemplateStore, usePatchTools } from "./templates.ts";
 
 export const GUEST_PROTOCOL = "chat.guest.v1";
 const TOKEN_REFUSED = 4401;
@@ -149,6 +149,11 @@ export async function startPanel(doc: Document = document): Promise<ChatControll
     storageKey: `instant-chat:templates:${settings.site}`,
   });
   templates.load();
+  // diff-match-patch (~9 kB) is a chunk of its own, fetched by the first templated send
+  usePatchTools({
+    makePatch: async (base, edited) => (await import("./textpatch.ts")).makePatch(base, edited),
+    sha256Hex: async (text) => (await import("./textpatch.ts")).sha256Hex(text),
+  });
   controller.attachTemplates(templates);
   void templates.revalidate();
   let token = entry.token;

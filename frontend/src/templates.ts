@@ -4,7 +4,7 @@
 // injected, so all of it runs under node:test.
 
 import { templatedSendFrame, type SendFrame, type TemplateRef, type VariableValues } from "./protocol.ts";
-import { makePatch, MAX_PATCH_CHARS, sha256Hex } from "./textpatch.ts";
+import { MAX_PATCH_CHARS } from "./patchlimit.ts";
 
 export { MAX_PATCH_CHARS };
 
@@ -155,11 +155,17 @@ export function previewVariables(template: Pick<PromptTemplate, "variables">, va
 // The templated chat.send
 
 export interface PatchTools {
-  makePatch(base: string, edited: string): string;
+  makePatch(base: string, edited: string): string | Promise<string>;
   sha256Hex(text: string): Promise<string>;
 }
 
-const defaultTools: PatchTools = { makePatch, sha256Hex };
+// Installed by the page (`usePatchTools`): the chat page passes textpatch.ts itself; the
+// widget's panel a loader that fetches it (diff-match-patch) on the first templated send.
+let patchTools: PatchTools | null = null;
+
+export function usePatchTools(tools: PatchTools): void {
+  patchTools = tools;
+}
 
 /**
  * The `chat.send` for the first message of a conversation started from `template`:
@@ -175,15 +181,17 @@ export async function buildTemplatedSend(
   template: PromptTemplate,
   variables: VariableValues,
   edited: string,
-  tools: PatchTools = defaultTools,
+  given: PatchTools | null = null,
 ): Promise<SendFrame> {
+  const tools = given ?? patchTools;
+  if (tools === null) throw new Error("chat: no patch tools installed (usePatchTools)");
   const base = renderBody(template.body, variables);
   if (edited === base) {
     const resultSha256 = await tools.sha256Hex(edited);
     return templatedSendFrame(id, template, variables, { kind: "exact", resultSha256 });
   }
   try {
-    const patch = tools.makePatch(base, edited);
+    const patch = await tools.makePatch(base, edited);
     // A patch carries context and a 64-char hash: for short texts and rewrites the text
     // itself is smaller (measured in bench/README.md), so send whichever is shorter.
     if (patch.length <= MAX_PATCH_CHARS && patch.length + 64 < edited.length) {

@@ -11,7 +11,9 @@
 
 import DiffMatchPatch from "diff-match-patch";
 
-export const MAX_PATCH_CHARS = 16_000;
+import { MAX_PATCH_CHARS } from "./patchlimit.ts";
+
+export { MAX_PATCH_CHARS };
 
 export class PatchError extends Error {
   override name = "PatchError";

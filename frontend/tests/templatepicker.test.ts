@@ -5,8 +5,11 @@ import { afterEach, beforeEach, expect, test, vi } from "vitest";
 
 import { pageElements } from "../src/page.ts";
 import { TemplatePicker, templatedSend } from "../src/templatepicker.ts";
-import { TemplateStore, type FetchResponseLike, type PromptTemplate } from "../src/templates.ts";
+import { TemplateStore, usePatchTools, type FetchResponseLike, type PromptTemplate } from "../src/templates.ts";
 import { chatPageHtml } from "./helpers.ts";
+import { makePatch, sha256Hex } from "../src/textpatch.ts";
+
+usePatchTools({ makePatch, sha256Hex }); // as the chat page installs them
 
 const TRIP: PromptTemplate = {
   id: 7,

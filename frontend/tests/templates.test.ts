@@ -16,8 +16,11 @@ import {
   type PromptTemplate,
   type StorageLike,
   type TemplateVariable,
+  usePatchTools,
 } from "../src/templates.ts";
-import { applyPatch, sha256Hex } from "../src/textpatch.ts";
+import { applyPatch, makePatch, sha256Hex } from "../src/textpatch.ts";
+
+usePatchTools({ makePatch, sha256Hex }); // as the chat page installs them
 
 function variable(name: string, extra: Partial<TemplateVariable> = {}): TemplateVariable {
   return { name, label: name.toUpperCase(), type: "string", required: false, max_length: null, choices: [], ...extra };
