@@ -39,7 +39,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import secrets
 import sys
 import tempfile
@@ -53,7 +52,6 @@ from typing import Any
 from bench import harness
 
 MODULE = "bench.first_token_hops"
-CHROMIUM = Path(os.environ.get("E2E_CHROMIUM", "/usr/bin/chromium"))
 # Recorded on the page's clock (performance.now()/event.timeStamp share it).
 PAGE_RECORDER = """
 window.__hops = { presses: [], sends: [] };
@@ -255,25 +253,15 @@ def table(samples: Sequence[Sample]) -> str:
 def run(args: argparse.Namespace) -> int:
     from playwright.sync_api import expect, sync_playwright
 
-    if not CHROMIUM.exists():
-        print(f"no Chromium at {CHROMIUM}: run .ci/install-browser", file=sys.stderr)
+    if harness.chromium_missing():
         return 2
     model_dir = args.model_dir.resolve()
     stamp = harness.timestamp()
     workdir = Path(tempfile.mkdtemp(prefix="first_token_hops-"))
     password = secrets.token_urlsafe(9)
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if key not in {"REDIS_URL", "DATABASE_URL", "INFERENCE_ENGINE"}
-    } | {
-        "CHAT_DATA_DIR": str(harness.REPO_ROOT / "data"),
-        "MODEL": str(model_dir),
-        "DEMO_PASSWORD": password,
-        "DATABASE_URL": f"sqlite:///{workdir / 'bench.sqlite3'}",
-        "CHAT_MAX_TOKENS": str(args.max_tokens),
-        "PYTHONUNBUFFERED": "1",
-    }
+    env = harness.embedded_env(
+        model_dir=model_dir, database=workdir / "bench.sqlite3", password=password
+    ) | {"CHAT_MAX_TOKENS": str(args.max_tokens)}
     if args.load:  # the load's sockets are the same user's: its rate limit is not measured
         env["CHAT_USER_RATE"] = "100000"
     port = args.port or harness.free_port()
@@ -290,14 +278,10 @@ def run(args: argparse.Namespace) -> int:
         asyncio.run(app.wait_ready(args.ready_timeout))
         print(f"==> ready in {time.monotonic() - started:.1f} s", flush=True)
         with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True)
+            browser = harness.chromium_launch(playwright)
             page = browser.new_context(viewport={"width": 1200, "height": 800}).new_page()
             page.add_init_script(PAGE_RECORDER)
-            page.goto(f"{app.base_url}/accounts/login/")
-            page.get_by_label("Username").fill("demo")
-            page.get_by_label("Password").fill(password)
-            page.get_by_role("button", name="Log in").click()
-            expect(page.get_by_role("textbox", name="Message")).to_be_editable()
+            harness.staff_login(page, base_url=app.base_url, password=password)
             stop = threading.Event()
             loaders: list[threading.Thread] = []
             if args.load:

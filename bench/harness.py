@@ -480,6 +480,50 @@ def write_results(
 # ---- servers started by a benchmark --------------------------------------------------------
 
 
+# Debian's Chromium (.ci/install-browser); Playwright never downloads its own here.
+CHROMIUM = Path(os.environ.get("E2E_CHROMIUM", "/usr/bin/chromium"))
+
+
+def chromium_launch(playwright: Any) -> Any:
+    """Headless Debian Chromium through Playwright's `executable_path`."""
+    return playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True)
+
+
+def chromium_missing() -> bool:
+    """True (and says what to do) when there is no Chromium for a browser benchmark."""
+    if CHROMIUM.exists():
+        return False
+    print(f"no Chromium at {CHROMIUM}: run .ci/install-browser", file=sys.stderr)
+    return True
+
+
+def embedded_env(*, model_dir: Path, database: Path, password: str) -> dict[str, str]:
+    """`make run`'s environment for a benchmark's app: this machine's models, a throwaway
+    SQLite database, the demo password; Redis, Postgres and the engine choice left out."""
+    return {
+        key: value
+        for key, value in os.environ.items()
+        if key not in {"REDIS_URL", "DATABASE_URL", "INFERENCE_ENGINE"}
+    } | {
+        "CHAT_DATA_DIR": str(REPO_ROOT / "data"),
+        "MODEL": str(model_dir),
+        "DEMO_PASSWORD": password,
+        "DATABASE_URL": f"sqlite:///{database}",
+        "PYTHONUNBUFFERED": "1",
+    }
+
+
+def staff_login(page: Any, *, base_url: str, password: str) -> None:
+    """The demo user logs in through the login form (Playwright page); the chat page is ready."""
+    from playwright.sync_api import expect
+
+    page.goto(f"{base_url}/accounts/login/")
+    page.get_by_label("Username").fill("demo")
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Log in").click()
+    expect(page.get_by_role("textbox", name="Message")).to_be_editable()
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

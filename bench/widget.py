@@ -42,7 +42,6 @@ import asyncio
 import functools
 import gzip
 import http.server
-import os
 import secrets
 import sys
 import tempfile
@@ -57,7 +56,6 @@ from typing import Any
 from bench import harness
 
 MODULE = "bench.widget"
-CHROMIUM = Path(os.environ.get("E2E_CHROMIUM", "/usr/bin/chromium"))
 SITE_KEY = "site_bench"
 # Before Enter on either page: nobody types a question in no time, and the browser (a new
 # context, the panel's own renderer process) is still busy for a moment after it opens, on
@@ -225,30 +223,22 @@ def cell(values: Sequence[float]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import sync_playwright
 
-    if not CHROMIUM.exists():
-        print(f"no Chromium at {CHROMIUM}: run .ci/install-browser", file=sys.stderr)
+    if harness.chromium_missing():
         return 2
     model_dir = args.model_dir.resolve()
     stamp = harness.timestamp()
     workdir = Path(tempfile.mkdtemp(prefix="bench-widget-"))
     password = secrets.token_urlsafe(9)
     host_port = harness.free_port()
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if key not in {"REDIS_URL", "DATABASE_URL", "INFERENCE_ENGINE"}
-    } | {
-        "CHAT_DATA_DIR": str(harness.REPO_ROOT / "data"),
-        "MODEL": str(model_dir),
-        "DEMO_PASSWORD": password,
-        "DATABASE_URL": f"sqlite:///{workdir / 'bench.sqlite3'}",
+    env = harness.embedded_env(
+        model_dir=model_dir, database=workdir / "bench.sqlite3", password=password
+    ) | {
         "CHAT_MAX_TOKENS": str(args.max_tokens),
         "CHAT_USER_RATE": "100000",
         "INFERENCE_FAQ": "0",
         "CHAT_FAQ_ENABLED": "0",
-        "PYTHONUNBUFFERED": "1",
     }
     app = harness.EmbeddedApp(
         env=env,
@@ -266,13 +256,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         asyncio.run(app.wait_ready(args.ready_timeout))
         with host_page(host_port, app.base_url) as host, sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True)
+            browser = harness.chromium_launch(playwright)
             staff = browser.new_context(viewport={"width": 1200, "height": 800}).new_page()
-            staff.goto(f"{app.base_url}/accounts/login/")
-            staff.get_by_label("Username").fill("demo")
-            staff.get_by_label("Password").fill(password)
-            staff.get_by_role("button", name="Log in").click()
-            expect(staff.get_by_role("textbox", name="Message")).to_be_editable()
+            harness.staff_login(staff, base_url=app.base_url, password=password)
             # one answer each before measuring: the first after start-up is not what users get
             with visitor(browser, host, hover=True) as (panel, _):
                 first_token(panel, 0, "Hello, are you there?")

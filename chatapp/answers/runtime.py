@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import contextvars
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from channels.layers import get_channel_layer
 from django.conf import settings
@@ -62,6 +62,17 @@ def admission_limits() -> AdmissionLimits:
         user_rate_window_s=settings.CHAT_USER_RATE_WINDOW_S,
         lease_s=settings.CHAT_ADMISSION_LEASE_S,
         busy_retry_after_s=settings.CHAT_BUSY_RETRY_AFTER_S,
+    )
+
+
+def admission_limits_of(*, rate: int, rate_window_s: float, max_concurrent: int) -> AdmissionLimits:
+    """The service's limits with a caller's own rate and concurrency: an API key's, or a
+    website's per-visitor limits."""
+    return replace(
+        admission_limits(),
+        user_rate=rate,
+        user_rate_window_s=float(rate_window_s),
+        user_max_concurrent=max_concurrent,
     )
 
 

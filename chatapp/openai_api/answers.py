@@ -25,7 +25,7 @@ import logging
 import time
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from channels.layers import get_channel_layer
@@ -38,7 +38,7 @@ from chatapp.answers.entries import LogEntry, LoggedDelta, LoggedEnd
 from chatapp.answers.follower import RunFollower, RunWatch, StoredAnswer, followed
 from chatapp.answers.messages import DetachAnswer
 from chatapp.answers.recovery import owner_state
-from chatapp.answers.runtime import AnswerRuntime, admission_limits
+from chatapp.answers.runtime import AnswerRuntime, admission_limits_of
 from chatapp.apikeys.models import ApiKey
 from chatapp.openai_api.errors import ApiError, refused
 from chatapp.openai_api.prompting import ApiPrompt
@@ -60,11 +60,8 @@ SESSION_ID_MAX = 64  # X-Session-ID; stored prefixed with the key, within the 10
 
 def key_limits(key: ApiKey) -> AdmissionLimits:
     """The service's limits with the key's own rate and concurrency."""
-    return replace(
-        admission_limits(),
-        user_rate=key.rate_limit,
-        user_rate_window_s=float(key.rate_window_s),
-        user_max_concurrent=key.max_concurrent,
+    return admission_limits_of(
+        rate=key.rate_limit, rate_window_s=key.rate_window_s, max_concurrent=key.max_concurrent
     )
 
 

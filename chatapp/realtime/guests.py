@@ -11,12 +11,10 @@ like any other, with its site's per-visitor limits.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from channels.db import database_sync_to_async
 
 from chatapp.admission.limiter import AdmissionLimits
-from chatapp.answers.runtime import admission_limits
+from chatapp.answers.runtime import admission_limits_of
 from chatapp.realtime.consumers import ChatConsumer
 from chatapp.realtime.starting import StartPolicy
 from chatapp.websites.models import Site
@@ -31,11 +29,10 @@ WIDGET_REFUSED = 4403
 
 def visitor_limits(site: Site) -> AdmissionLimits:
     """The service's limits with the site's per-visitor rate and concurrency."""
-    return replace(
-        admission_limits(),
-        user_rate=site.visitor_rate,
-        user_rate_window_s=float(site.visitor_rate_window_s),
-        user_max_concurrent=site.visitor_max_concurrent,
+    return admission_limits_of(
+        rate=site.visitor_rate,
+        rate_window_s=site.visitor_rate_window_s,
+        max_concurrent=site.visitor_max_concurrent,
     )
 
 

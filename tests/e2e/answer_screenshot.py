@@ -12,14 +12,22 @@ screenshots`) use the scripted engine.
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from inference.models.paths import default_data_dir, smollm2_model_dir
-from tests.e2e.support import CHROMIUM, PASSWORD, REPO, VIEWPORT, App, Tab, login
-from tests.integration.processes import app_served, local_env
+from tests.e2e.support import (
+    CHROMIUM,
+    PASSWORD,
+    REPO,
+    VIEWPORT,
+    App,
+    Tab,
+    login,
+    manage_steps,
+    real_model_env,
+)
+from tests.integration.processes import app_served
 
 ANSWER_TIMEOUT_MS = 120_000  # a real model on a busy 2-core machine
 
@@ -29,18 +37,9 @@ def main(argv: list[str]) -> int:
 
     target = Path(argv[0]).resolve() if argv else REPO / "docs" / "screenshots" / "answer.png"
     with tempfile.TemporaryDirectory(prefix="answer-shot-") as tmp:
-        env = local_env(
-            Path(tmp),
-            {
-                "MODEL": str(smollm2_model_dir(data_dir=default_data_dir())),
-                # the FAQ example is an exact repeat: no verifier needed (and none trained here)
-                "INFERENCE_FAQ_VERIFIER_TRAIN": "0",
-                "DEMO_PASSWORD": PASSWORD,
-            },
-        )
-        manage = [sys.executable, str(REPO / "manage.py")]
-        for command in (["migrate", "--noinput"], ["demo_user"], ["seed_examples"]):
-            subprocess.run([*manage, *command], env=env, cwd=REPO, check=True)
+        # the FAQ example is an exact repeat: no verifier needed (and none trained here)
+        env = real_model_env(Path(tmp))
+        manage_steps(env, ["migrate", "--noinput"], ["demo_user"], ["seed_examples"])
         with app_served(env=env, ready_timeout=300) as served, sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True)
             page = browser.new_context(viewport=VIEWPORT).new_page()

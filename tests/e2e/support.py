@@ -89,6 +89,29 @@ def app_start(data_dir: Path, options: AppOptions) -> Generator[App]:
         yield App(base_url=served.base_url, password=PASSWORD, output=served.output)
 
 
+def real_model_env(data_dir: Path) -> dict[str, str]:
+    """`make run`'s environment on a throwaway data dir with the prepared default model (for
+    the README's screenshots): the FAQ verifier is not trained there."""
+    from inference.models.paths import default_data_dir, smollm2_model_dir
+
+    return local_env(
+        data_dir,
+        {
+            "MODEL": str(smollm2_model_dir(data_dir=default_data_dir())),
+            "INFERENCE_FAQ_VERIFIER_TRAIN": "0",
+            "DEMO_PASSWORD": PASSWORD,
+        },
+    )
+
+
+def manage_steps(env: dict[str, str], *commands: list[str]) -> None:
+    """`manage.py` commands, one after the other, as `make run` runs them before serving."""
+    for command in commands:
+        subprocess.run(
+            [sys.executable, str(REPO / "manage.py"), *command], env=env, cwd=REPO, check=True
+        )
+
+
 # ---- the page ----------------------------------------------------------------------------
 
 

@@ -12,14 +12,12 @@ question, waits for the answer to end and saves the page. Needs `make prepare-mo
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from inference.models.paths import default_data_dir, smollm2_model_dir
-from tests.e2e.support import CHROMIUM, PASSWORD, REPO, VIEWPORT
-from tests.integration.processes import app_served, local_env
+from tests.e2e.support import CHROMIUM, REPO, VIEWPORT, manage_steps, real_model_env
+from tests.integration.processes import app_served
 from tests.support.net import free_port
 
 ANSWER_TIMEOUT_MS = 120_000  # a real model on a busy 2-core machine
@@ -32,18 +30,9 @@ def main(argv: list[str]) -> int:
     target = Path(argv[0]).resolve() if argv else REPO / "docs" / "screenshots" / "widget.png"
     port = free_port()
     with tempfile.TemporaryDirectory(prefix="widget-shot-") as tmp:
-        env = local_env(
-            Path(tmp),
-            {
-                "MODEL": str(smollm2_model_dir(data_dir=default_data_dir())),
-                "INFERENCE_FAQ_VERIFIER_TRAIN": "0",
-                "DEMO_PASSWORD": PASSWORD,
-            },
-        )
-        manage = [sys.executable, str(REPO / "manage.py")]
+        env = real_model_env(Path(tmp))
         seed = ["seed_examples", "--site-origin", f"http://127.0.0.1:{port}"]
-        for command in (["migrate", "--noinput"], ["demo_user"], seed):
-            subprocess.run([*manage, *command], env=env, cwd=REPO, check=True)
+        manage_steps(env, ["migrate", "--noinput"], ["demo_user"], seed)
         with (
             app_served(env=env, ready_timeout=300, port=port) as served,
             sync_playwright() as playwright,
