@@ -172,6 +172,9 @@ STATIC_URL = "/static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 # Serve straight from STATICFILES_DIRS: no collectstatic step for the built, committed assets.
 WHITENOISE_USE_FINDERS = True
+# The widget's panel script is only ever referenced with its content hash (`panel.js?v=`,
+# chatapp/widget/views.py), so browsers may keep it for good; everything else revalidates.
+WHITENOISE_IMMUTABLE_FILE_TEST = r"/panel\.js$"
 
 # Celery: eager (in the web process) in the embedded default, Redis-backed otherwise.
 CELERY_BROKER_URL = REDIS_URL or "memory://"

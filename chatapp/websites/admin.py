@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.contrib import admin
+from django.contrib.auth.models import User
 from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 from django.http import HttpRequest
 from django.utils.html import format_html
@@ -78,6 +79,13 @@ class GuestAdmin(admin.ModelAdmin[Guest]):
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # guests come from the widget only
+
+    # Deleting a guest deletes its user, and with it its conversations (nothing left behind).
+    def delete_model(self, request: HttpRequest, obj: Guest) -> None:
+        obj.user.delete()
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Guest]) -> None:
+        User.objects.filter(guest__in=queryset).delete()
 
 
 @admin.register(GuestConversation)

@@ -17,12 +17,15 @@
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 from typing import Any
+from urllib.parse import urlencode
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, HttpResponseNotModified, JsonResponse
 from django.shortcuts import render
+from django.templatetags.static import static
 from django.urls import reverse
 from django.utils.cache import patch_cache_control
 from django.views.decorators.cache import never_cache
@@ -71,7 +74,8 @@ def widget_config(request: HttpRequest) -> JsonResponse:
             "greeting": site.greeting,
             "accent_colour": site.accent_colour,
             "panel_url": request.build_absolute_uri(reverse("widget-panel"))
-            + f"?site={site.key}&host={origin_normalised(origin)}",
+            + "?"
+            + urlencode({"site": site.key, "host": origin_normalised(origin)}),
         }
     )
     response["Access-Control-Allow-Origin"] = origin
@@ -96,6 +100,7 @@ def widget_panel(request: HttpRequest) -> HttpResponse:
             "site": site,
             "host": origin_normalised(host),
             "socket_path": f"/ws/guest/{site.key}/",
+            "panel_script": _panel_script_url(),
         },
     )
     response["Content-Security-Policy"] = f"frame-ancestors {origin_normalised(host)}"
@@ -196,6 +201,14 @@ def widget_demo(request: HttpRequest) -> HttpResponse:
             "script_url": request.build_absolute_uri(reverse("widget-script")),
         },
     )
+
+
+@functools.cache
+def _panel_script_url() -> str:
+    """`static/panel.js` at a URL that changes with its bytes (cached for good: settings'
+    WHITENOISE_IMMUTABLE_FILE_TEST), read once per process."""
+    digest = hashlib.sha256((settings.BASE_DIR / "static" / "panel.js").read_bytes()).hexdigest()
+    return f"{static('panel.js')}?v={digest[:12]}"
 
 
 @functools.cache

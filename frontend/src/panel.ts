@@ -63,7 +63,8 @@ export async function guestEnter(fetchFn: Fetch, storage: Storage | null, s: Pan
       headers: { "Content-Type": "application/json" },
       body: JSON.stringify({ site: s.site, host: s.host, ...(token === null ? {} : { token }) }),
     });
-    const body = (await response.json()) as {
+    // a proxy's error page is not JSON: it is then just "not available"
+    const body = (await response.json().catch(() => ({}))) as {
       token?: string;
       conversation_id?: string | null;
       history?: unknown;
@@ -134,7 +135,9 @@ export async function startPanel(doc: Document = document): Promise<ChatControll
   try {
     entry = await guestEnter((url, init) => fetch(url, init), storage, settings);
   } catch (err) {
-    showUnavailable(doc, (err as Error).message);
+    // fetch itself failing (TypeError) is the network, not the server's refusal
+    const offline = "Cannot reach the chat. Check your connection, then reload the page.";
+    showUnavailable(doc, err instanceof TypeError ? offline : (err as Error).message);
     return null;
   }
   const controller = new ChatController(pageElements(doc), entry.conversationId, {

@@ -35,14 +35,32 @@ export class FakeFrames implements FrameScheduler {
 }
 
 const HERE = dirname(fileURLToPath(import.meta.url));
+const TEMPLATES = join(HERE, "..", "..", "chatapp", "web", "templates");
+
+/**
+ * `{% include "NAME" with key="text" flag=True %}` replaced by NAME's text, its `{{ key }}`
+ * filled in and its `{% if flag %}...{% endif %}` kept or dropped (what the chat page's
+ * composer, web/chat_form.html, uses).
+ */
+function withIncludes(text: string): string {
+  return text.replace(/\{%\s*include\s+"([^"]+)"\s+with\s+([^%]*?)\s*%\}/g, (_tag, name: string, args: string) => {
+    const values = new Map<string, string | boolean>();
+    for (const m of args.matchAll(/(\w+)=(?:"([^"]*)"|(\w+))/g)) values.set(m[1] ?? "", m[2] ?? m[3] === "True");
+    return readFileSync(join(TEMPLATES, name), "utf8")
+      .replace(/\{%\s*if\s+(\w+)\s*%\}([\s\S]*?)\{%\s*endif\s*%\}/g, (_if, key: string, body: string) => (values.get(key) ? body : ""))
+      .replace(/\{\{\s*(\w+)\s*\}\}/g, (_v, key: string) => String(values.get(key) ?? ""));
+  });
+}
 
 /**
  * The chat page's body as Django renders it (chatapp/web/templates/web/chat.html), with the
  * template tags removed and the json_script blocks filled in from `data`.
  */
 export function chatPageHtml(data: { history?: unknown; conversationId?: string; conversations?: unknown } = {}): string {
-  const template = readFileSync(join(HERE, "..", "..", "chatapp", "web", "templates", "web", "chat.html"), "utf8");
-  const content = template.slice(template.indexOf("{% block content %}") + "{% block content %}".length, template.lastIndexOf("{% endblock %}"));
+  const template = readFileSync(join(TEMPLATES, "web", "chat.html"), "utf8");
+  const content = withIncludes(
+    template.slice(template.indexOf("{% block content %}") + "{% block content %}".length, template.lastIndexOf("{% endblock %}")),
+  );
   const script = (id: string, value: unknown) => `<script id="${id}" type="application/json">${JSON.stringify(value ?? null).replace(/</g, "\\u003C")}</script>`;
   return content
     .replace(/\{#[\s\S]*?#\}/g, "")

@@ -90,3 +90,9 @@ test("with storage blocked the chat still works, as a new guest each visit", asy
   const entry = await guestEnter(s.fetch, blocked as unknown as Storage, SETTINGS);
   assert.equal(entry.token, "t1");
 });
+
+test("an error page that is not JSON (a proxy's) reads as not available", async () => {
+  const storage = new MemoryStorage();
+  const fetchFn = (): Promise<Response> => Promise.resolve(new Response("<html>502</html>", { status: 502 }));
+  await assert.rejects(guestEnter(fetchFn, storage as unknown as Storage, SETTINGS), /not available/);
+});

@@ -192,3 +192,26 @@ async def test_a_guest_starts_only_with_its_sites_templates(
     assert await sync_to_async(Message.objects.count)() == 2  # the first guest's turn only
     await ws.disconnect()
     await stranger.disconnect()
+
+
+async def test_a_guest_runs_no_more_answers_at_once_than_its_site_allows(
+    scripted_worker: RunningWorker,
+) -> None:
+    site = await sync_to_async(site_made)(visitor_max_concurrent=1)
+    token = (await entered(site)).token
+    first_tab, second_tab = (
+        (await guest_socket(site, token))[0],
+        (await guest_socket(site, token))[0],
+    )
+    await first_tab.send_json_to(send_frame("[[slow]] " + "tell me about returns " * 20))
+    assert (await first_tab.receive_json_from(timeout=5))["type"] == "chat.accepted"
+
+    await second_tab.send_json_to(send_frame("one more"))
+    refused = await second_tab.receive_json_from(timeout=5)
+
+    assert (refused["type"], refused["code"]) == ("chat.error", "busy")
+    assert refused["retry_after_s"] >= 1
+    other, _ = await guest_socket(site, (await entered(site)).token)  # per visitor, not per site
+    assert (await ask(other, "my own question"))[-1]["status"] == "complete"
+    for ws in (first_tab, second_tab, other):
+        await ws.disconnect()

@@ -8,6 +8,7 @@ from django.urls import reverse
 
 from chatapp.conversations.models import Conversation, Message
 from chatapp.websites import services
+from chatapp.websites.models import Guest
 from tests.chatapp.websites.sites import HOST, site_made
 from tests.support.admin import superuser_client
 
@@ -59,3 +60,19 @@ def test_guest_conversations_filter_by_site() -> None:
     text = page.content.decode()
     assert "How do I close my account?" in text
     assert "Do you ship to Norway?" not in text
+
+
+def test_deleting_a_guest_in_admin_deletes_its_conversations_too() -> None:
+    guest_conversation("Shop", "Do you ship to Norway?", status="complete", source="model")
+    guest = Guest.objects.get()
+    client = superuser_client()
+
+    response = client.post(
+        reverse("admin:websites_guest_changelist"),
+        {"action": "delete_selected", "_selected_action": [str(guest.pk)], "post": "yes"},
+    )
+
+    assert response.status_code == 302
+    assert not Guest.objects.exists()
+    assert not User.objects.filter(pk=guest.user_id).exists()
+    assert not Conversation.objects.exists()

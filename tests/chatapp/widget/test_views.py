@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from django.conf import settings
 from django.test import Client
 
 from chatapp.conversations.models import Conversation, Message
@@ -28,7 +31,9 @@ def test_the_config_is_given_to_an_allowed_origin_only() -> None:
     body = ok.json()
     assert body["title"] == "Ask Shop"
     assert body["accent_colour"] == "#112233"
-    assert body["panel_url"].endswith(f"/widget/panel/?site={site.key}&host={HOST}")
+    panel = urlsplit(body["panel_url"])
+    assert panel.path == "/widget/panel/"
+    assert parse_qs(panel.query) == {"site": [site.key], "host": [HOST]}
 
     refused = client.get("/widget/config", {"site": site.key}, HTTP_ORIGIN=OTHER)
     assert refused.status_code == 403
@@ -56,6 +61,13 @@ def test_the_panel_may_be_framed_by_the_host_page_it_names_and_no_other() -> Non
     assert panel["Content-Security-Policy"] == f"frame-ancestors {HOST}"
     assert "X-Frame-Options" not in panel
     assert f'data-socket="/ws/guest/{site.key}/"' in panel.content.decode()
+
+    # its script at a URL that changes with its bytes, so browsers keep it for good
+    digest = hashlib.sha256((settings.BASE_DIR / "static" / "panel.js").read_bytes()).hexdigest()
+    script = f"/static/panel.js?v={digest[:12]}"
+    assert f'src="{script}"' in panel.content.decode()
+    assert "immutable" in client.get(script)["Cache-Control"]
+    assert "immutable" not in client.get("/static/chat.css")["Cache-Control"]
 
     refused = client.get("/widget/panel/", {"site": site.key, "host": OTHER})
     assert refused.status_code == 403
