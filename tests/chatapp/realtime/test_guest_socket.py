@@ -213,5 +213,8 @@ async def test_a_guest_runs_no_more_answers_at_once_than_its_site_allows(
     assert refused["retry_after_s"] >= 1
     other, _ = await guest_socket(site, (await entered(site)).token)  # per visitor, not per site
     assert (await ask(other, "my own question"))[-1]["status"] == "complete"
+    # the slow answer is stopped, not left running for the next test's relay to adopt
+    await first_tab.send_json_to({"type": "chat.stop", "id": str(uuid.uuid4())})
+    assert (await receive_until(first_tab, "chat.done"))[-1]["status"] == "stopped"
     for ws in (first_tab, second_tab, other):
         await ws.disconnect()
