@@ -161,6 +161,10 @@ class InferenceWorker:
                 ask_timeout_s=self._settings.start_warmup_ask_s,
                 timeout_s=self._settings.start_warmup_s,
             )
+        # In the registry before it says ready: admission reads the registry, and a question
+        # sent the moment the worker is ready must not be refused `no_worker` (seen in CI).
+        with contextlib.suppress(Exception):  # the heartbeat announces again
+            await self._presence.announce(self.channel or "")
         self.ready.set()
         metrics.worker_started(self)
         logger.info(

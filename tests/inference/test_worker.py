@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 from channels.layers import InMemoryChannelLayer
@@ -215,3 +217,33 @@ async def test_the_worker_announces_its_capacity_and_withdraws_when_it_stops(
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
     assert await registry.capacity() == 0
+
+
+async def test_a_worker_is_in_the_registry_when_it_says_ready(layer: InMemoryChannelLayer) -> None:
+    # Admission reads the registry: a question sent the moment a worker is ready must find it
+    # (CI saw `no_worker` for the first question after a test's worker started).
+    registry = fresh_registry()
+    announced: list[str] = []
+    announce = registry.announce
+
+    async def recorded(**fields: Any) -> None:
+        await announce(**fields)
+        announced.append(fields["worker_id"])
+
+    registry.announce = recorded  # type: ignore[method-assign]
+    worker = InferenceWorker(
+        engine=ScriptedEngine(),
+        transport=Transport(layer=layer),
+        settings=worker_settings(),
+        registry=registry,
+    )
+    task = asyncio.create_task(worker.run())
+    try:
+        await worker.ready.wait()
+        assert announced == [worker.channel]  # done, not just started, when it says ready
+        assert await registry.capacity() > 0
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        await registry.aclose()
