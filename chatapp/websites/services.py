@@ -65,7 +65,10 @@ def _refusal_logged_once(site_key: str, origin: str, why: str) -> None:
 
 def site_allowing(site_key: str, origin: str) -> Site:
     """The enabled site of `site_key` if `origin` may show its widget, else WidgetRefused."""
-    site = Site.objects.filter(key=site_key).first()
+    return _site_allows(Site.objects.filter(key=site_key).first(), site_key, origin)
+
+
+def _site_allows(site: Site | None, site_key: str, origin: str) -> Site:
     if site is None or not site.enabled:
         why = "no such site" if site is None else "the site is disabled"
         _refusal_logged_once(site_key, origin, why)
@@ -118,15 +121,15 @@ def _guest_known(site: Site, token: str) -> tuple[Guest, GuestClaim]:
 
 
 def guest_enter(
-    *, site_key: str, origin: str, token: str | None, address: str | None = None
+    *, site: Site, origin: str, token: str | None, address: str | None = None
 ) -> GuestEntry:
-    """The widget opens on `origin`: the guest of `token`, or a new one without a token (at
-    most the site's `new_visitors_per_address` an hour from one `address`, else
-    NewVisitorsLimited).
+    """The widget of `site` (as read for this request) opens on `origin`: the guest of
+    `token`, or a new one without a token (at most the site's `new_visitors_per_address` an
+    hour from one `address`, else NewVisitorsLimited).
 
     A token that fails (forged, expired, another site's) raises TokenRefused; the widget drops
     it and enters again without one, so a visitor always gets a chat, never someone else's."""
-    site = site_allowing(site_key, origin)
+    _site_allows(site, site.key, origin)
     if token:
         guest, _ = _guest_known(site, token)
         guest.origin = origin
@@ -144,7 +147,7 @@ def guest_of_token(*, site_key: str, token: str) -> GuestEntry:
     if site is None:
         raise WidgetRefused("This chat is not available.")
     guest, claim = _guest_known(site, token)
-    site_allowing(site_key, claim.origin)
+    _site_allows(site, site_key, claim.origin)
     Guest.objects.filter(id=guest.id).update(last_seen_at=timezone.now())
     return GuestEntry(site, guest, token)
 

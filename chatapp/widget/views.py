@@ -23,18 +23,17 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse, HttpResponseNotModified, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.templatetags.static import static
 from django.urls import reverse
-from django.utils.cache import patch_cache_control
 from django.views.decorators.cache import never_cache
 from django.views.decorators.clickjacking import xframe_options_exempt
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
+from chatapp.api.preload import preload_response
 from chatapp.conversations import selectors
-from chatapp.prompts import selectors as prompt_selectors
 from chatapp.web.login_throttle import client_ip
 from chatapp.websites.models import Site
 from chatapp.websites.origins import OriginError, origin_normalised
@@ -49,12 +48,13 @@ def _error(status: int, code: str, message: str) -> JsonResponse:
     return JsonResponse({"error": {"code": code, "message": message}}, status=status)
 
 
-def _site_for(site_key: str, origin: str) -> Site:
+def _site_for(site_key: str, origin: str) -> tuple[Site, str]:
+    """The site of `site_key` if `origin` may show its widget, with the origin normalised."""
     try:
         normalised = origin_normalised(origin)
     except OriginError:
         raise WidgetRefused("This chat is not available on this website.") from None
-    return site_allowing(site_key, normalised)
+    return site_allowing(site_key, normalised), normalised
 
 
 @require_GET
@@ -65,7 +65,7 @@ def widget_config(request: HttpRequest) -> JsonResponse:
         # browsers leave Origin out of a same-origin GET (a page of this server, e.g. the demo)
         origin = f"{request.scheme}://{request.get_host()}"
     try:
-        site = _site_for(request.GET.get("site", ""), origin)
+        site, normalised = _site_for(request.GET.get("site", ""), origin)
     except WidgetRefused as refused:
         return _error(403, refused.code, refused.message)
     response = JsonResponse(
@@ -75,7 +75,7 @@ def widget_config(request: HttpRequest) -> JsonResponse:
             "accent_colour": site.accent_colour,
             "panel_url": request.build_absolute_uri(reverse("widget-panel"))
             + "?"
-            + urlencode({"site": site.key, "host": origin_normalised(origin)}),
+            + urlencode({"site": site.key, "host": normalised}),
         }
     )
     response["Access-Control-Allow-Origin"] = origin
@@ -88,7 +88,7 @@ def widget_config(request: HttpRequest) -> JsonResponse:
 def widget_panel(request: HttpRequest) -> HttpResponse:
     host = request.GET.get("host", "")
     try:
-        site = _site_for(request.GET.get("site", ""), host)
+        site, normalised = _site_for(request.GET.get("site", ""), host)
     except WidgetRefused as refused:
         response = HttpResponse(refused.message, status=403, content_type="text/plain")
         response["Content-Security-Policy"] = "frame-ancestors 'none'"
@@ -98,12 +98,12 @@ def widget_panel(request: HttpRequest) -> HttpResponse:
         "widget/panel.html",
         {
             "site": site,
-            "host": origin_normalised(host),
+            "host": normalised,
             "socket_path": f"/ws/guest/{site.key}/",
             "panel_script": _panel_script_url(),
         },
     )
-    response["Content-Security-Policy"] = f"frame-ancestors {origin_normalised(host)}"
+    response["Content-Security-Policy"] = f"frame-ancestors {normalised}"
     return response
 
 
@@ -125,10 +125,10 @@ def widget_guest(request: HttpRequest) -> JsonResponse:
     if token is not None and not isinstance(token, str):
         return _error(400, "invalid", "`token` must be a string.")
     try:
-        site = _site_for(site_key, host)
+        site, normalised = _site_for(site_key, host)
         entry = guest_enter(
-            site_key=site.key,
-            origin=origin_normalised(host),
+            site=site,
+            origin=normalised,
             token=token,
             address=client_ip(request),
         )
@@ -169,17 +169,7 @@ def widget_templates(request: HttpRequest) -> HttpResponse:
     site = Site.objects.filter(key=request.GET.get("site", ""), enabled=True).first()
     if site is None:
         return _error(403, WidgetRefused.code, "This chat is not available.")
-    ids = site.template_ids()
-    etag = f'"{prompt_selectors.preload_etag(template_ids=ids)}"'
-    if etag in {
-        t.strip().removeprefix("W/") for t in request.headers.get("If-None-Match", "").split(",")
-    }:
-        response: HttpResponse = HttpResponseNotModified()
-    else:
-        response = JsonResponse(prompt_selectors.preload_payload(template_ids=ids))
-    response["ETag"] = etag
-    patch_cache_control(response, private=True, no_cache=True)
-    return response
+    return preload_response(request, template_ids=site.template_ids())
 
 
 @require_GET

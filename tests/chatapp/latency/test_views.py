@@ -154,7 +154,7 @@ def test_a_capped_window_says_how_much_it_shows(
 
 def test_the_dashboard_filters_by_website(staff: Client) -> None:
     site = site_made(name="Shop")
-    guest = services.guest_enter(site_key=site.key, origin=HOST, token=None).guest
+    guest = services.guest_enter(site=site, origin=HOST, token=None).guest
     widget_answer = answer_create(finished_at=timezone.now(), ttft_ms=300.0)
     Conversation.objects.filter(id=widget_answer.conversation_id).update(owner=guest.user)
     answer_create(finished_at=timezone.now(), ttft_ms=80.0)  # a staff member's

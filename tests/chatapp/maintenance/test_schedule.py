@@ -47,7 +47,7 @@ async def test_each_job_runs_at_start_then_every_its_interval_and_a_failure_stop
 @pytest.mark.django_db(transaction=True)
 async def test_the_embedded_default_deletes_expired_guests_without_a_beat() -> None:
     site = await sync_to_async(site_made)(retention_days=1)
-    entry = await sync_to_async(services.guest_enter)(site_key=site.key, origin=HOST, token=None)
+    entry = await sync_to_async(services.guest_enter)(site=site, origin=HOST, token=None)
     old = timezone.now() - datetime.timedelta(days=2)
     await sync_to_async(Guest.objects.filter(id=entry.guest.id).update)(last_seen_at=old)
 

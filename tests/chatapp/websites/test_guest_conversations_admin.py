@@ -19,7 +19,7 @@ LIST = reverse("admin:websites_guestconversation_changelist")
 
 def guest_conversation(site_name: str, question: str, *, status: str, source: str) -> None:
     site = site_made(name=site_name)
-    guest = services.guest_enter(site_key=site.key, origin=HOST, token=None).guest
+    guest = services.guest_enter(site=site, origin=HOST, token=None).guest
     conversation = Conversation.objects.create(owner=guest.user, title=question)
     Message.objects.create(conversation=conversation, role="user", content=question)
     Message.objects.create(
