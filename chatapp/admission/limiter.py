@@ -1,11 +1,12 @@
 """Admission control: whether a generation request may start now, or why not and when to retry.
 
 A request is admitted only if a worker exists, the user is within their rate window and their
-concurrency limit, and the service holds fewer outstanding requests than the workers' total
-capacity; otherwise it is refused at once instead of waiting in an unbounded queue. An admitted
-request holds a lease (globally and for its user) until released; its owner renews it every
-heartbeat, so a lease that is never released (a crashed web process) expires `lease_s` after the
-owner's last renewal. A refused request consumes nothing.
+concurrency limit (and so is their group, if they belong to one: a website's guests from one
+network address share its limits), and the service holds fewer outstanding requests than the
+workers' total capacity; otherwise it is refused at once instead of waiting in an unbounded
+queue. An admitted request holds a lease (globally, for its user and its group) until
+released; its owner renews it every heartbeat, so a lease that is never released (a crashed web
+process) expires `lease_s` after the owner's last renewal. A refused request consumes nothing.
 
 The limits live in Redis (every web process shares them; one Lua script checks and takes
 atomically); the embedded default uses its process's own Redis.
@@ -23,7 +24,36 @@ import redis.asyncio as redis
 from chatapp.metrics import recording as metrics
 from inference.wire.redis_client import redis_client
 
-RefusalReason = Literal["busy", "user_concurrency", "rate_limited", "no_worker"]
+RefusalReason = Literal[
+    "busy",
+    "user_concurrency",
+    "rate_limited",
+    "group_concurrency",
+    "group_rate_limited",
+    "no_worker",
+]
+# A user key may name the group its user counts in: `USER@GROUP` (grouped_user_key).
+_GROUP_SEPARATOR = "@"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GroupLimits:
+    """What all users of one group may do together (their sum), on top of each one's own."""
+
+    max_concurrent: int
+    rate: int
+    rate_window_s: float
+
+    def __post_init__(self) -> None:
+        if self.max_concurrent < 1 or self.rate < 1 or self.rate_window_s <= 0:
+            raise ValueError("a group's limits must be at least 1 and its window positive")
+
+
+def grouped_user_key(user_key: str, group: str) -> str:
+    """`user_key` counted also in `group` (whose limits come with each acquire)."""
+    if _GROUP_SEPARATOR in user_key or _GROUP_SEPARATOR in group:
+        raise ValueError(f"user keys and groups may not contain {_GROUP_SEPARATOR!r}")
+    return f"{user_key}{_GROUP_SEPARATOR}{group}"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -33,6 +63,7 @@ class AdmissionLimits:
     user_rate_window_s: float
     lease_s: float  # a slot not released within this is freed anyway (crashed web process)
     busy_retry_after_s: float  # retry-after when all workers are full (or there is none)
+    group: GroupLimits | None = None  # for a grouped user key; without, its group is not bounded
 
     def __post_init__(self) -> None:
         if self.user_max_concurrent < 1 or self.user_rate < 1:
@@ -76,6 +107,14 @@ def _refused(reason: RefusalReason, retry_after_s: float, *, limits: AdmissionLi
         message = f"The assistant is not available right now. Please try again in {_in(retry)}."
     elif reason == "rate_limited":
         message = f"You are sending messages too quickly. Please try again in {_in(retry)}."
+    elif reason == "group_rate_limited":
+        message = (
+            f"Too many questions are coming from your network. Please try again in {_in(retry)}."
+        )
+    elif reason == "group_concurrency":
+        message = (
+            f"Too many answers are in progress for your network. Please try again in {_in(retry)}."
+        )
     elif reason == "user_concurrency":
         if limits.user_max_concurrent == 1:
             message = "Please wait for the current answer to finish before asking again."
@@ -90,9 +129,12 @@ def _refused(reason: RefusalReason, retry_after_s: float, *, limits: AdmissionLi
     return Refused(reason=reason, retry_after_s=retry, message=message)
 
 
-# KEYS: global leases, user leases, user starts (ZSETs; leases scored by expiry, starts by time).
+# KEYS: global leases, user leases, user starts[, group leases, group starts] (ZSETs; leases
+#       scored by expiry, starts by time).
 # ARGV: global member, request_id, now, capacity, user_max_concurrent, user_rate, window_s,
-#       lease_s, busy_retry_after_s.
+#       lease_s, busy_retry_after_s[, group_max_concurrent, group_rate, group_window_s].
+# The group's ZSETs hold the global member (request ids come from clients: two users of a
+# group may send the same one).
 # Returns {'admitted'} or {reason, retry_after_seconds as a string (Lua numbers would be
 # truncated to integers on the way out)}.
 _ACQUIRE = """
@@ -100,6 +142,7 @@ local member, request_id = ARGV[1], ARGV[2]
 local now, capacity = tonumber(ARGV[3]), tonumber(ARGV[4])
 local max_concurrent, rate = tonumber(ARGV[5]), tonumber(ARGV[6])
 local window, lease, busy_retry = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
+local grouped = #KEYS == 5
 
 local function keep(key, seconds)
   -- never shorten a key's life: another process may have leased later
@@ -110,33 +153,61 @@ end
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
 redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now - window)
+local group_max, group_rate, group_window
+if grouped then
+  group_max, group_rate = tonumber(ARGV[10]), tonumber(ARGV[11])
+  group_window = tonumber(ARGV[12])
+  redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)
+  redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', now - group_window)
+end
 
-if redis.call('ZSCORE', KEYS[2], request_id) then
+local function lease_take()
   redis.call('ZADD', KEYS[1], now + lease, member)
   redis.call('ZADD', KEYS[2], now + lease, request_id)
   keep(KEYS[1], lease)
   keep(KEYS[2], lease)
+  if grouped then
+    redis.call('ZADD', KEYS[4], now + lease, member)
+    keep(KEYS[4], lease)
+  end
+end
+
+-- seconds until the oldest start that keeps a window full leaves it
+local function rate_wait(key, limit, seconds)
+  local started = redis.call('ZCARD', key)
+  if started < limit then return nil end
+  local leaving = redis.call('ZRANGE', key, started - limit, started - limit, 'WITHSCORES')
+  return tostring(tonumber(leaving[2]) + seconds - now)
+end
+
+if redis.call('ZSCORE', KEYS[2], request_id) then
+  lease_take()
   return {'admitted'}
 end
 
-local started = redis.call('ZCARD', KEYS[3])
-if started >= rate then
-  local leaving = redis.call('ZRANGE', KEYS[3], started - rate, started - rate, 'WITHSCORES')
-  return {'rate_limited', tostring(tonumber(leaving[2]) + window - now)}
+local wait = rate_wait(KEYS[3], rate, window)
+if wait then return {'rate_limited', wait} end
+if grouped then
+  wait = rate_wait(KEYS[5], group_rate, group_window)
+  if wait then return {'group_rate_limited', wait} end
 end
 if redis.call('ZCARD', KEYS[2]) >= max_concurrent then
   return {'user_concurrency', tostring(busy_retry)}
+end
+if grouped and redis.call('ZCARD', KEYS[4]) >= group_max then
+  return {'group_concurrency', tostring(busy_retry)}
 end
 if redis.call('ZCARD', KEYS[1]) >= capacity then
   return {'busy', tostring(busy_retry)}
 end
 
-redis.call('ZADD', KEYS[1], now + lease, member)
-redis.call('ZADD', KEYS[2], now + lease, request_id)
+lease_take()
 redis.call('ZADD', KEYS[3], now, request_id)
-keep(KEYS[1], lease)
-keep(KEYS[2], lease)
 keep(KEYS[3], window)
+if grouped then
+  redis.call('ZADD', KEYS[5], now, member)
+  keep(KEYS[5], group_window)
+end
 return {'admitted'}
 """
 
@@ -170,7 +241,14 @@ class Admission:
         return f"{self._prefix}:leases"
 
     def _user_keys(self, user_key: str) -> tuple[str, str]:
-        return f"{self._prefix}:user:{user_key}:leases", f"{self._prefix}:user:{user_key}:starts"
+        user = user_key.partition(_GROUP_SEPARATOR)[0]  # a user's own limits, whatever group
+        return f"{self._prefix}:user:{user}:leases", f"{self._prefix}:user:{user}:starts"
+
+    def _group_keys(self, user_key: str) -> tuple[str, str] | None:
+        _, grouped, group = user_key.partition(_GROUP_SEPARATOR)
+        if not grouped:
+            return None
+        return f"{self._prefix}:group:{group}:leases", f"{self._prefix}:group:{group}:starts"
 
     @staticmethod
     def _member(user_key: str, request_id: str) -> str:
@@ -189,13 +267,20 @@ class Admission:
         """Admit or refuse. Acquiring again a request_id that the same user still holds admits
         it without counting it twice and renews its lease. `limits` replaces the limiter's own
         for this user (API keys carry their own rate and concurrency); the global capacity is
-        shared either way."""
+        shared either way. A grouped user key is bounded by `limits.group` too."""
         limits = limits or self._limits
         if capacity <= 0:
             return _refused("no_worker", limits.busy_retry_after_s, limits=limits)
         user_leases, user_starts = self._user_keys(user_key)
+        keys = [self._leases_key(), user_leases, user_starts]
+        group_args: list[Any] = []
+        group_keys = self._group_keys(user_key)
+        if group_keys is not None and limits.group is not None:
+            keys.extend(group_keys)
+            group = limits.group
+            group_args = [group.max_concurrent, group.rate, repr(group.rate_window_s)]
         result: list[Any] = await self._acquire(
-            keys=[self._leases_key(), user_leases, user_starts],
+            keys=keys,
             args=[
                 self._member(user_key, request_id),
                 request_id,
@@ -206,6 +291,7 @@ class Admission:
                 repr(limits.user_rate_window_s),
                 repr(limits.lease_s),
                 repr(limits.busy_retry_after_s),
+                *group_args,
             ],
         )
         if result[0] == "admitted":
@@ -226,11 +312,17 @@ class Admission:
         """Free the request's leases; idempotent. `refund`: the request was refused after it
         was admitted (nothing started), so it does not count against the user's rate either."""
         user_leases, user_starts = self._user_keys(user_key)
+        member = self._member(user_key, request_id)
         async with self._redis.pipeline(transaction=True) as pipe:
-            pipe.zrem(self._leases_key(), self._member(user_key, request_id))
+            pipe.zrem(self._leases_key(), member)
             pipe.zrem(user_leases, request_id)
             if refund:
                 pipe.zrem(user_starts, request_id)
+            group_keys = self._group_keys(user_key)
+            if group_keys is not None:
+                pipe.zrem(group_keys[0], member)
+                if refund:
+                    pipe.zrem(group_keys[1], member)
             await pipe.execute()
 
     async def renew(self, *, leases: list[Lease]) -> None:
@@ -239,20 +331,21 @@ class Admission:
         if not leases:
             return
         expiry = time.time() + self._limits.lease_s
+        keys = {self._leases_key()}
         async with self._redis.pipeline(transaction=False) as pipe:
             for lease in leases:
+                member = self._member(lease.user_key, lease.request_id)
                 user_leases, _ = self._user_keys(lease.user_key)
+                group_keys = self._group_keys(lease.user_key)
                 # XX: only leases that still exist; GT: never shorten one
-                pipe.zadd(
-                    self._leases_key(),
-                    {self._member(lease.user_key, lease.request_id): expiry},
-                    xx=True,
-                    gt=True,
-                )
+                pipe.zadd(self._leases_key(), {member: expiry}, xx=True, gt=True)
                 pipe.zadd(user_leases, {lease.request_id: expiry}, xx=True, gt=True)
+                keys.add(user_leases)
+                if group_keys is not None:
+                    pipe.zadd(group_keys[0], {member: expiry}, xx=True, gt=True)
+                    keys.add(group_keys[0])
             # the keys themselves must outlive the leases they hold (never shortened; a script
             # because PEXPIRE's GT option is Redis 7 and the embedded server is 6.2)
-            keys = {self._leases_key(), *(self._user_keys(lease.user_key)[0] for lease in leases)}
             await self._keep(
                 keys=sorted(keys), args=[int(self._limits.lease_s * 1000) + 1000], client=pipe
             )

@@ -14,7 +14,7 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 from django.contrib.auth.models import User
 
-from chatapp.admission.limiter import AdmissionLimits, Refused
+from chatapp.admission.limiter import AdmissionLimits, Refused, grouped_user_key
 from chatapp.answers import runs
 from chatapp.answers.follower import RunWatch
 from chatapp.conversations import services
@@ -55,6 +55,9 @@ class StartPolicy:
     # published version at the first question): a website's default template.
     default_template_id: int | None = None
     template_ids: frozenset[int] | None = None  # None: any published template
+    # Admission counts the user in this group too (a guest: its site's visitors from its
+    # network address), bounded by `limits.group`.
+    admission_group: str | None = None
 
 
 STAFF = StartPolicy()
@@ -77,6 +80,7 @@ class AnswerStarting:
         self._limits = policy.limits
         self._default_template_id = policy.default_template_id
         self._template_ids = policy.template_ids
+        self._admission_group = policy.admission_group
         self._channel = channel_name
         self._watching = watching
         self._send = send
@@ -84,7 +88,10 @@ class AnswerStarting:
 
     @property
     def user_key(self) -> str:
-        return str(self._user.pk)
+        """Whom admission counts a run against."""
+        if self._admission_group is None:
+            return str(self._user.pk)
+        return grouped_user_key(str(self._user.pk), self._admission_group)
 
     async def send(self, frame: SendFrame, *, received_at: float, frame_bytes: int) -> None:
         # A retried send (the same client id) gets the answer it started, never a second:
@@ -263,7 +270,7 @@ class AnswerStarting:
                 "no_worker"
                 if started.reason == "no_worker"
                 else "rate_limited"
-                if started.reason == "rate_limited"
+                if started.reason in ("rate_limited", "group_rate_limited")
                 else "busy"
             )
             await self._refuse(

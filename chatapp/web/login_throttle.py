@@ -20,23 +20,15 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 
+from chatapp.client_address import client_address
+
 
 def client_ip(request: HttpRequest) -> str | None:
-    """The address the failures are counted against.
-
-    Behind LOGIN_THROTTLE_PROXY_COUNT reverse proxies that each append the address they saw to
-    X-Forwarded-For, the client is that many entries from the right; everything left of it is
-    the client's own word. Without proxies (the default) only the socket address counts, so a
-    forged header cannot dodge the limit.
-    """
-    proxies = int(settings.LOGIN_THROTTLE_PROXY_COUNT)
-    if proxies > 0:
-        header: str = request.META.get("HTTP_X_FORWARDED_FOR", "")
-        forwarded = [part.strip() for part in header.split(",") if part.strip()]
-        if len(forwarded) >= proxies:
-            return forwarded[-proxies]
-    remote: str | None = request.META.get("REMOTE_ADDR") or None
-    return remote
+    """The address the failures are counted against (chatapp/client_address.py)."""
+    return client_address(
+        forwarded_for=request.META.get("HTTP_X_FORWARDED_FOR", ""),
+        remote=request.META.get("REMOTE_ADDR"),
+    )
 
 
 def lockout_message() -> str:

@@ -36,12 +36,14 @@ class SiteAdmin(admin.ModelAdmin[Site]):
             },
         ),
         (
-            "Limits per visitor",
+            "Limits per visitor and per network address",
             {
                 "fields": (
                     "visitor_rate",
                     "visitor_rate_window_s",
                     "visitor_max_concurrent",
+                    "address_rate",
+                    "address_max_concurrent",
                     "new_visitors_per_address",
                 )
             },

@@ -72,6 +72,19 @@ class Site(models.Model):
         validators=[MinValueValidator(1)],
         help_text="Answers one visitor may have generating at once.",
     )
+    address_rate = models.PositiveIntegerField(
+        default=30,
+        validators=[MinValueValidator(1)],
+        help_text=(
+            "Questions all visitors from one network address may ask per window, together "
+            "(an office behind one address counts once)."
+        ),
+    )
+    address_max_concurrent = models.PositiveIntegerField(
+        default=4,
+        validators=[MinValueValidator(1)],
+        help_text="Answers all visitors from one network address may have generating at once.",
+    )
     new_visitors_per_address = models.PositiveIntegerField(
         default=20,
         validators=[MinValueValidator(1)],

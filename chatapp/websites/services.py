@@ -88,6 +88,14 @@ def address_hash(address: str) -> str:
     return salted_hmac("chatapp.websites.address", address).hexdigest()
 
 
+def address_group(site: Site, address: str | None) -> str | None:
+    """The admission group of a site's visitors from one network address (their shared
+    `address_rate` and `address_max_concurrent`); None when the address is unknown."""
+    if not address:
+        return None
+    return f"site{site.pk}.{address_hash(address)[:32]}"
+
+
 def _new_visitors_check(site: Site, hashed: str) -> None:
     hour_ago = timezone.now() - datetime.timedelta(hours=1)
     recent = Guest.objects.filter(site=site, address_hash=hashed, created_at__gte=hour_ago)

@@ -421,9 +421,10 @@ async def test_a_widget_guest_resumes_on_another_web_process(live_stack: Stack) 
         db.execute(
             "INSERT INTO websites_site (name, key, allowed_origins, enabled, title, greeting,"
             " accent_colour, visitor_rate, visitor_rate_window_s, visitor_max_concurrent,"
-            " new_visitors_per_address, retention_days, is_example, created_at)"
+            " address_rate, address_max_concurrent, new_visitors_per_address, retention_days,"
+            " is_example, created_at)"
             " VALUES ('shop', %s, 'https://shop.example', true, 'Chat', '', '#2563eb',"
-            " 100, 60, 2, 100, 30, false, now())",
+            " 100, 60, 2, 100, 4, 100, 30, false, now())",
             (site_key,),
         )
     entered = await asyncio.to_thread(

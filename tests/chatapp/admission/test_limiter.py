@@ -12,6 +12,7 @@ import pytest
 import redis.asyncio as aioredis
 
 from chatapp.admission import Admission, AdmissionLimits, Admitted, Refused
+from chatapp.admission.limiter import GroupLimits, Lease, grouped_user_key
 from tests.inference.redis_db import EMBEDDED_AND_SERVER, flushed_redis, server_url
 
 REDIS_URL = "redis://127.0.0.1:6379/11"
@@ -171,6 +172,74 @@ async def test_refused_requests_consume_nothing(make: Make) -> None:
     assert refused.reason == "rate_limited"
     # the rate refusal took no lease either
     assert await admission.outstanding() == 0
+
+
+ADDRESS = GroupLimits(max_concurrent=2, rate=3, rate_window_s=60)
+
+
+async def test_a_group_bounds_its_users_together_and_each_user_alone(make: Make) -> None:
+    """Visitors from one network address share its limits on top of their own."""
+    admission = make(user_max_concurrent=1, group=ADDRESS)
+    a, b, c = (grouped_user_key(user, "office") for user in ("a", "b", "c"))
+    assert isinstance(await admission.acquire(request_id="1", user_key=a, capacity=10), Admitted)
+    # a's own limit first: one answer at a time
+    assert refusal(await admission.acquire(request_id="2", user_key=a, capacity=10)).reason == (
+        "user_concurrency"
+    )
+    # the same request id from another user of the group is another request
+    assert isinstance(await admission.acquire(request_id="1", user_key=b, capacity=10), Admitted)
+    refused = refusal(await admission.acquire(request_id="1", user_key=c, capacity=10))
+    assert refused.reason == "group_concurrency"
+    assert refused.message == (
+        "Too many answers are in progress for your network. Please try again in 5 seconds."
+    )
+    # another group, and a user in no group, are not affected
+    other = grouped_user_key("d", "home")
+    assert isinstance(
+        await admission.acquire(request_id="1", user_key=other, capacity=10), Admitted
+    )
+    assert isinstance(await admission.acquire(request_id="9", user_key="e", capacity=10), Admitted)
+
+    await admission.release(request_id="1", user_key=a)
+    assert isinstance(await admission.acquire(request_id="1", user_key=c, capacity=10), Admitted)
+    await admission.release(request_id="1", user_key=b)
+    # three starts in the window from the group (a, b, c): the fourth waits for the first
+    refused = refusal(await admission.acquire(request_id="3", user_key=b, capacity=10))
+    assert refused.reason == "group_rate_limited"
+    assert 58 <= refused.retry_after_s <= 60
+    assert refused.message.startswith("Too many questions are coming from your network.")
+    assert await admission.outstanding() == 3  # c, d and e (a and b released)
+
+
+async def test_a_users_own_limits_hold_whichever_group_it_comes_from(make: Make) -> None:
+    """A visitor moving to another network is still one visitor."""
+    admission = make(user_max_concurrent=1, group=ADDRESS)
+    at_home, on_phone = grouped_user_key("a", "home"), grouped_user_key("a", "phone")
+    assert isinstance(
+        await admission.acquire(request_id="1", user_key=at_home, capacity=10), Admitted
+    )
+    assert refusal(
+        await admission.acquire(request_id="2", user_key=on_phone, capacity=10)
+    ).reason == ("user_concurrency")
+
+
+async def test_a_refunded_or_expired_group_lease_frees_the_group(make: Make) -> None:
+    admission = make(lease_s=0.3, group=replace(ADDRESS, max_concurrent=1, rate=1))
+    a, b = grouped_user_key("a", "office"), grouped_user_key("b", "office")
+    assert isinstance(await admission.acquire(request_id="1", user_key=a, capacity=10), Admitted)
+    await admission.release(request_id="1", user_key=a, refund=True)  # nothing started
+    assert isinstance(await admission.acquire(request_id="2", user_key=b, capacity=10), Admitted)
+    await admission.renew(leases=[Lease(request_id="2", user_key=b)])
+    await asyncio.sleep(0.35)  # b's web process died: its lease expires with the group's
+    refused = refusal(await admission.acquire(request_id="3", user_key=a, capacity=10))
+    assert refused.reason == "group_rate_limited"  # the concurrency is free; the rate is not
+
+
+def test_a_group_name_cannot_smuggle_another_user_key() -> None:
+    with pytest.raises(ValueError, match="may not contain"):
+        grouped_user_key("a@x", "office")
+    with pytest.raises(ValueError, match="may not contain"):
+        grouped_user_key("a", "office@x")
 
 
 async def test_an_unreleased_lease_expires(make: Make) -> None:

@@ -48,7 +48,7 @@ async def guest_socket(site: Site, token: str | None) -> tuple[WebsocketCommunic
 
 
 async def entered(site: Site) -> services.GuestEntry:
-    return await sync_to_async(services.guest_enter)(site_key=site.key, origin=HOST, token=None)
+    return await sync_to_async(services.guest_enter)(site=site, origin=HOST, token=None)
 
 
 async def test_a_guest_asks_and_the_answer_streams_into_its_own_conversation(
@@ -217,4 +217,51 @@ async def test_a_guest_runs_no_more_answers_at_once_than_its_site_allows(
     await first_tab.send_json_to({"type": "chat.stop", "id": str(uuid.uuid4())})
     assert (await receive_until(first_tab, "chat.done"))[-1]["status"] == "stopped"
     for ws in (first_tab, second_tab, other):
+        await ws.disconnect()
+
+
+async def test_visitors_from_one_network_address_share_its_limits(
+    scripted_worker: RunningWorker, settings: Any
+) -> None:
+    """A machine that clears its storage becomes a new visitor with fresh per-visitor limits;
+    its address's limits still hold (behind one proxy: the last X-Forwarded-For entry is the
+    client; the ones before it are its own word)."""
+    settings.LOGIN_THROTTLE_PROXY_COUNT = 1
+    site = await sync_to_async(site_made)(
+        visitor_max_concurrent=1, address_max_concurrent=1, address_rate=3
+    )
+
+    async def visitor(address: str) -> WebsocketCommunicator:
+        token = (await entered(site)).token
+        ws = WebsocketCommunicator(
+            application,
+            f"/ws/guest/{site.key}/",
+            headers=[*OWN_ORIGIN, (b"x-forwarded-for", f"10.9.8.7, {address}".encode())],
+            subprotocols=[GUEST_PROTOCOL, token],
+        )
+        assert (await ws.connect())[0]
+        return ws
+
+    first, second = await visitor("203.0.113.7"), await visitor("203.0.113.7")
+    elsewhere = await visitor("198.51.100.2")
+    await first.send_json_to(send_frame("[[slow]] " + "tell me about returns " * 20))
+    assert (await first.receive_json_from(timeout=5))["type"] == "chat.accepted"
+
+    await second.send_json_to(send_frame("me too"))
+    refused = await second.receive_json_from(timeout=5)
+    assert (refused["type"], refused["code"]) == ("chat.error", "busy")
+    assert refused["message"].startswith("Too many answers are in progress for your network.")
+    assert (await ask(elsewhere, "my own question"))[-1]["status"] == "complete"
+
+    await first.send_json_to({"type": "chat.stop", "id": str(uuid.uuid4())})
+    assert (await receive_until(first, "chat.done"))[-1]["status"] == "stopped"
+    # the refused question did not count: the slow one, then two more fill the rate of 3
+    assert (await ask(second, "me too"))[-1]["status"] == "complete"
+    assert (await ask(first, "and another"))[-1]["status"] == "complete"
+    await second.send_json_to(send_frame("one more"))
+    limited = await second.receive_json_from(timeout=5)
+    assert (limited["type"], limited["code"]) == ("chat.error", "rate_limited")
+    assert limited["message"].startswith("Too many questions are coming from your network.")
+    assert 50 <= limited["retry_after_s"] <= 60
+    for ws in (first, second, elsewhere):
         await ws.disconnect()

@@ -27,6 +27,8 @@ def site_form(origins: str, **changes: Any) -> dict[str, Any]:
         "visitor_rate": "10",
         "visitor_rate_window_s": "60",
         "visitor_max_concurrent": "1",
+        "address_rate": "30",
+        "address_max_concurrent": "4",
         "new_visitors_per_address": "20",
         "retention_days": "30",
         "_save": "Save",
