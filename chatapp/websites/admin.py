@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
+import contextvars
+from typing import Any
+
 from django.contrib import admin
 from django.contrib.auth.models import User
 from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
+from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.text import Truncator
 
 from chatapp.conversations.admin import MessageInline
 from chatapp.conversations.models import Message
 from chatapp.websites.models import Guest, GuestConversation, Site
+
+# The loader's URL as the admin's browser reaches this server (the page being rendered):
+# a read-only field is shown without the request.
+_loader_url: contextvars.ContextVar[str] = contextvars.ContextVar("loader_url")
 
 
 @admin.register(Site)
@@ -62,13 +71,29 @@ class SiteAdmin(admin.ModelAdmin[Site]):
     def guest_count(self, obj: Site) -> int:
         return int(getattr(obj, "guest_total", 0))
 
+    def changeform_view(
+        self,
+        request: HttpRequest,
+        object_id: str | None = None,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        url = _loader_url.set(request.build_absolute_uri(reverse("widget-script")))
+        try:
+            response = super().changeform_view(request, object_id, form_url, extra_context)
+            if isinstance(response, TemplateResponse):
+                response.render()  # while the URL is known
+            return response
+        finally:
+            _loader_url.reset(url)
+
     @admin.display(description="put this on your pages")
     def embed_snippet(self, obj: Site) -> str:
         if not obj.pk:
             return "(shown once the site is saved)"
         return format_html(
             '<code>&lt;script src="{}" data-site="{}" async&gt;&lt;/script&gt;</code>',
-            "https://YOUR-CHAT-HOST/widget.js",
+            _loader_url.get("https://YOUR-CHAT-HOST/widget.js"),
             obj.key,
         )
 

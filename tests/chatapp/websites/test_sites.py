@@ -72,5 +72,11 @@ def test_the_site_page_shows_the_snippet_to_put_on_the_pages() -> None:
     client = superuser_client()
     client.post(SITE_ADD, site_form("https://shop.example"))
     site = Site.objects.get()
-    page = client.get(reverse("admin:websites_site_change", args=[site.pk])).content.decode()
-    assert f'data-site="{site.key}" async&gt;&lt;/script&gt;' in page
+    page = client.get(
+        reverse("admin:websites_site_change", args=[site.pk]), HTTP_HOST="localhost:8443"
+    ).content.decode()
+    # this server's own address, as the admin reaches it: ready to copy
+    assert (
+        '&lt;script src="http://localhost:8443/widget.js" '
+        f'data-site="{site.key}" async&gt;&lt;/script&gt;'
+    ) in page
