@@ -24,7 +24,6 @@ from django.conf import settings
 from django.contrib.auth.models import User
 
 from chatapp import unavailable
-from chatapp.answers import runs
 from chatapp.conversations import selectors, services
 from chatapp.errors import ApplicationError
 from chatapp.metrics import recording as metrics
@@ -222,7 +221,7 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
         )
 
     async def _on_draft(self, frame: DraftFrame) -> None:
-        """Typing prefill (`runs.draft_prefill`): no reply unless it is refused. Nothing while
+        """Typing prefill (`AnswerStarting.draft`): no reply unless it is refused. Nothing while
         an answer streams here: the engine is busy with this user's answer already."""
         if self.watching.busy or not settings.CHAT_TYPING_PREFILL:
             return
@@ -230,17 +229,7 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
             return  # past the socket's draft budget: a hint dropped, nothing lost
         if await self.starting.refused_text(frame.text, client_id=frame.id):
             return
-        try:
-            await runs.draft_prefill(
-                sender=self.scope["user"],
-                conversation_id=frame.conversation_id,
-                text=frame.text,
-                template=None
-                if frame.template is None
-                else runs.TemplateKey(id=frame.template.id, version=frame.template.version),
-            )
-        except ApplicationError as exc:
-            await self.starting.app_error(exc, client_id=frame.id)
+        await self.starting.draft(frame)
 
     async def _on_client_timing(self, frame: ClientTimingFrame) -> None:
         """The browser's time to first token of one of the user's answers: stored once,

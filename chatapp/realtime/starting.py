@@ -2,6 +2,7 @@
 changed), a regenerate or an edit. Each is refused while an answer streams on the socket, is
 admitted and stored through `chatapp.answers.runs`, and then shown by the socket's
 `SocketWatching`; a retried send (the same client id) shows the answer the first one started.
+A draft prefills the prompt a send to come will have, with the same templates.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from chatapp.realtime.schemas import (
     ERROR_CODES,
     AcceptedFrame,
     AnyServerFrame,
+    DraftFrame,
     EditFrame,
     ErrorCode,
     ErrorFrame,
@@ -38,6 +40,7 @@ from chatapp.realtime.schemas import (
 from chatapp.realtime.watching import SocketWatching
 
 BUSY_HERE = "An answer is still streaming; stop it first."
+NOT_OFFERED = "This template is not offered here."
 _Start = Callable[[], Awaitable[runs.Started | Refused]]  # admits, queues and stores a run
 
 
@@ -104,9 +107,7 @@ class AnswerStarting:
         template_version = None
         text = frame.text
         if frame.template is not None:
-            if self._template_ids is not None and frame.template.id not in self._template_ids:
-                offered = "This template is not offered here."
-                await self._refuse(ErrorFrame(code="not_found", message=offered, id=frame.id))
+            if await self._refused_template(frame.template.id, client_id=frame.id):
                 return
             if frame.conversation_id is not None:
                 only_new = "A template can only start a new conversation."
@@ -157,6 +158,36 @@ class AnswerStarting:
         if not started.repeated:
             metrics.request_frame(kind=_kind_of(frame), frame_bytes=frame_bytes, prompt_text=text)
         await self._run_show(started, client_id=frame.id)
+
+    async def draft(self, frame: DraftFrame) -> None:
+        """Prefill the prompt the send of `frame`'s text will have (`runs.draft_prefill`), with
+        the template the send would use: the frame's, if offered here, or for a new
+        conversation the policy's default."""
+        template = None
+        if frame.template is not None:
+            if await self._refused_template(frame.template.id, client_id=frame.id):
+                return
+            template = runs.TemplateKey(id=frame.template.id, version=frame.template.version)
+        elif frame.conversation_id is None:
+            default = await self._default_template_version()
+            if default is not None:
+                template = runs.TemplateKey(id=default.template_id, version=default.version)
+        try:
+            await runs.draft_prefill(
+                sender=self._user,
+                conversation_id=frame.conversation_id,
+                text=frame.text,
+                template=template,
+            )
+        except ApplicationError as exc:
+            await self.app_error(exc, client_id=frame.id)
+
+    async def _refused_template(self, template_id: int, *, client_id: uuid.UUID) -> bool:
+        """Refuse a template the policy does not offer (True: refused, the user told)."""
+        if self._template_ids is None or template_id in self._template_ids:
+            return False
+        await self._refuse(ErrorFrame(code="not_found", message=NOT_OFFERED, id=client_id))
+        return True
 
     async def _default_template_version(self) -> PromptTemplateVersion | None:
         if self._default_template_id is None:

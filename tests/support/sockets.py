@@ -29,6 +29,16 @@ def send_frame(
     }
 
 
+def draft_frame(text: str, conversation_id: str | None, **fields: Any) -> dict[str, Any]:
+    return {
+        "type": "chat.draft",
+        "id": str(uuid.uuid4()),
+        "conversation_id": conversation_id,
+        "text": text,
+        **fields,
+    }
+
+
 def edit_frame(message_id: str, text: str, frame_id: str | None = None) -> dict[str, Any]:
     return {
         "type": "chat.edit",

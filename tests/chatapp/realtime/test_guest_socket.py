@@ -25,12 +25,14 @@ from tests.conftest import Connect, RunningWorker
 from tests.support.sockets import (
     answer_text,
     ask,
+    draft_frame,
     open_socket,
     receive_until,
     resume_frame,
     send_frame,
 )
-from tests.support.templates import VALUES, templated
+from tests.support.templates import VALUES, ref, templated
+from tests.support.waiting import until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -265,3 +267,44 @@ async def test_visitors_from_one_network_address_share_its_limits(
     assert 50 <= limited["retry_after_s"] <= 60
     for ws in (first, second, elsewhere):
         await ws.disconnect()
+
+
+async def test_a_guests_first_draft_prefills_the_prompt_its_send_will_have(
+    scripted_worker: RunningWorker, published: PromptTemplateVersion
+) -> None:
+    """Typing in the widget warms the prompt the question will be asked with: after the
+    site's default template's system prompt, or the prefill is wasted."""
+    engine = scripted_worker.engine
+    site = await sync_to_async(site_made)(default_template=published.template)
+    ws, _ = await guest_socket(site, (await entered(site)).token)
+    question = "where is my parcel, it is late"
+
+    await ws.send_json_to(draft_frame(question, None))
+    await until(lambda: any(question in prompt for prompt in engine.prompts))
+    [prefilled] = [prompt for prompt in engine.prompts if question in prompt]
+    assert prefilled.startswith(f"<|im_start|>system\n{SYSTEM}<|im_end|>\n")
+
+    await ask(ws, question)
+    assert engine.prompts[-1] == prefilled
+    await ws.disconnect()
+
+
+async def test_a_guests_draft_from_a_template_its_site_does_not_offer_is_refused(
+    scripted_worker: RunningWorker, published: PromptTemplateVersion
+) -> None:
+    site = await sync_to_async(site_made)()
+    ws, _ = await guest_socket(site, (await entered(site)).token)
+    prompts = len(scripted_worker.engine.prompts)
+    draft = draft_frame("hello", None, template=ref(published))
+
+    await ws.send_json_to(draft)
+
+    refused = await ws.receive_json_from(timeout=5)
+    assert (refused["type"], refused["code"], refused["id"]) == (
+        "chat.error",
+        "not_found",
+        draft["id"],
+    )
+    assert await ws.receive_nothing(timeout=0.3)
+    assert len(scripted_worker.engine.prompts) == prompts  # nothing was prefilled
+    await ws.disconnect()

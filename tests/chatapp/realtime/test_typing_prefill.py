@@ -20,7 +20,7 @@ from chatapp.prompts.models import PromptTemplateVersion
 from inference.wire.protocol import BACKGROUND_CHANNEL, ChatTurn, PrefillRequest
 from tests.conftest import Connect, RunningWorker
 from tests.support.embedded import embedded_queue
-from tests.support.sockets import ask, open_socket, receive_until, send_frame
+from tests.support.sockets import ask, draft_frame, open_socket, receive_until, send_frame
 from tests.support.templates import RENDERED, VALUES, published, ref, templated
 from tests.support.waiting import until
 
@@ -29,16 +29,6 @@ __all__ = ["published"]  # a fixture
 pytestmark = pytest.mark.django_db(transaction=True)
 
 FOLLOW_UP = "and how long does delivery to Norway take?"
-
-
-def draft_frame(text: str, conversation_id: str | None, **fields: object) -> dict[str, object]:
-    return {
-        "type": "chat.draft",
-        "id": str(uuid.uuid4()),
-        "conversation_id": conversation_id,
-        "text": text,
-        **fields,
-    }
 
 
 def prefills(outcome: str) -> float:
