@@ -9,6 +9,7 @@ import { highlightCode } from "./highlight.ts";
 import { useHighlighter } from "./markdown.ts";
 import { conversationNav, pageElements } from "./page.ts";
 import { chatSocketUrl, ReconnectingSocket } from "./socket.ts";
+import { warmAnswerRendering, whenIdle } from "./stream.ts";
 import { browserStorage, TemplateStore, usePatchTools } from "./templates.ts";
 import { makePatch, sha256Hex } from "./textpatch.ts";
 import { readJsonScript } from "./view.ts";
@@ -46,6 +47,7 @@ export function start(doc: Document = document): ChatController {
   controller.attach(socket);
   attachFirstQuestions(doc, el.form, el.input);
   socket.start();
+  whenIdle(() => warmAnswerRendering(doc));
   return controller;
 }
 

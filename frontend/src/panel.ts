@@ -11,6 +11,7 @@
 import { ChatController } from "./controller.ts";
 import { pageElements } from "./page.ts";
 import { chatSocketUrl, ReconnectingSocket, type SocketLike } from "./socket.ts";
+import { warmAnswerRendering, whenIdle } from "./stream.ts";
 import { browserStorage, TemplateStore, usePatchTools } from "./templates.ts";
 
 export const GUEST_PROTOCOL = "chat.guest.v1";
@@ -189,6 +190,8 @@ export async function startPanel(doc: Document = document): Promise<ChatControll
   );
   controller.attach(socket);
   socket.start();
+  // the panel loads on hover: by the click, the first answer's rendering is compiled too
+  whenIdle(() => warmAnswerRendering(doc));
   focusWhenAsked(doc, settings.host, true);
   return controller;
 }

@@ -235,3 +235,23 @@ function commonPrefix(shown: readonly RenderedBlock[], next: readonly Token[]): 
   while (i < n && shown[i]?.token.raw === next[i]?.raw && shown[i]?.token.type === next[i]?.type) i++;
   return i;
 }
+
+// Markdown of the kinds answers have, for warmAnswerRendering.
+const WARM_UP_ANSWER = "Hi **there**, see `this` and [a link](https://example.com).\n\n- one\n- two\n\n1. first\n\n> quoted\n\n```\ncode\n```\n";
+
+/**
+ * Render a sample answer once into a detached element, so that the first real answer's first
+ * token is shown without paying for compiling the renderer and setting up the sanitizer: about
+ * 10 ms in a new browser context (a website visitor's panel; bench/notes/2026-12-07-widget.md).
+ */
+export function warmAnswerRendering(doc: Document): void {
+  const body = new MarkdownBody(doc.createElement("div"), timeoutFrames);
+  body.append(WARM_UP_ANSWER);
+  body.flush();
+}
+
+/** Run `work` when the page is idle (soon, in any case). */
+export function whenIdle(work: () => void): void {
+  if (typeof requestIdleCallback === "function") requestIdleCallback(() => work(), { timeout: 200 });
+  else setTimeout(work, 0);
+}

@@ -1,8 +1,8 @@
 // @vitest-environment jsdom
-import { describe, expect, test } from "vitest";
+import { describe, expect, test, vi } from "vitest";
 
 import { renderMarkdownToString } from "../src/markdown.ts";
-import { MarkdownBody } from "../src/stream.ts";
+import { MarkdownBody, warmAnswerRendering } from "../src/stream.ts";
 import { FakeFrames } from "./helpers.ts";
 
 function setup() {
@@ -277,5 +277,20 @@ describe("streaming renderer", () => {
     body.append("```\n\nAfter.");
     frames.runFrame();
     expect(element.querySelector("p")?.textContent).toBe("After.");
+  });
+});
+
+describe("warming the renderer", () => {
+  test("renders into nothing the page shows, and leaves no timer behind", () => {
+    document.body.innerHTML = '<main id="chat-log"><p>Hello</p></main>';
+    const before = document.body.innerHTML;
+    vi.useFakeTimers();
+    try {
+      warmAnswerRendering(document);
+      expect(vi.getTimerCount()).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
+    expect(document.body.innerHTML).toBe(before);
   });
 });
