@@ -5,12 +5,14 @@
 //                                   latency.css (uPlot's CSS and the dashboard's, imported by it)
 //   vite build --mode panel         src/panel.ts -> ../static/panel.js + panel.js.map (the widget's panel),
 //                                   and panel-textpatch.js (+ .map), loaded by a templated send
+//   vite build --mode console       src/console.ts -> ../static/console.js + console.js.map (the agent
+//                                   console, /agent/)
 //   vite build --mode widget        src/widget.ts -> ../static/widget.js + widget.js.map (the loader a
 //                                   website includes; a classic script)
 //   vite build --mode textpatch-cli tests/textpatch_cli.ts -> <outDir>/textpatch-cli.mjs (Node; the
 //                                   cross-language patch checks, see tests/textpatch_cli.ts)
 //
-// `npm run build` runs the first four. Page bundles have fixed file names (no hashes) and
+// `npm run build` runs the first five. Page bundles have fixed file names (no hashes) and
 // deterministic bytes, so the committed files can be compared with a fresh build
 // (`npm run check:static`). Each page is its own build: one input per build is what lets
 // everything (code and CSS) land in one file per page.
@@ -70,6 +72,9 @@ export default defineConfig(({ mode }) => {
   }
   if (mode === "panel") {
     return pageBuild("src/panel.ts", "panel", "es", true);
+  }
+  if (mode === "console") {
+    return pageBuild("src/console.ts", "console");
   }
   if (mode === "widget") {
     // A classic script (the host page's snippet has no type="module"; `document.currentScript`

@@ -38,6 +38,7 @@ class Message(models.Model):
     class Role(models.TextChoices):
         USER = "user"
         ASSISTANT = "assistant"
+        AGENT = "agent"  # a person of the team, holding the conversation (chatapp/handoff)
 
     class Status(models.TextChoices):
         STREAMING = "streaming"

@@ -307,8 +307,9 @@ def conversation_list(*, owner: User, limit: int = 50) -> list[dict[str, str]]:
 
 
 def page_history(*, conversation: Conversation) -> list[dict[str, Any]]:
-    """A conversation's messages as the chat page and the widget's panel render them."""
-    messages = list(conversation_messages(conversation=conversation))
+    """A conversation's messages as the chat page and the widget's panel render them (a
+    person's message with their first name: docs/handoff.md)."""
+    messages = list(conversation_messages(conversation=conversation).select_related("sender"))
     suggestions = answer_suggestions(messages=messages)
     return [
         {
@@ -320,9 +321,21 @@ def page_history(*, conversation: Conversation) -> list[dict[str, Any]]:
             "feedback": m.feedback,
             # "Did you mean ...?" under a model answer (entries still enabled)
             "suggested_entries": suggestions.get(m.id, []),
+            "sender": _person(m),
         }
         for m in messages
     ]
+
+
+def _person(m: Message) -> str | None:
+    if m.role != Message.Role.AGENT or m.sender is None:
+        return None
+    return person_name(m.sender)
+
+
+def person_name(user: User) -> str:
+    """How a person of the team is named to customers: their first name."""
+    return user.first_name or user.get_username()
 
 
 def conversation_latest(*, owner: User) -> Conversation | None:

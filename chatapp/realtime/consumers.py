@@ -29,6 +29,7 @@ from chatapp.errors import ApplicationError
 from chatapp.metrics import recording as metrics
 from chatapp.prompts.events import TEMPLATES_GROUP
 from chatapp.realtime.frame_budget import DRAFT, FRAME, RESUME, FrameBudget
+from chatapp.realtime.handoff_socket import CustomerHandoff
 from chatapp.realtime.intake import Refusal, frame_read
 from chatapp.realtime.schemas import (
     AnyServerFrame,
@@ -38,10 +39,12 @@ from chatapp.realtime.schemas import (
     ErrorFrame,
     FeedbackFrame,
     FeedbackRecordedFrame,
+    HandoffFrame,
     RegenerateFrame,
     ResumeFrame,
     SendFrame,
     StopFrame,
+    SyncFrame,
     TemplatesChangedFrame,
 )
 from chatapp.realtime.starting import STAFF, AnswerStarting, StartPolicy
@@ -54,6 +57,7 @@ logger = logging.getLogger(__name__)
 class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is untyped
     watching: SocketWatching
     starting: AnswerStarting
+    handoff: CustomerHandoff
     budget: FrameBudget
     _frame_bytes = 0  # size of the frame being handled, as received
     _received_at = 0.0  # monotonic: when the frame being handled was read (first-token clock)
@@ -96,6 +100,13 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
             refuse=self._error,
             policy=policy,
         )
+        self.handoff = CustomerHandoff(
+            user=user,
+            layer=self.channel_layer,
+            channel_name=self.channel_name,
+            send=self._send_frame,
+            refuse=self._error,
+        )
         self.budget = FrameBudget.from_settings()
         await self.channel_layer.group_add(TEMPLATES_GROUP, self.channel_name)
         await self.accept(subprotocol=subprotocol)
@@ -108,6 +119,9 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
         watching = getattr(self, "watching", None)
         if watching is not None:
             await watching.detach_all()
+        handoff = getattr(self, "handoff", None)
+        if handoff is not None:
+            await handoff.detach()
 
     # ---- browser -> server -------------------------------------------------------------
 
@@ -124,9 +138,15 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
         frame, self._frame_bytes = received.frame, received.size_bytes
         try:
             if isinstance(frame, SendFrame):
-                await self.starting.send(
-                    frame, received_at=self._received_at, frame_bytes=self._frame_bytes
-                )
+                # a person asked for or holding the conversation: theirs, not the assistant's
+                if not await self.handoff.took(frame):
+                    await self.starting.send(
+                        frame, received_at=self._received_at, frame_bytes=self._frame_bytes
+                    )
+            elif isinstance(frame, HandoffFrame):
+                await self.handoff.handoff(frame)
+            elif isinstance(frame, SyncFrame):
+                await self.handoff.sync(frame)
             elif isinstance(frame, StopFrame):
                 await self._on_stop(frame)
             elif isinstance(frame, RegenerateFrame):
@@ -259,6 +279,12 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
 
     async def chat_watchdog(self, event: dict[str, Any]) -> None:
         await self.watching.on_watchdog()
+
+    async def handoff_state(self, event: dict[str, Any]) -> None:
+        await self.handoff.on_state(event)
+
+    async def handoff_message(self, event: dict[str, Any]) -> None:
+        await self.handoff.on_message(event)
 
     async def templates_changed(self, event: dict[str, Any]) -> None:
         await self._send_frame(TemplatesChangedFrame(etag=str(event.get("etag", ""))))

@@ -4,6 +4,8 @@
 - frontend/src/generated/frames.ts: TypeScript declarations of every frame (client frames as
   the server accepts them, server frames as the server sends them: every field present), the
   frame `type`s and the `chat.error` codes. frontend/src/protocol.ts builds on them.
+- frontend/src/generated/agent_frames.ts: the same for the agent console's socket
+  (chatapp/realtime/agent_frames.py).
 - frontend/tests/golden/protocol.json: the JSON Schemas and golden frames synthesised from
   them: valid frames of every type (each accepted by pydantic; server frames exactly as the
   server serialises them) and invalid server frames (one field missing, of the wrong type or
@@ -33,11 +35,14 @@ from pydantic import TypeAdapter, ValidationError
 from pydantic.json_schema import GenerateJsonSchema
 from pydantic_core import core_schema
 
+from chatapp.realtime.agent_frames import agent_client_frame_adapter, agent_server_frame_adapter
 from chatapp.realtime.schemas import HEX64, client_frame_adapter, server_frame_adapter
 
 REPO = Path(__file__).resolve().parents[2]
 TS_PATH = Path("frontend/src/generated/frames.ts")
 GOLDEN_PATH = Path("frontend/tests/golden/protocol.json")
+# The agent console's socket (chatapp/realtime/agent_frames.py): its TypeScript declarations.
+AGENT_TS_PATH = Path("frontend/src/generated/agent_frames.ts")
 COMMAND = "python -m chatapp.realtime.golden"  # or `make protocol`
 
 # A string with a `pattern` cannot be made up from the regex: give one example per pattern.
@@ -462,7 +467,15 @@ def _ts_list(values: list[str]) -> str:
     return "[" + ", ".join(json.dumps(v, ensure_ascii=False) for v in values) + "]"
 
 
-def render_ts(client: _Side, server: _Side, error_codes: list[str]) -> str:
+def render_ts(
+    client: _Side,
+    server: _Side,
+    error_codes: list[str],
+    *,
+    source: str = "chatapp/realtime/schemas.py",
+    error_type: str = "chat.error",
+    built_on: str = "frontend/src/protocol.ts builds on these types; docs/protocol.md",
+) -> str:
     named: dict[tuple[Json, ...], str] = {tuple(error_codes): "ErrorCode"}
     client_defs = client.sent.get("$defs", {})
     server_defs = server.sent.get("$defs", {})
@@ -471,11 +484,11 @@ def render_ts(client: _Side, server: _Side, error_codes: list[str]) -> str:
         if client.accepted["$defs"][name] != server_defs[name]:
             raise GoldenError(f"{name} differs between client and server frames: rename one")
     lines = [
-        "// GENERATED from the pydantic schemas in chatapp/realtime/schemas.py by",
+        f"// GENERATED from the pydantic schemas in {source} by",
         f"// `{COMMAND}` (or `make protocol`). Do not edit: change the",
         "// schemas and regenerate (tests/chatapp/realtime/test_golden_frames.py fails while",
         "// this is stale).",
-        "// frontend/src/protocol.ts builds on these types; docs/protocol.md describes the frames.",
+        f"// {built_on} describes the frames.",
         "",
         "/** Every `type` a browser may send. */",
         f"export const CLIENT_FRAME_TYPES = {_ts_list(list(client.frames()))} as const;",
@@ -485,7 +498,7 @@ def render_ts(client: _Side, server: _Side, error_codes: list[str]) -> str:
         f"export const SERVER_FRAME_TYPES = {_ts_list(list(server.frames()))} as const;",
         "export type ServerFrameType = (typeof SERVER_FRAME_TYPES)[number];",
         "",
-        "/** Every `code` of a `chat.error`. */",
+        f"/** Every `code` of a `{error_type}`. */",
         f"export const ERROR_CODES = {_ts_list(error_codes)} as const;",
         "export type ErrorCode = (typeof ERROR_CODES)[number];",
         "",
@@ -540,8 +553,8 @@ def render_golden(client: _Side, server: _Side, error_codes: list[str]) -> str:
     return "{\n" + ",\n".join(f"  {_dump(k)}: {v}" for k, v in sections) + "\n}\n"
 
 
-def error_codes_of(server: _Side) -> list[str]:
-    error = server.defs[server.frames()["chat.error"]]
+def error_codes_of(server: _Side, error_type: str = "chat.error") -> list[str]:
+    error = server.defs[server.frames()[error_type]]
     codes: list[str] = error["properties"]["code"]["enum"]
     return codes
 
@@ -553,9 +566,21 @@ def render(
     """The generated files (paths relative to the repository) from these frame unions."""
     client, server = _side(client_adapter), _side(server_adapter)
     codes = error_codes_of(server)
+    agent_client, agent_server = (
+        _side(agent_client_frame_adapter),
+        _side(agent_server_frame_adapter),
+    )
     return {
         TS_PATH: render_ts(client, server, codes),
         GOLDEN_PATH: render_golden(client, server, codes),
+        AGENT_TS_PATH: render_ts(
+            agent_client,
+            agent_server,
+            error_codes_of(agent_server, "agent.error"),
+            source="chatapp/realtime/agent_frames.py",
+            error_type="agent.error",
+            built_on="frontend/src/console.ts builds on these types; docs/handoff.md",
+        ),
     }
 
 

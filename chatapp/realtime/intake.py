@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Set
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from chatapp.realtime.schemas import (
     CLIENT_FRAME_TYPES,
@@ -28,13 +30,26 @@ class Refusal:
     client_id: uuid.UUID | None = None
 
 
+F = TypeVar("F")
+
+
 @dataclass(frozen=True, slots=True)
-class Received:
-    frame: AnyClientFrame
+class Received(Generic[F]):
+    frame: F
     size_bytes: int  # as received
 
 
-def frame_read(text_data: str | None, *, max_bytes: int) -> Received | Refusal:
+def frame_read(text_data: str | None, *, max_bytes: int) -> Received[AnyClientFrame] | Refusal:
+    """A chat socket's frame."""
+    return frame_of(
+        text_data, max_bytes=max_bytes, adapter=client_frame_adapter, types=CLIENT_FRAME_TYPES
+    )
+
+
+def frame_of(
+    text_data: str | None, *, max_bytes: int, adapter: TypeAdapter[F], types: Set[str]
+) -> Received[F] | Refusal:
+    """A frame of one of `types`, validated by `adapter` (the chat's, the agent console's)."""
     if text_data is None:
         return Refusal("invalid", "Send JSON text frames, not binary.")
     size = len(text_data.encode(errors="surrogatepass"))
@@ -50,10 +65,10 @@ def frame_read(text_data: str | None, *, max_bytes: int) -> Received | Refusal:
     except UnicodeEncodeError:
         return Refusal("invalid", "Frame text is not valid Unicode (lone surrogate).", client_id)
     kind = raw.get("type") if isinstance(raw, dict) else None
-    if not isinstance(kind, str) or kind not in CLIENT_FRAME_TYPES:
+    if not isinstance(kind, str) or kind not in types:
         return Refusal("unknown_type", f"Unknown frame type {str(kind)[:40]!r}.", client_id)
     try:
-        frame = client_frame_adapter.validate_python(raw)
+        frame = adapter.validate_python(raw)
     except ValidationError as exc:
         return Refusal("invalid", _describe(exc), client_id)
     return Received(frame=frame, size_bytes=size)

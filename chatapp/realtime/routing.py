@@ -21,6 +21,7 @@ from django.http import HttpRequest
 from django.urls import path
 from django.utils.http import is_same_domain
 
+from chatapp.realtime.agents import AgentConsumer
 from chatapp.realtime.consumers import ChatConsumer
 from chatapp.realtime.guests import GuestChatConsumer
 
@@ -30,6 +31,7 @@ Asgi = Any  # an ASGI application (channels has no types of its own)
 websocket_urlpatterns = [
     path("ws/chat/", ChatConsumer.as_asgi()),
     path("ws/guest/<str:site_key>/", GuestChatConsumer.as_asgi()),
+    path("ws/agent/", AgentConsumer.as_asgi()),
 ]
 
 

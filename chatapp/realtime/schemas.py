@@ -35,13 +35,16 @@ ErrorCode = Literal[
     "too_long",
     "unavailable",
     "timeout",
+    "forbidden",
 ]
 
 ERROR_CODES: frozenset[str] = frozenset(get_args(ErrorCode))
 HEX64 = r"^[0-9a-f]{64}$"
 
 
-class _Frame(BaseModel):
+class Frame(BaseModel):
+    """A frame: immutable, no field it does not declare."""
+
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     def to_json(self) -> str:
@@ -51,13 +54,13 @@ class _Frame(BaseModel):
 DB_INT_MAX = 2**31 - 1  # larger ids cannot exist, and the database refuses to look them up
 
 
-class TemplateRef(_Frame):
+class TemplateRef(Frame):
     id: int = Field(ge=1, le=DB_INT_MAX)
     version: int = Field(ge=1, le=DB_INT_MAX)
     sha256: str = Field(pattern=HEX64)
 
 
-class SendFrame(_Frame):
+class SendFrame(Frame):
     type: Literal["chat.send"]
     id: uuid.UUID
     conversation_id: uuid.UUID | None = None
@@ -81,13 +84,13 @@ class SendFrame(_Frame):
         return self
 
 
-class StopFrame(_Frame):
+class StopFrame(Frame):
     type: Literal["chat.stop"]
     id: uuid.UUID
     message_id: uuid.UUID | None = None
 
 
-class RegenerateFrame(_Frame):
+class RegenerateFrame(Frame):
     """Answer the newest question again; `bypass_faq` is "Ask the assistant instead"."""
 
     type: Literal["chat.regenerate"]
@@ -96,14 +99,14 @@ class RegenerateFrame(_Frame):
     bypass_faq: bool = False
 
 
-class FeedbackFrame(_Frame):
+class FeedbackFrame(Frame):
     type: Literal["chat.feedback"]
     id: uuid.UUID
     message_id: uuid.UUID
     rating: Literal["up", "down"]
 
 
-class EditFrame(_Frame):
+class EditFrame(Frame):
     """Edit-and-resend: replace one of your questions; later messages are removed and the
     question is answered again into its answer's message."""
 
@@ -113,7 +116,7 @@ class EditFrame(_Frame):
     text: str = Field(min_length=1)
 
 
-class ResumeFrame(_Frame):
+class ResumeFrame(Frame):
     """Continue showing an answer after a reconnect: everything after `last_seq`, then live."""
 
     type: Literal["chat.resume"]
@@ -125,7 +128,7 @@ class ResumeFrame(_Frame):
 CLIENT_TTFT_MAX_MS = 600_000.0  # ten minutes: anything longer is not a measurement
 
 
-class ClientTimingFrame(_Frame):
+class ClientTimingFrame(Frame):
     """The browser's time to first token of one of your answers: from sending the frame that
     asked for it to painting its first token. Reported once per answer (for metrics)."""
 
@@ -135,7 +138,7 @@ class ClientTimingFrame(_Frame):
     ttft_ms: float = Field(gt=0, le=CLIENT_TTFT_MAX_MS, allow_inf_nan=False, strict=True)
 
 
-class DraftFrame(_Frame):
+class DraftFrame(Frame):
     """What the user is typing as the next question of a conversation (None: a new chat),
     so a worker can prefill its prompt before Send (typing prefill). With `template`, the
     first message of a new conversation from that template, its variables filled in: `text`
@@ -156,8 +159,31 @@ class DraftFrame(_Frame):
         return self
 
 
+class HandoffFrame(Frame):
+    """Ask for a person in a conversation (`request`: the same again while waiting or held
+    is one ask), or stop waiting (`cancel`). Answered with `chat.handoff_state`."""
+
+    type: Literal["chat.handoff"]
+    id: uuid.UUID
+    conversation_id: uuid.UUID
+    action: Literal["request", "cancel"]
+
+
+class SyncFrame(Frame):
+    """The page shows `conversation_id` (loaded, or reconnected): who answers it now
+    (`chat.handoff_state`), the messages stored after `after_message_id` that people wrote
+    (`chat.human`, each once; all of them when null), then the live ones."""
+
+    type: Literal["chat.sync"]
+    id: uuid.UUID
+    conversation_id: uuid.UUID
+    after_message_id: uuid.UUID | None = None
+
+
 AnyClientFrame = (
     SendFrame
+    | HandoffFrame
+    | SyncFrame
     | DraftFrame
     | StopFrame
     | RegenerateFrame
@@ -178,11 +204,13 @@ CLIENT_FRAME_TYPES = frozenset(
         "chat.edit",
         "chat.client_timing",
         "chat.draft",
+        "chat.handoff",
+        "chat.sync",
     }
 )
 
 
-class AcceptedFrame(_Frame):
+class AcceptedFrame(Frame):
     type: Literal["chat.accepted"] = "chat.accepted"
     id: uuid.UUID
     conversation_id: uuid.UUID
@@ -190,26 +218,26 @@ class AcceptedFrame(_Frame):
     assistant_message_id: uuid.UUID
 
 
-class DeltaFrame(_Frame):
+class DeltaFrame(Frame):
     type: Literal["chat.delta"] = "chat.delta"
     message_id: uuid.UUID
     seq: int
     text: str
 
 
-class Usage(_Frame):
+class Usage(Frame):
     prompt_tokens: int | None
     completion_tokens: int | None
     cached_prompt_tokens: int | None
 
 
-class Timings(_Frame):
+class Timings(Frame):
     queue_wait_ms: float | None
     ttft_ms: float | None
     total_ms: float | None
 
 
-class FirstTokenHops(_Frame):
+class FirstTokenHops(Frame):
     """Where the answer's time to first token went on the server, in ms. The web process's
     marks count from when it read the frame that asked for the answer (its clock); the
     worker's from when it started serving the request (its clock). None: not measured (an
@@ -225,7 +253,7 @@ class FirstTokenHops(_Frame):
     worker_first_delta_sent_ms: float | None = None
 
 
-class SuggestedEntry(_Frame):
+class SuggestedEntry(Frame):
     """An FAQ entry the answer's question may have meant ("Did you mean ...?"): sending
     `question` as the next message answers it from that entry."""
 
@@ -233,7 +261,7 @@ class SuggestedEntry(_Frame):
     question: str
 
 
-class DoneFrame(_Frame):
+class DoneFrame(Frame):
     type: Literal["chat.done"] = "chat.done"
     message_id: uuid.UUID
     status: Literal["complete", "stopped"]
@@ -249,7 +277,7 @@ class DoneFrame(_Frame):
     suggested_entries: list[SuggestedEntry] = Field(default_factory=list, max_length=2)
 
 
-class StartedFrame(_Frame):
+class StartedFrame(Frame):
     """A worker started the answer: it is reading the question (prefill) and its first token
     follows. Before it (after `chat.accepted`) the answer waits in the queue."""
 
@@ -257,7 +285,7 @@ class StartedFrame(_Frame):
     message_id: uuid.UUID
 
 
-class SnapshotFrame(_Frame):
+class SnapshotFrame(Frame):
     """The whole text of an answer so far; replaces what the browser shows for it. Sent on a
     resume when the stream log can no longer give exactly the missing part."""
 
@@ -266,25 +294,55 @@ class SnapshotFrame(_Frame):
     content: str
 
 
-class ResendFullFrame(_Frame):
+class ResendFullFrame(Frame):
     type: Literal["chat.resend_full"] = "chat.resend_full"
     id: uuid.UUID
     reason: Literal["base_mismatch", "patch_failed", "hash_mismatch"]
 
 
-class FeedbackRecordedFrame(_Frame):
+class FeedbackRecordedFrame(Frame):
     type: Literal["chat.feedback_recorded"] = "chat.feedback_recorded"
     id: uuid.UUID
     message_id: uuid.UUID
     rating: Literal["up", "down"]
 
 
-class TemplatesChangedFrame(_Frame):
+class TemplatesChangedFrame(Frame):
     type: Literal["templates.changed"] = "templates.changed"
     etag: str
 
 
-class ErrorFrame(_Frame):
+class HandoffStateFrame(Frame):
+    """Who answers the conversation now, and what the customer is told, in words."""
+
+    type: Literal["chat.handoff_state"] = "chat.handoff_state"
+    conversation_id: uuid.UUID
+    state: Literal["bot", "waiting", "with_agent", "closed"]
+    notice: str
+    position: int | None = None  # in line, 1 = next; only while waiting
+    agent: str | None = None  # the first name of the person holding it
+
+
+class ConversationMessage(Frame):
+    id: uuid.UUID
+    role: Literal["user", "assistant", "agent"]
+    content: str
+    sender: str | None = None  # a person's first name (role "agent")
+    created_at: str  # ISO 8601
+
+
+class HumanMessageFrame(Frame):
+    """A message written while a person is asked for or holds the conversation: the
+    customer's (to the customer's own tabs, `id` = its `chat.send` id on the sending socket)
+    or the agent's. Stored before it is sent; a page shows each message id once."""
+
+    type: Literal["chat.human"] = "chat.human"
+    id: uuid.UUID | None = None
+    conversation_id: uuid.UUID
+    message: ConversationMessage
+
+
+class ErrorFrame(Frame):
     type: Literal["chat.error"] = "chat.error"
     id: uuid.UUID | None = None
     message_id: uuid.UUID | None = None
@@ -304,6 +362,8 @@ AnyServerFrame = (
     | ResendFullFrame
     | TemplatesChangedFrame
     | FeedbackRecordedFrame
+    | HandoffStateFrame
+    | HumanMessageFrame
 )
 ServerFrame = Annotated[AnyServerFrame, Field(discriminator="type")]
 server_frame_adapter: TypeAdapter[AnyServerFrame] = TypeAdapter(ServerFrame)

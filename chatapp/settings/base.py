@@ -48,6 +48,7 @@ INSTALLED_APPS = [
     "chatapp.maintenance",
     "chatapp.apikeys",
     "chatapp.websites",
+    "chatapp.handoff",
     "chatapp.widget",
     "chatapp.latency",
     "axes",

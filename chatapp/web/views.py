@@ -11,6 +11,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from chatapp.conversations import selectors
+from chatapp.handoff.agents import is_agent
 from chatapp.web import health
 from chatapp.web.examples import first_questions
 
@@ -38,6 +39,15 @@ def chat_page(request: HttpRequest, conversation_id: uuid.UUID | None = None) ->
             "first_questions": [] if conversation_id else first_questions(),
         },
     )
+
+
+@login_required
+@require_GET
+def agent_console(request: HttpRequest) -> HttpResponse:
+    """The agent console (docs/handoff.md): its socket does the rest, for agents only."""
+    if not is_agent(request.user):
+        return render(request, "web/agent_refused.html", status=403)
+    return render(request, "web/agent_console.html")
 
 
 @require_GET

@@ -17,19 +17,24 @@ import { AutoScroller } from "./autoscroll.ts";
 import { Connection, type AwaitedReplies, type Transport } from "./connection.ts";
 import { parseConversations, type ConversationList, type FetchJson } from "./conversations.ts";
 import { DraftPrefill, type DraftTarget, type DraftTimers } from "./draftprefill.ts";
+import { HandoffBar, handoffElements, type HandoffAction, type HandoffState } from "./handoff.ts";
 import { newId } from "./ids.ts";
 import { MessageLog } from "./messagelog.ts";
 import { Outbox, type AwaitedRequest, type QueuedSend, type SentEdit, type SentRegenerate } from "./outbox.ts";
 import { showConnectionState, showConversationUrl, type ChatElements } from "./page.ts";
 import {
   feedbackFrame,
+  handoffFrame,
   hasCode,
   parseServerFrame,
   sendFrame,
   stopFrame,
+  syncFrame,
   type AcceptedFrame,
   type DoneFrame,
   type ErrorFrame,
+  type HandoffStateFrame,
+  type HumanMessageFrame,
   type Rating,
   type ResendFullFrame,
   type SendFrame,
@@ -73,6 +78,9 @@ export class ChatController {
   private readonly templates: TemplatePicker;
   private readonly alert: AlertBanner;
   private readonly scroller: AutoScroller;
+  /** "Talk to a person" (null: the page has no bar), and who answers the conversation now. */
+  private readonly handoffBar: HandoffBar | null;
+  private handoffState: HandoffState = "bot";
   private conversations: ConversationList | null = null;
   private fetchJson: FetchJson | null = null;
   /** Rendering the page's history: one scroll at the end instead of one per message. */
@@ -112,6 +120,9 @@ export class ChatController {
         askSuggested: (question) => this.askSuggested(question),
       },
     });
+    const handoffEls = handoffElements(el.log.ownerDocument);
+    this.handoffBar = handoffEls === null ? null : new HandoffBar(handoffEls, (action) => this.askHandoff(action));
+    this.handoffBar?.show("bot", "", conversationId !== null);
     this.templates = new TemplatePicker(el.templates, {
       input: el.input,
       isNewConversation: () => this.conversationId === null,
@@ -162,8 +173,9 @@ export class ChatController {
   renderHistory(data: unknown): void {
     this.loadingHistory = true;
     for (const item of parseHistory(data)) {
-      const view = this.messages.create(item.role, item.status, item.id, item.content);
+      const view = this.messages.create(item.role, item.status, item.id, item.content, item.sender);
       this.messages.append(view);
+      if (item.role === "agent") continue;
       if (item.role === "user") {
         this.messages.addQuestion(view);
         continue;
@@ -215,6 +227,10 @@ export class ChatController {
     // The server kept generating while we were away: get the rest, from the last seq shown.
     const resume = this.stream.resume(newId());
     if (resume !== null) this.connection.send(resume);
+    // Who answers the conversation, and what people wrote in it while we were away.
+    if (this.conversationId !== null && this.handoffBar !== null) {
+      this.connection.send(syncFrame(newId(), this.conversationId, this.messages.lastMessageId));
+    }
   }
 
   onClose(): void {
@@ -254,6 +270,10 @@ export class ChatController {
       case "templates.changed":
         this.templates.changed(frame.etag);
         return;
+      case "chat.handoff_state":
+        return this.onHandoffState(frame);
+      case "chat.human":
+        return this.onHuman(frame);
     }
   }
 
@@ -400,6 +420,14 @@ export class ChatController {
     this.updateControls();
   }
 
+  /** "Talk to a person" / "Stop waiting": the server answers with chat.handoff_state. */
+  askHandoff(action: HandoffAction): void {
+    if (this.conversationId === null) return;
+    if (!this.connection.send(handoffFrame(newId(), this.conversationId, action))) {
+      this.alert.show("Not connected: could not reach the team. Try again in a moment.");
+    }
+  }
+
   /** Thumbs up/down: marked as pressed once the server answers chat.feedback_recorded. */
   rate(messageId: string, rating: Rating): void {
     const id = newId();
@@ -429,6 +457,7 @@ export class ChatController {
   private onSendAccepted(p: QueuedSend<MessageView>, f: AcceptedFrame): void {
     const isNew = this.conversationId === null;
     this.conversationId = f.conversation_id;
+    if (isNew) this.handoffBar?.show(this.handoffState, "", true);
     this.showConversation(f.conversation_id);
     this.conversations?.touch(f.conversation_id, isNew ? p.fullText : null);
     if (this.el.input.value === p.fullText) this.el.input.value = "";
@@ -466,6 +495,34 @@ export class ChatController {
     const view = this.messages.answer(f.assistant_message_id) ?? r.view;
     view.restart();
     this.startStreaming(f.assistant_message_id, view, r.sentAt);
+  }
+
+  private onHandoffState(f: HandoffStateFrame): void {
+    if (f.conversation_id !== this.conversationId) return;
+    this.handoffState = f.state;
+    this.handoffBar?.show(f.state, f.notice, true);
+  }
+
+  /**
+   * A message written while a person is asked for or holds the conversation: ours (the send
+   * it answers is stored; nobody streams an answer) or the person's, or one from our other
+   * tab. Each message id is shown once.
+   */
+  private onHuman(f: HumanMessageFrame): void {
+    if (f.conversation_id !== this.conversationId) return;
+    const sent = f.id === null ? null : this.outbox.settle(f.id);
+    if (sent !== null && sent.kind === "send") {
+      if (this.el.input.value === sent.fullText) this.el.input.value = "";
+      sent.user.messageId = f.message.id;
+      sent.user.setStatus("complete");
+      this.scroller.contentChanged();
+      this.updateControls();
+      return;
+    }
+    if (this.messages.has(f.message.id) || f.message.role === "assistant") return;
+    const view = this.messages.create(f.message.role, "complete", f.message.id, f.message.content, f.message.sender);
+    this.messages.append(view);
+    this.scroller.contentChanged();
   }
 
   private startStreaming(messageId: string, view: MessageView, sentAt: number, measured = true): void {

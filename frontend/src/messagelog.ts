@@ -51,6 +51,19 @@ export class MessageLog {
     return this.newestAnswer;
   }
 
+  /** Whether a message with this id is on the page. */
+  has(messageId: string): boolean {
+    for (const view of this.views.values()) if (view.messageId === messageId && view.element.isConnected) return true;
+    return false;
+  }
+
+  /** The id of the last stored message on the page (null: none). */
+  get lastMessageId(): string | null {
+    let last: string | null = null;
+    for (const el of this.log.querySelectorAll<HTMLElement>("[data-message-id]")) last = el.dataset["messageId"] ?? last;
+    return last;
+  }
+
   answer(messageId: string): MessageView | undefined {
     return this.answers.get(messageId);
   }
@@ -60,10 +73,11 @@ export class MessageLog {
   }
 
   /** A new message view (not yet on the page: `append` or `insertAfter` puts it there). */
-  create(role: Role, status: string, messageId: string | null, content = ""): MessageView {
+  create(role: Role, status: string, messageId: string | null, content = "", sender: string | null = null): MessageView {
     const view = new MessageView(this.doc, role, status, messageId, content, {
       scheduler: this.options.scheduler,
       onRender: this.options.onRender,
+      sender,
     });
     this.views.set(view.element, view);
     return view;

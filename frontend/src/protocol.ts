@@ -9,12 +9,15 @@ export type {
   ClientFrame,
   ClientFrameType,
   ClientTimingFrame,
+  ConversationMessage,
   DeltaFrame,
   DoneFrame,
   EditFrame,
   ErrorCode,
   FeedbackFrame,
   FeedbackRecordedFrame,
+  HandoffStateFrame,
+  HumanMessageFrame,
   RegenerateFrame,
   ResumeFrame,
   SendFrame,
@@ -113,6 +116,16 @@ export function templatedSendFrame(id: string, template: Wire.TemplateRef, varia
 export function withFullText(frame: Wire.SendFrame, text: string): Wire.SendFrame {
   const { patch: _patch, result_sha256: _sha, text: _text, ...rest } = frame;
   return { ...rest, text };
+}
+
+/** Ask for a person in the conversation, or stop waiting for one (docs/handoff.md). */
+export function handoffFrame(id: string, conversationId: string, action: Wire.HandoffFrame["action"]): Wire.HandoffFrame {
+  return { type: "chat.handoff", id, conversation_id: conversationId, action };
+}
+
+/** Who answers the conversation now, and the people's messages after `afterMessageId`. */
+export function syncFrame(id: string, conversationId: string, afterMessageId: string | null): Wire.SyncFrame {
+  return { type: "chat.sync", id, conversation_id: conversationId, after_message_id: afterMessageId };
 }
 
 export function stopFrame(id: string, messageId: string | null): Wire.StopFrame {
@@ -245,6 +258,17 @@ function parseHops(v: unknown): Wire.FirstTokenHops | null {
   return hops;
 }
 
+function parseConversationMessage(v: unknown): Wire.ConversationMessage | null {
+  if (!isObj(v)) return null;
+  const id = str(v, "id");
+  const role = v["role"];
+  const content = str(v, "content");
+  const created_at = str(v, "created_at");
+  if (id === undefined || content === undefined || created_at === undefined) return null;
+  if (role !== "user" && role !== "assistant" && role !== "agent") return null;
+  return { id, role, content, sender: strOrNull(v, "sender") ?? null, created_at };
+}
+
 type Parsers = { [T in ServerFrame["type"]]: (data: Obj) => Extract<ServerFrame, { type: T }> | null };
 
 /**
@@ -323,6 +347,24 @@ const PARSERS: Parsers = {
     const id = str(data, "id");
     if (id === undefined) return null;
     return { type: "chat.resend_full", id, reason: str(data, "reason") ?? "" };
+  },
+  "chat.handoff_state": (data) => {
+    const conversation_id = str(data, "conversation_id");
+    const state = data["state"];
+    const notice = str(data, "notice");
+    if (conversation_id === undefined || notice === undefined) return null;
+    if (state !== "bot" && state !== "waiting" && state !== "with_agent" && state !== "closed") return null;
+    const position = data["position"] ?? null;
+    const agent = strOrNull(data, "agent");
+    if ((position !== null && !(typeof position === "number" && Number.isSafeInteger(position))) || agent === undefined) return null;
+    return { type: "chat.handoff_state", conversation_id, state, notice, position, agent };
+  },
+  "chat.human": (data) => {
+    const id = strOrNull(data, "id");
+    const conversation_id = str(data, "conversation_id");
+    const message = parseConversationMessage(data["message"]);
+    if (id === undefined || conversation_id === undefined || message === null) return null;
+    return { type: "chat.human", id, conversation_id, message };
   },
   "templates.changed": (data) => {
     // Only a trigger to revalidate, so a missing etag is fine.

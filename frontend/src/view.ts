@@ -6,7 +6,8 @@ import { ASK_ASSISTANT_LABEL, EDIT_LABEL, FAQ_LABEL_TEXT, pressedStates, RATING_
 import { parseRating, parseSource, parseSuggestedEntries, type AnswerSource, type Rating, type SuggestedEntry } from "./protocol.ts";
 import { MarkdownBody, type FrameScheduler } from "./stream.ts";
 
-export type Role = "user" | "assistant";
+/** A question, the assistant's answer, or a person's message (docs/handoff.md). */
+export type Role = "user" | "assistant" | "agent";
 /** The documented statuses, plus "pending" for a user message the server has not accepted yet. */
 export type ViewStatus = "pending" | "streaming" | "complete" | "stopped" | "failed";
 export type AnswerStage = "queued" | "prefilling";
@@ -23,6 +24,8 @@ export interface MessageViewOptions {
   scheduler?: FrameScheduler;
   /** After each render of an answer's body. */
   onRender?: (view: MessageView) => void;
+  /** A person's message: their first name, shown above it. */
+  sender?: string | null;
 }
 
 /** The inline editor of a user message (edit-and-resend). */
@@ -60,6 +63,7 @@ export class MessageView {
     el.className = `message message-${role}`;
     el.dataset["role"] = role;
     if (messageId !== null) el.dataset["messageId"] = messageId;
+    if (role === "agent") el.dataset["sender"] = options.sender ?? "Agent"; // the label (chat.css)
     const body = doc.createElement("div");
     body.className = "message-body";
     el.appendChild(body);
@@ -75,7 +79,8 @@ export class MessageView {
   }
 
   get role(): Role {
-    return this.element.dataset["role"] === "assistant" ? "assistant" : "user";
+    const role = this.element.dataset["role"];
+    return role === "assistant" || role === "agent" ? role : "user";
   }
 
   get messageId(): string | null {
@@ -467,6 +472,8 @@ export interface HistoryItem {
   feedback: Rating | null;
   /** FAQ questions offered under a model answer ("Did you mean ...?"); none when absent. */
   suggestions: SuggestedEntry[];
+  /** A person's message: their first name. */
+  sender: string | null;
 }
 
 /** Validate the server-rendered history; skips malformed entries. */
@@ -477,7 +484,7 @@ export function parseHistory(data: unknown): HistoryItem[] {
     if (typeof item !== "object" || item === null) continue;
     const o = item as Record<string, unknown>;
     const role = o["role"];
-    if (role !== "user" && role !== "assistant") continue;
+    if (role !== "user" && role !== "assistant" && role !== "agent") continue;
     out.push({
       id: typeof o["id"] === "string" ? o["id"] : String(o["id"] ?? ""),
       role,
@@ -486,6 +493,7 @@ export function parseHistory(data: unknown): HistoryItem[] {
       source: parseSource(o["source"]),
       feedback: parseRating(o["feedback"]),
       suggestions: parseSuggestedEntries(o["suggested_entries"]),
+      sender: typeof o["sender"] === "string" ? o["sender"] : null,
     });
   }
   return out;

@@ -639,7 +639,7 @@ describe("reconnect", () => {
     p.receive({ type: "chat.delta", message_id: "a", seq: 2, text: "lo" });
     p.c.onClose();
     p.c.onOpen();
-    expect(p.t.last()).toMatchObject({ type: "chat.resume", message_id: "a", last_seq: 2 });
+    expect(p.t.sent.find((f) => f["type"] === "chat.resume")).toMatchObject({ message_id: "a", last_seq: 2 });
     p.receive({ type: "chat.delta", message_id: "a", seq: 2, text: "lo" }); // repeated: ignored
     p.receive({ type: "chat.delta", message_id: "a", seq: 3, text: " there" });
     p.receive(done("a"));
@@ -656,5 +656,82 @@ describe("reconnect", () => {
     p.receive({ type: "chat.snapshot", message_id: "a", content: "Hello, **all** of it" });
     p.receive(done("a"));
     expect(message("a")?.querySelector(".message-body")?.innerHTML).toBe("<p>Hello, <strong>all</strong> of it</p>");
+  });
+});
+
+describe("talking to a person", () => {
+  const handoffButton = () => document.getElementById("handoff-action") as HTMLButtonElement;
+  const notice = () => document.getElementById("handoff-notice")?.textContent ?? "";
+  const AGENT_MSG = "d1000000-0000-4000-8000-000000000000";
+  const HELD_MSG = "e1000000-0000-4000-8000-000000000000";
+  const state = (s: string, text: string, extra: Record<string, unknown> = {}) => ({
+    type: "chat.handoff_state",
+    conversation_id: CONV,
+    state: s,
+    notice: text,
+    position: null,
+    agent: null,
+    ...extra,
+  });
+  const human = (id: string | null, role: string, content: string, messageId: string, sender: string | null = null) => ({
+    type: "chat.human",
+    id,
+    conversation_id: CONV,
+    message: { id: messageId, role, content, sender, created_at: "2026-12-07T12:00:00+00:00" },
+  });
+
+  test("a person can be asked for once the conversation exists", () => {
+    const p = open();
+    expect(handoffButton().hidden).toBe(true);
+    input().value = "q";
+    p.c.submit();
+    p.receive({ type: "chat.accepted", id: p.t.last()["id"], conversation_id: CONV, user_message_id: "q", assistant_message_id: "a" });
+    expect(handoffButton().hidden).toBe(false);
+    expect(handoffButton().textContent).toBe("Talk to a person");
+    handoffButton().click();
+    expect(p.t.last()).toMatchObject({ type: "chat.handoff", conversation_id: CONV, action: "request" });
+  });
+
+  test("waiting, the customer is told their place and may stop waiting", () => {
+    const p = open({ history: HISTORY, conversationId: CONV });
+    expect(p.t.last()).toMatchObject({ type: "chat.sync", conversation_id: CONV, after_message_id: A2 });
+    p.receive(state("waiting", "A person will join shortly. You are number 2 in line.", { position: 2 }));
+    expect(notice()).toBe("A person will join shortly. You are number 2 in line.");
+    expect(handoffButton().textContent).toBe("Stop waiting");
+    handoffButton().click();
+    expect(p.t.last()).toMatchObject({ type: "chat.handoff", action: "cancel" });
+    p.receive(state("with_agent", "Dana joined the conversation.", { agent: "Dana" }));
+    expect(handoffButton().hidden).toBe(true);
+  });
+
+  test("a send while a person holds it is stored for them, and their reply shows once, named", () => {
+    const p = open({ history: HISTORY, conversationId: CONV });
+    p.receive(state("with_agent", "Dana joined the conversation.", { agent: "Dana" }));
+    input().value = "it arrived broken";
+    p.c.submit();
+    const sent = p.t.last("chat.send");
+    p.receive(human(sent["id"] as string, "user", "it arrived broken", HELD_MSG));
+    expect(message(HELD_MSG)?.dataset["status"]).toBe("complete");
+    expect(input().value).toBe("");
+    expect(sendButton().disabled).toBe(false); // nothing streams: the next message can go
+    p.receive(human(null, "agent", "Sorry! A new one is on its way.", AGENT_MSG, "Dana"));
+    p.receive(human(null, "agent", "Sorry! A new one is on its way.", AGENT_MSG, "Dana")); // again (a sync)
+    expect(messageIds().slice(-2)).toEqual([`user:${HELD_MSG}`, `agent:${AGENT_MSG}`]);
+    expect(message(AGENT_MSG)?.dataset["sender"]).toBe("Dana");
+    expect(bodyText(AGENT_MSG)).toBe("Sorry! A new one is on its way.");
+    // a person's words are text, never markup
+    const tricky = "f1000000-0000-4000-8000-000000000000";
+    p.receive(human(null, "agent", '<img src=x onerror="alert(1)">', tricky, "Dana"));
+    const body = message(tricky)?.querySelector(".message-body") as HTMLElement;
+    expect(body.textContent).toBe('<img src=x onerror="alert(1)">');
+    expect(dangerousNodes(body)).toEqual([]);
+  });
+
+  test("another conversation's news is not shown here", () => {
+    const p = open({ history: HISTORY, conversationId: CONV });
+    p.receive({ ...state("waiting", "A person will join shortly."), conversation_id: Q1 });
+    p.receive({ ...human(null, "agent", "hi", AGENT_MSG, "Dana"), conversation_id: Q1 });
+    expect(notice()).toBe("");
+    expect(message(AGENT_MSG)).toBeNull();
   });
 });

@@ -16,12 +16,14 @@ import {
   draftFrame,
   editFrame,
   feedbackFrame,
+  handoffFrame,
   hasCode,
   parseServerFrame,
   regenerateFrame,
   resumeFrame,
   sendFrame,
   stopFrame,
+  syncFrame,
   templatedSendFrame,
   withFullText,
 } from "../src/protocol.ts";
@@ -163,6 +165,8 @@ const BUILT: Record<ClientFrameType, ClientFrame[]> = {
   "chat.edit": [editFrame(ID, MESSAGE, "edited question")],
   "chat.client_timing": [timing(0.06), timing(141.63), timing(600_000)],
   "chat.draft": [draftFrame(ID, null, "where is my"), draftFrame(ID, CONVERSATION, "and how long\n")],
+  "chat.handoff": [handoffFrame(ID, CONVERSATION, "request"), handoffFrame(ID, CONVERSATION, "cancel")],
+  "chat.sync": [syncFrame(ID, CONVERSATION, null), syncFrame(ID, CONVERSATION, MESSAGE)],
 };
 
 test("every frame the page builds is one the server's schema accepts", () => {

@@ -69,6 +69,13 @@ export function chatPageHtml(data: { history?: unknown; conversationId?: string;
     .replace(/\{\{\s*conversations\|json_script:"conversations"\s*\}\}/, script("conversations", data.conversations ?? []));
 }
 
+/** The `content` block of a page template (web/agent_console.html), its comments removed. */
+export function pageContentHtml(name: string): string {
+  const template = readFileSync(join(TEMPLATES, name), "utf8");
+  const content = template.slice(template.indexOf("{% block content %}") + "{% block content %}".length, template.lastIndexOf("{% endblock %}"));
+  return content.replace(/\{#[\s\S]*?#\}/g, "");
+}
+
 /**
  * What the end-to-end tests count as able to run script (tests/e2e/test_chat.py, _DANGER_JS):
  * executing or embedding elements, event-handler attributes, javascript:/vbscript:/data: URLs.

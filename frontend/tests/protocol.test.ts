@@ -210,10 +210,12 @@ test("history validation", () => {
       { id: "2", role: "system", content: "x" },
       null,
       { id: "3", role: "assistant", content: "a", status: "" },
+      { id: "4", role: "agent", content: "Dana here", status: "complete", sender: "Dana" },
     ]),
     [
-      { id: "1", role: "user", content: "q", status: "complete", source: "model", feedback: null, suggestions: [] },
-      { id: "3", role: "assistant", content: "a", status: "complete", source: "model", feedback: null, suggestions: [] },
+      { id: "1", role: "user", content: "q", status: "complete", source: "model", feedback: null, suggestions: [], sender: null },
+      { id: "3", role: "assistant", content: "a", status: "complete", source: "model", feedback: null, suggestions: [], sender: null },
+      { id: "4", role: "agent", content: "Dana here", status: "complete", source: "model", feedback: null, suggestions: [], sender: "Dana" },
     ],
   );
 });

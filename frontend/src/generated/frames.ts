@@ -5,15 +5,15 @@
 // frontend/src/protocol.ts builds on these types; docs/protocol.md describes the frames.
 
 /** Every `type` a browser may send. */
-export const CLIENT_FRAME_TYPES = ["chat.send", "chat.draft", "chat.stop", "chat.regenerate", "chat.feedback", "chat.resume", "chat.edit", "chat.client_timing"] as const;
+export const CLIENT_FRAME_TYPES = ["chat.send", "chat.handoff", "chat.sync", "chat.draft", "chat.stop", "chat.regenerate", "chat.feedback", "chat.resume", "chat.edit", "chat.client_timing"] as const;
 export type ClientFrameType = (typeof CLIENT_FRAME_TYPES)[number];
 
 /** Every `type` the server sends. */
-export const SERVER_FRAME_TYPES = ["chat.accepted", "chat.started", "chat.delta", "chat.done", "chat.snapshot", "chat.error", "chat.resend_full", "templates.changed", "chat.feedback_recorded"] as const;
+export const SERVER_FRAME_TYPES = ["chat.accepted", "chat.started", "chat.delta", "chat.done", "chat.snapshot", "chat.error", "chat.resend_full", "templates.changed", "chat.feedback_recorded", "chat.handoff_state", "chat.human"] as const;
 export type ServerFrameType = (typeof SERVER_FRAME_TYPES)[number];
 
 /** Every `code` of a `chat.error`. */
-export const ERROR_CODES = ["bad_json", "too_large", "unknown_type", "invalid", "not_found", "busy", "no_worker", "engine", "internal", "template_unknown", "worker_lost", "interrupted", "rate_limited", "too_long", "unavailable", "timeout"] as const;
+export const ERROR_CODES = ["bad_json", "too_large", "unknown_type", "invalid", "not_found", "busy", "no_worker", "engine", "internal", "template_unknown", "worker_lost", "interrupted", "rate_limited", "too_long", "unavailable", "timeout", "forbidden"] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
 // --- browser -> server: what the server accepts (`?`: may be left out; the default
@@ -35,6 +35,34 @@ export interface SendFrame {
   patch?: string | null;
   /** pattern ^[0-9a-f]{64}$; default null */
   result_sha256?: string | null;
+}
+
+/**
+ * Ask for a person in a conversation (`request`: the same again while waiting or held
+ * is one ask), or stop waiting (`cancel`). Answered with `chat.handoff_state`.
+ */
+export interface HandoffFrame {
+  type: "chat.handoff";
+  /** uuid */
+  id: string;
+  /** uuid */
+  conversation_id: string;
+  action: "request" | "cancel";
+}
+
+/**
+ * The page shows `conversation_id` (loaded, or reconnected): who answers it now
+ * (`chat.handoff_state`), the messages stored after `after_message_id` that people wrote
+ * (`chat.human`, each once; all of them when null), then the live ones.
+ */
+export interface SyncFrame {
+  type: "chat.sync";
+  /** uuid */
+  id: string;
+  /** uuid */
+  conversation_id: string;
+  /** uuid; default null */
+  after_message_id?: string | null;
 }
 
 /**
@@ -133,7 +161,7 @@ export interface TemplateRef {
   sha256: string;
 }
 
-export type ClientFrame = SendFrame | DraftFrame | StopFrame | RegenerateFrame | FeedbackFrame | ResumeFrame | EditFrame | ClientTimingFrame;
+export type ClientFrame = SendFrame | HandoffFrame | SyncFrame | DraftFrame | StopFrame | RegenerateFrame | FeedbackFrame | ResumeFrame | EditFrame | ClientTimingFrame;
 
 // --- server -> browser: what the server sends (every field is always there).
 
@@ -225,6 +253,40 @@ export interface FeedbackRecordedFrame {
   rating: "up" | "down";
 }
 
+/** Who answers the conversation now, and what the customer is told, in words. */
+export interface HandoffStateFrame {
+  type: "chat.handoff_state";
+  /** uuid */
+  conversation_id: string;
+  state: "bot" | "waiting" | "with_agent" | "closed";
+  notice: string;
+  position: number | null;
+  agent: string | null;
+}
+
+/**
+ * A message written while a person is asked for or holds the conversation: the
+ * customer's (to the customer's own tabs, `id` = its `chat.send` id on the sending socket)
+ * or the agent's. Stored before it is sent; a page shows each message id once.
+ */
+export interface HumanMessageFrame {
+  type: "chat.human";
+  /** uuid */
+  id: string | null;
+  /** uuid */
+  conversation_id: string;
+  message: ConversationMessage;
+}
+
+export interface ConversationMessage {
+  /** uuid */
+  id: string;
+  role: "user" | "assistant" | "agent";
+  content: string;
+  sender: string | null;
+  created_at: string;
+}
+
 /**
  * Where the answer's time to first token went on the server, in ms. The web process's
  * marks count from when it read the frame that asked for the answer (its clock); the
@@ -263,4 +325,4 @@ export interface Usage {
   cached_prompt_tokens: number | null;
 }
 
-export type ServerFrame = AcceptedFrame | StartedFrame | DeltaFrame | DoneFrame | SnapshotFrame | ErrorFrame | ResendFullFrame | TemplatesChangedFrame | FeedbackRecordedFrame;
+export type ServerFrame = AcceptedFrame | StartedFrame | DeltaFrame | DoneFrame | SnapshotFrame | ErrorFrame | ResendFullFrame | TemplatesChangedFrame | FeedbackRecordedFrame | HandoffStateFrame | HumanMessageFrame;

@@ -1,0 +1,74 @@
+"""Tell the sockets a handoff concerns what changed (channel layer groups; across web
+processes with the Redis layer). The change is stored first: a socket that misses an event
+(reconnecting) gets it from the database with `chat.sync` / `agent.open`.
+
+- `conversation_group(id)`: every socket showing the conversation, the customer's tabs and
+  the agents', gets its messages and who answers it now.
+- AGENTS: every agent console, told that the queue changed (each reads it again).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
+
+from chatapp.conversations.models import Message
+from chatapp.handoff import selectors
+from chatapp.handoff.models import Handoff
+
+AGENTS = "handoff.agents"
+
+
+def conversation_group(conversation_id: uuid.UUID) -> str:
+    return f"handoff.conversation.{conversation_id.hex}"
+
+
+def state_event(view: selectors.HandoffView) -> dict[str, Any]:
+    return {
+        "type": "handoff.state",
+        "conversation_id": str(view.conversation_id),
+        "handoff_id": view.handoff_id,
+        "state": view.state,
+        "notice": view.notice,
+        "position": view.position,
+        "agent": view.agent,
+        "agent_id": view.agent_id,  # for the consoles: whose it is
+    }
+
+
+async def message_sent(message: Message, *, client_id: uuid.UUID | None) -> None:
+    """A person's (or the waiting customer's) message, stored: to every socket showing it."""
+    await _send(
+        conversation_group(message.conversation_id),
+        {
+            "type": "handoff.message",
+            "conversation_id": str(message.conversation_id),
+            "client_id": None if client_id is None else str(client_id),
+            "message": await database_sync_to_async(selectors.message_item)(message),
+        },
+    )
+    await _send(AGENTS, {"type": "handoff.queue"})  # its last message changed
+
+
+async def handoff_changed(handoff: Handoff) -> None:
+    """Who answers the conversation changed: its sockets are told, every waiting customer
+    gets their new place in line, and the consoles read the queue again."""
+    views = await database_sync_to_async(_views_to_tell)(handoff)
+    for view in views:
+        await _send(conversation_group(view.conversation_id), state_event(view))
+    await _send(AGENTS, {"type": "handoff.queue"})
+
+
+def _views_to_tell(handoff: Handoff) -> list[selectors.HandoffView]:
+    changed = selectors.conversation_handoff(handoff.conversation_id)
+    waiting = [v for v in selectors.waiting_views() if v.handoff_id != handoff.pk]
+    return [changed, *waiting]
+
+
+async def _send(group: str, event: dict[str, Any]) -> None:
+    layer = get_channel_layer()
+    if layer is not None:
+        await layer.group_send(group, event)

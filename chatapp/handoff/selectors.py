@@ -1,0 +1,154 @@
+"""Reads for handoff: a conversation's state as its customer sees it, and the agents' queue."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import Exists, OuterRef, Q, Subquery
+from django.utils import timezone
+
+from chatapp.conversations.models import Message
+from chatapp.conversations.selectors import person_name
+from chatapp.handoff import states
+from chatapp.handoff.models import OPEN_STATES, Handoff
+
+
+@dataclass(frozen=True, slots=True)
+class HandoffView:
+    conversation_id: uuid.UUID
+    handoff_id: int | None
+    state: states.State
+    position: int | None  # in line, 1 = next; only while waiting
+    agent: str | None  # the person holding it
+    agent_id: int | None = None
+
+    @property
+    def notice(self) -> str:
+        return states.notice(self.state, position=self.position, agent=self.agent)
+
+
+def agent_name(handoff: Handoff) -> str | None:
+    return None if handoff.agent is None else person_name(handoff.agent)
+
+
+def handoff_view(handoff: Handoff) -> HandoffView:
+    position = None
+    if handoff.state == "waiting":  # in the queue's order: by time asked, then by id
+        at = handoff.requested_at
+        position = Handoff.objects.filter(
+            Q(requested_at__lt=at) | Q(requested_at=at, id__lte=handoff.pk), state="waiting"
+        ).count()
+    return HandoffView(
+        conversation_id=handoff.conversation_id,
+        handoff_id=handoff.pk,
+        state=handoff.state,  # type: ignore[arg-type]
+        position=position,
+        agent=agent_name(handoff),
+        agent_id=handoff.agent_id if handoff.state == "with_agent" else None,
+    )
+
+
+def waiting_views() -> list[HandoffView]:
+    """Every waiting customer's view, in line order (one query)."""
+    waiting = Handoff.objects.filter(state="waiting").order_by("requested_at", "id")
+    return [
+        HandoffView(h.conversation_id, h.pk, "waiting", place, None)
+        for place, h in enumerate(waiting, start=1)
+    ]
+
+
+def conversation_handoff(conversation_id: uuid.UUID) -> HandoffView:
+    """Who answers the conversation now (the assistant when nobody was asked for)."""
+    latest = (
+        Handoff.objects.select_related("agent")
+        .filter(conversation_id=conversation_id)
+        .order_by("-requested_at", "-id")
+        .first()
+    )
+    if latest is None:
+        return HandoffView(conversation_id, None, "bot", None, None)
+    return handoff_view(latest)
+
+
+def person_involved(conversation_id: uuid.UUID) -> bool:
+    """Whether a person is asked for or holds the conversation (the assistant is silent)."""
+    return Handoff.objects.filter(conversation_id=conversation_id, state__in=OPEN_STATES).exists()
+
+
+def queue(*, agent_id: int | None = None) -> list[dict[str, Any]]:
+    """The open handoffs for the console: waiting ones by how long they have waited (longest
+    first), then those with a person; each with its site, first question and last message."""
+    mine = Message.objects.filter(conversation=OuterRef("conversation_id"))
+    rows = (
+        Handoff.objects.filter(state__in=OPEN_STATES)
+        .select_related("agent", "conversation__owner__guest__site")
+        .annotate(
+            first_question=Subquery(
+                mine.filter(role=Message.Role.USER).order_by("created_at").values("content")[:1]
+            ),
+            last_message=Subquery(mine.order_by("-created_at").values("content")[:1]),
+        )
+        .order_by("requested_at", "id")
+    )
+    now = timezone.now()
+    out: list[dict[str, Any]] = []
+    for h in rows:
+        owner = h.conversation.owner
+        guest = getattr(owner, "guest", None)
+        out.append(
+            {
+                "handoff_id": h.pk,
+                "conversation_id": str(h.conversation_id),
+                "state": h.state,
+                "waited_s": round((now - h.requested_at).total_seconds(), 1),
+                "site": guest.site.name if guest is not None else None,
+                "customer": "Website visitor"
+                if guest is not None
+                else h.conversation.owner.get_username(),
+                "first_question": (getattr(h, "first_question", None) or "")[:200],
+                "last_message": (getattr(h, "last_message", None) or "")[:200],
+                "agent": agent_name(h),
+                "mine": agent_id is not None and h.agent_id == agent_id,
+            }
+        )
+    return out
+
+
+def transcript(
+    conversation_id: uuid.UUID, *, after: uuid.UUID | None = None
+) -> list[dict[str, Any]]:
+    """The conversation's messages (those after message `after`, when given) as both sides
+    render them: stored order, each once."""
+    messages = (
+        Message.objects.filter(conversation_id=conversation_id)
+        .select_related("sender")
+        .annotate(answered=Exists(Message.objects.filter(reply_to=OuterRef("pk"))))
+    )
+    if after is not None:
+        pivot = Message.objects.filter(id=after, conversation_id=conversation_id).first()
+        if pivot is not None:
+            messages = messages.filter(created_at__gt=pivot.created_at)
+    return [
+        message_item(m, held=not getattr(m, "answered", True))
+        for m in messages.order_by("created_at", "id")
+    ]
+
+
+def message_item(m: Message, *, held: bool = True) -> dict[str, Any]:
+    """`held`: a customer's message no assistant answer replies to (written while a person
+    was asked for or held the conversation)."""
+    sender = None
+    if m.role == Message.Role.AGENT and m.sender is not None:
+        sender = person_name(m.sender)
+    return {
+        "id": str(m.id),
+        "role": m.role,
+        "content": m.content,
+        "status": m.status,
+        "source": m.source,
+        "sender": sender,
+        "created_at": m.created_at.isoformat(),
+        "held": held and m.role == Message.Role.USER,
+    }

@@ -1,0 +1,241 @@
+"""Writes for handoff: a customer asks for a person or stops waiting; an agent claims, transfers,
+releases or closes; either side writes a message while a person holds the conversation.
+
+Every change goes through `states.after` and is stored with an event (who, when) in one
+transaction. Claiming is one conditional UPDATE: of two agents claiming at once, exactly one
+row changes, so exactly one wins and the other is told who did.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from django.contrib.auth.models import User
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from chatapp.conversations.models import Conversation, Message
+from chatapp.errors import ApplicationError, ConflictError, NotFoundError
+from chatapp.handoff import states
+from chatapp.handoff.agents import is_agent
+from chatapp.handoff.models import OPEN_STATES, Handoff, HandoffEvent
+
+
+class NotAgent(ApplicationError):
+    code = "forbidden"
+
+    def __init__(self) -> None:
+        super().__init__("Only agents may do this.")
+
+
+class ClaimLost(ConflictError):
+    """Another agent claimed the conversation first."""
+
+    def __init__(self, holder: str | None) -> None:
+        who = holder or "Another agent"
+        super().__init__(f"{who} already took this conversation.")
+        self.holder = holder
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """A stored change: the handoff as it is now, and what the customer is told."""
+
+    handoff: Handoff
+    notice: str
+
+
+def _refused(result: states.State | states.NotAllowed) -> states.State:
+    if isinstance(result, states.NotAllowed):
+        raise ConflictError(result.message)
+    return result
+
+
+def _event(handoff: Handoff, action: states.Action, actor: User, detail: str = "") -> None:
+    HandoffEvent.objects.create(
+        handoff=handoff, action=action, state=handoff.state, actor=actor, detail=detail[:500]
+    )
+
+
+def _owned(customer: User, conversation_id: uuid.UUID) -> Conversation:
+    conversation = (
+        Conversation.objects.select_for_update().filter(id=conversation_id, owner=customer).first()
+    )
+    if conversation is None:
+        raise NotFoundError("No such conversation.")
+    return conversation
+
+
+def open_handoff(conversation_id: uuid.UUID) -> Handoff | None:
+    return (
+        Handoff.objects.select_related("agent")
+        .filter(conversation_id=conversation_id, state__in=OPEN_STATES)
+        .first()
+    )
+
+
+def handoff_request(
+    *, customer: User, conversation_id: uuid.UUID, reason: str = Handoff.Reason.ASKED
+) -> Handoff:
+    """The customer asks for a person. Asking again while waiting or held returns the open
+    handoff (a double click, a second tab): one ask, one place in line."""
+    with transaction.atomic():
+        _owned(customer, conversation_id)  # locks the conversation: asks are one at a time
+        existing = open_handoff(conversation_id)
+        if existing is not None:
+            return existing
+        handoff = Handoff.objects.create(
+            conversation_id=conversation_id,
+            state=_refused(states.after("bot", "request")),
+            reason=reason,
+        )
+        _event(handoff, "request", customer)
+    return handoff
+
+
+def handoff_cancel(*, customer: User, conversation_id: uuid.UUID) -> Handoff:
+    """The customer stops waiting: back to the assistant."""
+    with transaction.atomic():
+        _owned(customer, conversation_id)
+        handoff = open_handoff(conversation_id)
+        if handoff is None:
+            raise ConflictError(states.after("bot", "cancel").message)  # type: ignore[union-attr]
+        handoff.state = _refused(states.after(handoff.state, "cancel"))  # type: ignore[arg-type]
+        handoff.ended_at = timezone.now()
+        handoff.save(update_fields=["state", "ended_at"])
+        _event(handoff, "cancel", customer)
+    return handoff
+
+
+def handoff_claim(*, agent: User, handoff_id: int) -> Handoff:
+    """The agent takes a waiting conversation; ClaimLost if another agent was first."""
+    if not is_agent(agent):
+        raise NotAgent()
+    with transaction.atomic():
+        won = Handoff.objects.filter(id=handoff_id, state="waiting").update(
+            state="with_agent", agent=agent, claimed_at=timezone.now()
+        )
+        handoff = Handoff.objects.select_related("agent").filter(id=handoff_id).first()
+        if handoff is None:
+            raise NotFoundError("No such handoff.")
+        if not won:
+            if handoff.state == "with_agent" and handoff.agent is not None:
+                raise ClaimLost(_name(handoff.agent))
+            raise ConflictError(_refused_message(handoff.state, "claim"))
+        _event(handoff, "claim", agent)
+    return handoff
+
+
+def _held(agent: User, handoff_id: int) -> Handoff:
+    """The handoff, locked, unless another agent holds it."""
+    if not is_agent(agent):
+        raise NotAgent()
+    handoff = (
+        Handoff.objects.select_for_update().select_related("agent").filter(id=handoff_id).first()
+    )
+    if handoff is None:
+        raise NotFoundError("No such handoff.")
+    if handoff.state == "with_agent" and handoff.agent_id != agent.pk:
+        raise ConflictError(f"{_name(handoff.agent)} holds this conversation.")
+    return handoff
+
+
+def handoff_transfer(*, agent: User, handoff_id: int, to_agent: User) -> Handoff:
+    if not is_agent(to_agent):
+        raise ConflictError(f"{_name(to_agent)} is not an agent.")
+    with transaction.atomic():
+        handoff = _held(agent, handoff_id)
+        handoff.state = _refused(states.after(handoff.state, "transfer"))  # type: ignore[arg-type]
+        handoff.agent = to_agent
+        handoff.save(update_fields=["state", "agent"])
+        _event(handoff, "transfer", agent, detail=_name(to_agent))
+    return handoff
+
+
+def handoff_release(*, agent: User, handoff_id: int) -> Handoff:
+    """Back to the assistant: it answers the next question, with the whole conversation."""
+    return _end(agent, handoff_id, "release", "")
+
+
+def handoff_close(*, agent: User, handoff_id: int, resolution: str) -> Handoff:
+    return _end(agent, handoff_id, "close", resolution.strip())
+
+
+def _end(agent: User, handoff_id: int, action: states.Action, resolution: str) -> Handoff:
+    with transaction.atomic():
+        handoff = _held(agent, handoff_id)
+        handoff.state = _refused(states.after(handoff.state, action))  # type: ignore[arg-type]
+        handoff.ended_at = timezone.now()
+        handoff.resolution = resolution
+        handoff.save(update_fields=["state", "ended_at", "resolution"])
+        _event(handoff, action, agent, detail=resolution)
+    return handoff
+
+
+def agent_message_store(
+    *, agent: User, handoff_id: int, text: str, client_id: uuid.UUID
+) -> Message:
+    """The holding agent's reply, stored before it is delivered; the same client id again
+    returns the stored message (a resend after a reconnect is not doubled)."""
+    with transaction.atomic():
+        handoff = _held(agent, handoff_id)
+        if handoff.state != "with_agent":
+            raise ConflictError("Take the conversation before replying.")
+        return _message_store(
+            conversation_id=handoff.conversation_id,
+            sender=agent,
+            role=Message.Role.AGENT,
+            text=text,
+            client_id=client_id,
+        )
+
+
+def customer_message_store(
+    *, customer: User, conversation_id: uuid.UUID, text: str, client_id: uuid.UUID
+) -> Message | None:
+    """The customer's message while a person is asked for or holds the conversation: stored,
+    not answered by the assistant. None when the assistant answers this conversation."""
+    with transaction.atomic():
+        _owned(customer, conversation_id)
+        if open_handoff(conversation_id) is None:
+            return None
+        return _message_store(
+            conversation_id=conversation_id,
+            sender=customer,
+            role=Message.Role.USER,
+            text=text,
+            client_id=client_id,
+        )
+
+
+def _message_store(
+    *, conversation_id: uuid.UUID, sender: User, role: str, text: str, client_id: uuid.UUID
+) -> Message:
+    existing = Message.objects.filter(sender=sender, client_message_id=client_id).first()
+    if existing is not None:
+        return existing
+    try:
+        with transaction.atomic():
+            message = Message.objects.create(
+                conversation_id=conversation_id,
+                role=role,
+                content=text,
+                sender=sender,
+                client_message_id=client_id,
+            )
+    except IntegrityError:  # the same frame, handled at once by another process
+        return Message.objects.get(sender=sender, client_message_id=client_id)
+    Conversation.objects.filter(id=conversation_id).update(updated_at=timezone.now())
+    return message
+
+
+def _name(user: User | None) -> str:
+    if user is None:
+        return "Another agent"
+    return user.get_full_name() or user.get_username()
+
+
+def _refused_message(state: str, action: states.Action) -> str:
+    result = states.after(state, action)  # type: ignore[arg-type]
+    return result.message if isinstance(result, states.NotAllowed) else ""

@@ -1,0 +1,221 @@
+"""The agent console's socket (`/ws/agent/`): the queue of customers asking for a person, the
+transcripts an agent opens, and claim / reply / transfer / release / close.
+
+Only agents (chatapp/handoff/agents.py) get in, and every frame checks again, so an agent
+removed from the group is refused at their next action. A refused socket is accepted and
+closed at once with 4403 and the reason (a close before accept reaches the page as a bare
+1006). Changes are stored by chatapp.handoff.services and told to every socket concerned by
+chatapp.handoff.events: the consoles (the queue) and the sockets showing the conversation.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
+from django.contrib.auth.models import User
+
+from chatapp.conversations.message_text import text_refusal
+from chatapp.errors import ApplicationError
+from chatapp.handoff import events, selectors, services
+from chatapp.handoff.agents import is_agent
+from chatapp.handoff.models import Handoff
+from chatapp.realtime.agent_frames import (
+    AGENT_CLIENT_FRAME_TYPES,
+    AgentErrorFrame,
+    AgentHandoffFrame,
+    AgentMessageFrame,
+    AnyAgentServerFrame,
+    ClaimFrame,
+    CloseFrame,
+    OpenFrame,
+    QueueFrame,
+    QueueItem,
+    ReleaseFrame,
+    ReplyFrame,
+    TranscriptFrame,
+    TransferFrame,
+    agent_client_frame_adapter,
+)
+from chatapp.realtime.frame_budget import FRAME, FrameBudget
+from chatapp.realtime.intake import Refusal, frame_of
+from chatapp.realtime.schemas import ConversationMessage
+
+NOT_AGENT = 4403
+
+
+class AgentConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is untyped
+    agent: User
+    budget: FrameBudget
+
+    async def connect(self) -> None:
+        user = self.scope.get("user")
+        self._showing: set[uuid.UUID] = set()
+        if not await database_sync_to_async(is_agent)(user):
+            await self.accept()
+            await self.close(code=NOT_AGENT, reason="Only agents may use the console.")
+            return
+        self.agent = user
+        self.budget = FrameBudget.from_settings()
+        await self.channel_layer.group_add(events.AGENTS, self.channel_name)
+        await self.accept()
+        await self._queue_send()
+
+    async def disconnect(self, code: int) -> None:
+        await self.channel_layer.group_discard(events.AGENTS, self.channel_name)
+        for conversation_id in getattr(self, "_showing", ()):
+            await self.channel_layer.group_discard(
+                events.conversation_group(conversation_id), self.channel_name
+            )
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        if self.budget.take(kind=FRAME, now=time.monotonic()) is not None:
+            await self._send_frame(
+                AgentErrorFrame(code="rate_limited", message="Too many frames; slow down.")
+            )
+            return
+        read = frame_of(
+            text_data,
+            max_bytes=settings.CHAT_MAX_FRAME_BYTES,
+            adapter=agent_client_frame_adapter,
+            types=AGENT_CLIENT_FRAME_TYPES,
+        )
+        if isinstance(read, Refusal):
+            await self._send_frame(
+                AgentErrorFrame(code=read.code, message=read.message, id=read.client_id)
+            )
+            return
+        frame = read.frame
+        if not await database_sync_to_async(is_agent)(self.agent):  # every frame
+            await self._send_frame(
+                AgentErrorFrame(
+                    code="forbidden", message="You are no longer an agent.", id=frame.id
+                )
+            )
+            await self.close(code=NOT_AGENT)
+            return
+        try:
+            await self._handle(frame)
+        except ApplicationError as exc:
+            code: Any = exc.code if exc.code in ("not_found", "busy", "forbidden") else "invalid"
+            await self._send_frame(AgentErrorFrame(code=code, message=exc.message, id=frame.id))
+
+    async def _handle(
+        self,
+        frame: ClaimFrame | OpenFrame | ReplyFrame | ReleaseFrame | CloseFrame | TransferFrame,
+    ) -> None:
+        if isinstance(frame, OpenFrame):
+            await self._open(frame)
+            return
+        if isinstance(frame, ReplyFrame):
+            await self._reply(frame)
+            return
+        handoff = await database_sync_to_async(self._change_store)(frame)
+        await self._show(handoff.conversation_id)
+        await events.handoff_changed(handoff)
+
+    def _change_store(
+        self, frame: ClaimFrame | ReleaseFrame | CloseFrame | TransferFrame
+    ) -> Handoff:
+        agent, handoff_id = self.agent, frame.handoff_id
+        if isinstance(frame, ClaimFrame):
+            return services.handoff_claim(agent=agent, handoff_id=handoff_id)
+        if isinstance(frame, ReleaseFrame):
+            return services.handoff_release(agent=agent, handoff_id=handoff_id)
+        if isinstance(frame, CloseFrame):
+            return services.handoff_close(
+                agent=agent, handoff_id=handoff_id, resolution=frame.resolution
+            )
+        to_agent = User.objects.filter(username=frame.to_agent).first()
+        if to_agent is None:
+            raise ApplicationError(f"No agent {frame.to_agent!r}.")
+        return services.handoff_transfer(agent=agent, handoff_id=handoff_id, to_agent=to_agent)
+
+    async def _open(self, frame: OpenFrame) -> None:
+        await self._show(frame.conversation_id)  # before reading: nothing falls between
+        view = await database_sync_to_async(selectors.conversation_handoff)(frame.conversation_id)
+        if view.handoff_id is None:
+            raise ApplicationError("Nobody asked for a person in this conversation.")
+        messages = await database_sync_to_async(selectors.transcript)(
+            frame.conversation_id, after=frame.after_message_id
+        )
+        await self._send_frame(
+            TranscriptFrame(
+                id=frame.id,
+                conversation_id=frame.conversation_id,
+                handoff_id=view.handoff_id,
+                state=view.state,
+                agent=view.agent,
+                mine=view.agent_id == self.agent.pk,
+                messages=[_message(m) for m in messages],
+            )
+        )
+
+    async def _reply(self, frame: ReplyFrame) -> None:
+        refusal = text_refusal(frame.text, max_chars=settings.CHAT_MAX_MESSAGE_CHARS)
+        if refusal is not None:
+            await self._send_frame(
+                AgentErrorFrame(code=refusal.code, message=refusal.message, id=frame.id)
+            )
+            return
+        message = await database_sync_to_async(services.agent_message_store)(
+            agent=self.agent, handoff_id=frame.handoff_id, text=frame.text, client_id=frame.id
+        )
+        await self._show(message.conversation_id)
+        await events.message_sent(message, client_id=frame.id)
+
+    async def _show(self, conversation_id: uuid.UUID) -> None:
+        if conversation_id not in self._showing:
+            self._showing.add(conversation_id)
+            await self.channel_layer.group_add(
+                events.conversation_group(conversation_id), self.channel_name
+            )
+
+    # ---- events (chatapp/handoff/events.py) ---------------------------------------------
+
+    async def handoff_queue(self, event: dict[str, Any]) -> None:
+        await self._queue_send()
+
+    async def handoff_state(self, event: dict[str, Any]) -> None:
+        conversation_id = uuid.UUID(event["conversation_id"])
+        if conversation_id in self._showing:
+            await self._send_frame(
+                AgentHandoffFrame(
+                    conversation_id=conversation_id,
+                    handoff_id=event["handoff_id"],
+                    state=event["state"],
+                    agent=event["agent"],
+                    mine=event.get("agent_id") == self.agent.pk,
+                )
+            )
+
+    async def handoff_message(self, event: dict[str, Any]) -> None:
+        client_id = event.get("client_id")
+        await self._send_frame(
+            AgentMessageFrame(
+                id=uuid.UUID(client_id) if client_id else None,
+                conversation_id=uuid.UUID(event["conversation_id"]),
+                message=_message(event["message"]),
+            )
+        )
+
+    async def _queue_send(self) -> None:
+        rows = await database_sync_to_async(selectors.queue)(agent_id=self.agent.pk)
+        await self._send_frame(QueueFrame(items=[QueueItem(**row) for row in rows]))
+
+    async def _send_frame(self, frame: AnyAgentServerFrame) -> None:
+        await self.send(text_data=frame.to_json())
+
+
+def _message(item: dict[str, Any]) -> ConversationMessage:
+    return ConversationMessage(
+        id=uuid.UUID(item["id"]),
+        role=item["role"],
+        content=item["content"],
+        sender=item["sender"],
+        created_at=item["created_at"],
+    )

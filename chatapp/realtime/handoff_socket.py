@@ -1,0 +1,153 @@
+"""A customer's side of handoff on the chat socket: asking for a person (`chat.handoff`),
+following a conversation (`chat.sync`), and sends in a conversation a person is asked for or
+holds, which are stored and passed on instead of being answered by the assistant.
+
+The socket follows (joins the channel group of) each conversation it asks in, asks a person
+for, or syncs, so the agent's messages and changes of who answers reach every tab of the
+customer, on any web process.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from channels.db import database_sync_to_async
+from django.contrib.auth.models import User
+
+from chatapp.conversations.models import Conversation
+from chatapp.errors import ApplicationError
+from chatapp.handoff import events, selectors, services
+from chatapp.realtime.schemas import (
+    AnyServerFrame,
+    ConversationMessage,
+    ErrorFrame,
+    HandoffFrame,
+    HandoffStateFrame,
+    HumanMessageFrame,
+    SendFrame,
+    SyncFrame,
+)
+
+Send = Callable[[AnyServerFrame], Awaitable[None]]
+Refuse = Callable[[ErrorFrame], Awaitable[None]]
+
+
+class CustomerHandoff:
+    def __init__(self, *, user: User, layer: Any, channel_name: str, send: Send, refuse: Refuse):
+        self._user = user
+        self._layer = layer
+        self._channel = channel_name
+        self._send = send
+        self._refuse = refuse
+        self._following: set[uuid.UUID] = set()
+
+    async def handoff(self, frame: HandoffFrame) -> None:
+        try:
+            if frame.action == "request":
+                handoff = await database_sync_to_async(services.handoff_request)(
+                    customer=self._user, conversation_id=frame.conversation_id
+                )
+            else:
+                handoff = await database_sync_to_async(services.handoff_cancel)(
+                    customer=self._user, conversation_id=frame.conversation_id
+                )
+        except ApplicationError as exc:
+            await self._refuse(ErrorFrame(code=_code(exc), message=exc.message, id=frame.id))
+            return
+        await self._follow(frame.conversation_id)
+        await events.handoff_changed(handoff)
+
+    async def sync(self, frame: SyncFrame) -> None:
+        owned = await database_sync_to_async(
+            Conversation.objects.filter(id=frame.conversation_id, owner=self._user).exists
+        )()
+        if not owned:
+            await self._refuse(
+                ErrorFrame(code="not_found", message="No such conversation.", id=frame.id)
+            )
+            return
+        await self._follow(frame.conversation_id)  # before reading: nothing falls between
+        view = await database_sync_to_async(selectors.conversation_handoff)(frame.conversation_id)
+        await self._send(_state_frame(events.state_event(view)))
+        missed = await database_sync_to_async(selectors.transcript)(
+            frame.conversation_id, after=frame.after_message_id
+        )
+        for item in missed:
+            if item["role"] == "agent" or (item["role"] == "user" and item["held"]):
+                await self._send(
+                    HumanMessageFrame(conversation_id=frame.conversation_id, message=_message(item))
+                )
+
+    async def took(self, frame: SendFrame) -> bool:
+        """Store a send in a conversation a person is asked for or holds, and pass it on
+        (True); False: the assistant answers it."""
+        if frame.conversation_id is None or frame.text is None:
+            return False
+        # one indexed read on every follow-up; the locking write only when a person is involved
+        involved = await database_sync_to_async(selectors.person_involved)(frame.conversation_id)
+        if not involved:
+            return False
+        try:
+            message = await database_sync_to_async(services.customer_message_store)(
+                customer=self._user,
+                conversation_id=frame.conversation_id,
+                text=frame.text,
+                client_id=frame.id,
+            )
+        except ApplicationError:
+            return False  # not the customer's: the send path says so in its own words
+        if message is None:
+            return False
+        await self._follow(frame.conversation_id)
+        await events.message_sent(message, client_id=frame.id)
+        return True
+
+    async def detach(self) -> None:
+        for conversation_id in self._following:
+            await self._layer.group_discard(
+                events.conversation_group(conversation_id), self._channel
+            )
+
+    async def on_state(self, event: dict[str, Any]) -> None:
+        await self._send(_state_frame(event))
+
+    async def on_message(self, event: dict[str, Any]) -> None:
+        client_id = event.get("client_id")
+        await self._send(
+            HumanMessageFrame(
+                id=uuid.UUID(client_id) if client_id else None,
+                conversation_id=uuid.UUID(event["conversation_id"]),
+                message=_message(event["message"]),
+            )
+        )
+
+    async def _follow(self, conversation_id: uuid.UUID) -> None:
+        if conversation_id not in self._following:
+            self._following.add(conversation_id)
+            await self._layer.group_add(events.conversation_group(conversation_id), self._channel)
+
+
+def _state_frame(event: dict[str, Any]) -> HandoffStateFrame:
+    return HandoffStateFrame(
+        conversation_id=uuid.UUID(str(event["conversation_id"])),
+        state=event["state"],
+        notice=event["notice"],
+        position=event["position"],
+        agent=event["agent"],
+    )
+
+
+def _message(item: dict[str, Any]) -> ConversationMessage:
+    return ConversationMessage(
+        id=uuid.UUID(item["id"]),
+        role=item["role"],
+        content=item["content"],
+        sender=item["sender"],
+        created_at=item["created_at"],
+    )
+
+
+def _code(exc: ApplicationError) -> Any:
+    return exc.code if exc.code in ("not_found", "busy", "invalid", "forbidden") else "invalid"

@@ -1,0 +1,278 @@
+// The agent console (web/agent_console.html; docs/handoff.md): the customers waiting for a
+// person or held by one, the open conversation's transcript, and the agent's replies and
+// actions, over `/ws/agent/` (frames: ./generated/agent_frames.ts, from the server's schemas).
+// Every text a customer or agent wrote goes in through textContent only.
+
+import type * as Agent from "./generated/agent_frames.ts";
+import { newId } from "./ids.ts";
+import { showConnectionState } from "./page.ts";
+import { chatSocketUrl, ReconnectingSocket } from "./socket.ts";
+
+type Send = (frame: Agent.ClientFrame) => boolean;
+
+export interface ConsoleElements {
+  queue: HTMLElement;
+  empty: HTMLElement;
+  title: HTMLElement;
+  log: HTMLElement;
+  alert: HTMLElement;
+  form: HTMLFormElement;
+  input: HTMLTextAreaElement;
+  send: HTMLButtonElement;
+  release: HTMLButtonElement;
+  close: HTMLButtonElement;
+  status: HTMLElement;
+}
+
+function byId<T extends HTMLElement>(doc: Document, id: string, type: new () => T): T {
+  const el = doc.getElementById(id);
+  if (!(el instanceof type)) throw new Error(`console: missing #${id}`);
+  return el;
+}
+
+export function consoleElements(doc: Document): ConsoleElements {
+  return {
+    queue: byId(doc, "console-queue", HTMLElement),
+    empty: byId(doc, "console-empty", HTMLElement),
+    title: byId(doc, "console-title", HTMLElement),
+    log: byId(doc, "console-log", HTMLElement),
+    alert: byId(doc, "console-alert", HTMLElement),
+    form: byId(doc, "console-form", HTMLFormElement),
+    input: byId(doc, "console-input", HTMLTextAreaElement),
+    send: byId(doc, "console-send", HTMLButtonElement),
+    release: byId(doc, "console-release", HTMLButtonElement),
+    close: byId(doc, "console-close", HTMLButtonElement),
+    status: byId(doc, "connection-status", HTMLElement),
+  };
+}
+
+/** How long someone has waited, in words a glance reads. */
+export function waitedText(seconds: number): string {
+  if (seconds < 60) return `${Math.max(0, Math.floor(seconds))} s`;
+  const minutes = Math.floor(seconds / 60);
+  return minutes < 60 ? `${minutes} min` : `${Math.floor(minutes / 60)} h ${minutes % 60} min`;
+}
+
+const ROLE_LABEL: Record<Agent.ConversationMessage["role"], string> = { user: "Customer", assistant: "Assistant", agent: "Agent" };
+
+interface OpenConversation {
+  conversationId: string;
+  handoffId: number | null;
+  state: Agent.TranscriptFrame["state"];
+  /** Held by this agent: the reply box and the buttons work. */
+  mine: boolean;
+}
+
+export class AgentConsole {
+  private items: Agent.QueueItem[] = [];
+  private open: OpenConversation | null = null;
+  private readonly shown = new Set<string>();
+  /** The reply sent and not yet stored (its text leaves the box once it is). */
+  private pendingReply: { id: string; text: string } | null = null;
+  private send: Send = () => false;
+
+  constructor(private readonly el: ConsoleElements) {
+    el.form.addEventListener("submit", (ev) => {
+      ev.preventDefault();
+      this.reply();
+    });
+    el.input.addEventListener("keydown", (ev) => {
+      if (ev.key !== "Enter" || ev.shiftKey || ev.isComposing) return;
+      ev.preventDefault();
+      this.reply();
+    });
+    el.release.addEventListener("click", () => this.act("agent.release"));
+    el.close.addEventListener("click", () => this.act("agent.close"));
+  }
+
+  attach(send: Send): void {
+    this.send = send;
+  }
+
+  /** (Re)connected: the server sends the queue; the open conversation is caught up. */
+  onOpen(): void {
+    if (this.open === null) return;
+    const last = [...this.shown].at(-1) ?? null;
+    this.send({ type: "agent.open", id: newId(), conversation_id: this.open.conversationId, after_message_id: last });
+  }
+
+  onMessage(raw: unknown): void {
+    if (typeof raw !== "string") return;
+    let frame: Agent.ServerFrame;
+    try {
+      frame = JSON.parse(raw) as Agent.ServerFrame;
+    } catch {
+      return;
+    }
+    switch (frame.type) {
+      case "agent.queue":
+        return this.showQueue(frame.items);
+      case "agent.transcript":
+        return this.showTranscript(frame);
+      case "agent.message":
+        return this.showMessage(frame);
+      case "agent.handoff":
+        return this.onHandoff(frame);
+      case "agent.error":
+        this.el.alert.textContent = frame.message;
+        this.el.alert.hidden = false;
+        if (this.pendingReply !== null && frame.id === this.pendingReply.id) this.pendingReply = null;
+        return;
+    }
+  }
+
+  /** Take a waiting customer, or look at one (a held conversation is opened). */
+  choose(item: Agent.QueueItem): void {
+    this.clearAlert();
+    if (item.state === "waiting") this.send({ type: "agent.claim", id: newId(), handoff_id: item.handoff_id });
+    this.openConversation(item.conversation_id);
+  }
+
+  private openConversation(conversationId: string): void {
+    this.open = { conversationId, handoffId: null, state: "waiting", mine: false };
+    this.shown.clear();
+    this.el.log.replaceChildren();
+    this.send({ type: "agent.open", id: newId(), conversation_id: conversationId, after_message_id: null });
+    this.updateControls();
+  }
+
+  private reply(): void {
+    const open = this.open;
+    const text = this.el.input.value;
+    if (open === null || !open.mine || open.handoffId === null || text.trim() === "" || this.pendingReply !== null) return;
+    const id = newId();
+    if (!this.send({ type: "agent.send", id, handoff_id: open.handoffId, text })) {
+      this.showAlert("Not connected: the reply was not sent.");
+      return;
+    }
+    this.pendingReply = { id, text };
+  }
+
+  private act(type: "agent.release" | "agent.close"): void {
+    const open = this.open;
+    if (open === null || open.handoffId === null) return;
+    this.clearAlert();
+    this.send({ type, id: newId(), handoff_id: open.handoffId });
+  }
+
+  private showQueue(items: Agent.QueueItem[]): void {
+    this.items = items;
+    const doc = this.el.queue.ownerDocument;
+    const rows = items.map((item) => {
+      const li = doc.createElement("li");
+      li.className = "console-item";
+      li.dataset["state"] = item.state;
+      li.dataset["conversationId"] = item.conversation_id;
+      const button = doc.createElement("button");
+      button.type = "button";
+      const who = item.site === null ? item.customer : `${item.customer}, ${item.site}`;
+      const status = item.state === "waiting" ? `waiting ${waitedText(item.waited_s)}` : item.mine ? "with you" : `with ${item.agent ?? "an agent"}`;
+      button.textContent = `${who} (${status})`;
+      button.addEventListener("click", () => this.choose(item));
+      const question = doc.createElement("p");
+      question.className = "console-question";
+      question.textContent = item.first_question;
+      const last = doc.createElement("p");
+      last.className = "console-last";
+      last.textContent = item.last_message;
+      li.append(button, question, last);
+      return li;
+    });
+    this.el.queue.replaceChildren(...rows);
+    this.el.empty.hidden = items.length > 0;
+    const open = this.open;
+    const current = open === null ? undefined : items.find((i) => i.conversation_id === open.conversationId);
+    if (open !== null && current !== undefined) {
+      open.handoffId = current.handoff_id;
+      open.state = current.state;
+      open.mine = current.mine;
+      this.updateControls();
+    }
+  }
+
+  private showTranscript(f: Agent.TranscriptFrame): void {
+    const open = this.open;
+    if (open === null || open.conversationId !== f.conversation_id) return;
+    open.handoffId = f.handoff_id;
+    open.state = f.state;
+    open.mine = f.mine;
+    for (const m of f.messages) this.appendMessage(m);
+    this.updateControls();
+  }
+
+  private showMessage(f: Agent.AgentMessageFrame): void {
+    if (this.pendingReply !== null && f.id === this.pendingReply.id) {
+      if (this.el.input.value === this.pendingReply.text) this.el.input.value = "";
+      this.pendingReply = null;
+    }
+    if (this.open?.conversationId === f.conversation_id) this.appendMessage(f.message);
+  }
+
+  private onHandoff(f: Agent.AgentHandoffFrame): void {
+    const open = this.open;
+    if (open === null || open.conversationId !== f.conversation_id) return;
+    open.handoffId = f.handoff_id;
+    open.state = f.state;
+    open.mine = f.mine;
+    this.updateControls();
+  }
+
+  private appendMessage(m: Agent.ConversationMessage): void {
+    if (this.shown.has(m.id)) return;
+    this.shown.add(m.id);
+    const doc = this.el.log.ownerDocument;
+    const el = doc.createElement("div");
+    el.className = `message message-${m.role === "user" ? "user" : m.role}`;
+    el.dataset["role"] = m.role;
+    el.dataset["messageId"] = m.id;
+    if (m.role === "agent") el.dataset["sender"] = m.sender ?? ROLE_LABEL.agent;
+    const body = doc.createElement("div");
+    body.className = "message-body";
+    body.textContent = m.content;
+    el.append(body);
+    this.el.log.append(el);
+    this.el.log.scrollTop = this.el.log.scrollHeight;
+  }
+
+  private updateControls(): void {
+    const open = this.open;
+    const mine = open !== null && open.mine;
+    this.el.input.disabled = !mine;
+    this.el.send.disabled = !mine;
+    this.el.release.disabled = !mine;
+    this.el.close.disabled = !(mine || open?.state === "waiting");
+    if (open === null) return;
+    const item = this.items.find((i) => i.conversation_id === open.conversationId);
+    const who = item === undefined ? "Customer" : item.site === null ? item.customer : `${item.customer}, ${item.site}`;
+    const where = open.state === "with_agent" ? (mine ? "with you" : "with another agent") : open.state === "waiting" ? "waiting" : open.state === "bot" ? "back with the assistant" : "closed";
+    this.el.title.textContent = `${who}: ${where}`;
+  }
+
+  private showAlert(message: string): void {
+    this.el.alert.textContent = message;
+    this.el.alert.hidden = false;
+  }
+
+  private clearAlert(): void {
+    this.el.alert.hidden = true;
+    this.el.alert.textContent = "";
+  }
+}
+
+export function startConsole(doc: Document = document): AgentConsole {
+  const root = doc.getElementById("agent-console");
+  const el = consoleElements(doc);
+  const console_ = new AgentConsole(el);
+  const socket = new ReconnectingSocket(chatSocketUrl(location, root?.dataset["socket"] ?? "/ws/agent/"), {
+    onOpen: () => console_.onOpen(),
+    onMessage: (data) => console_.onMessage(data),
+    onState: (state) => showConnectionState(el.status, state),
+  });
+  console_.attach((frame) => socket.send(JSON.stringify(frame)));
+  socket.start();
+  return console_;
+}
+
+if (typeof document !== "undefined" && document.getElementById("agent-console") !== null) {
+  startConsole();
+}

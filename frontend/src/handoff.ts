@@ -1,0 +1,56 @@
+// "Talk to a person" (docs/handoff.md): the bar above the composer that says who answers the
+// conversation, in the server's words, and asks for a person or stops waiting for one.
+
+import type { HandoffStateFrame } from "./protocol.ts";
+
+export type HandoffState = HandoffStateFrame["state"];
+export type HandoffAction = "request" | "cancel";
+
+export const REQUEST_LABEL = "Talk to a person";
+export const CANCEL_LABEL = "Stop waiting";
+
+export interface HandoffElements {
+  bar: HTMLElement;
+  notice: HTMLElement;
+  button: HTMLButtonElement;
+}
+
+/** `#chat-handoff` and its parts; null on a page without one. */
+export function handoffElements(doc: Document): HandoffElements | null {
+  const bar = doc.getElementById("chat-handoff");
+  const notice = doc.getElementById("handoff-notice");
+  const button = doc.getElementById("handoff-action");
+  if (!(bar instanceof HTMLElement && notice instanceof HTMLElement && button instanceof HTMLButtonElement)) return null;
+  return { bar, notice, button };
+}
+
+/** What the bar offers: a person can be asked for once the conversation exists (the
+ * assistant answers it), and stopped waiting for while waiting; nothing while one holds it. */
+export function offeredAction(state: HandoffState, hasConversation: boolean): HandoffAction | null {
+  if (!hasConversation) return null;
+  if (state === "waiting") return "cancel";
+  if (state === "with_agent") return null;
+  return "request";
+}
+
+export class HandoffBar {
+  private action: HandoffAction | null = null;
+
+  constructor(
+    private readonly el: HandoffElements,
+    onAction: (action: HandoffAction) => void,
+  ) {
+    el.button.addEventListener("click", () => {
+      if (this.action !== null) onAction(this.action);
+    });
+  }
+
+  /** Show `state` with the server's `notice` ("" before the server said anything). */
+  show(state: HandoffState, notice: string, hasConversation: boolean): void {
+    this.el.bar.dataset["state"] = state;
+    this.el.notice.textContent = notice;
+    this.action = offeredAction(state, hasConversation);
+    this.el.button.hidden = this.action === null;
+    this.el.button.textContent = this.action === "cancel" ? CANCEL_LABEL : REQUEST_LABEL;
+  }
+}

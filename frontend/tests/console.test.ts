@@ -1,0 +1,113 @@
+// @vitest-environment jsdom
+// The agent console against its page markup (web/agent_console.html) with a fake socket.
+import { beforeEach, describe, expect, test } from "vitest";
+
+import { AgentConsole, consoleElements, waitedText } from "../src/console.ts";
+import { dangerousNodes, pageContentHtml } from "./helpers.ts";
+
+const CONV = "c0000000-0000-4000-8000-000000000000";
+const OTHER = "c1000000-0000-4000-8000-000000000000";
+const M1 = "m1000000-0000-4000-8000-000000000000";
+const M2 = "m2000000-0000-4000-8000-000000000000";
+
+function item(conversation: string, extra: Record<string, unknown> = {}) {
+  return {
+    handoff_id: conversation === CONV ? 7 : 8,
+    conversation_id: conversation,
+    state: "waiting",
+    waited_s: 95,
+    site: "Shop",
+    customer: "Website visitor",
+    first_question: "my parcel is broken",
+    last_message: "hello?",
+    agent: null,
+    mine: false,
+    ...extra,
+  };
+}
+
+function message(id: string, role: string, content: string, sender: string | null = null) {
+  return { id, role, content, sender, created_at: "2026-12-07T12:00:00+00:00" };
+}
+
+let sent: Record<string, unknown>[];
+let desk: AgentConsole;
+const receive = (f: Record<string, unknown>) => desk.onMessage(JSON.stringify(f));
+const el = () => consoleElements(document);
+const last = (type: string) => sent.filter((f) => f["type"] === type).at(-1) as Record<string, unknown>;
+
+beforeEach(() => {
+  document.body.innerHTML = pageContentHtml("web/agent_console.html");
+  sent = [];
+  desk = new AgentConsole(el());
+  desk.attach((frame) => {
+    sent.push(frame as unknown as Record<string, unknown>);
+    return true;
+  });
+});
+
+describe("the queue", () => {
+  test("lists who waits, how long and what they asked, as text", () => {
+    receive({ type: "agent.queue", items: [item(CONV, { first_question: "<b>hi</b>" }), item(OTHER, { state: "with_agent", agent: "Eli", site: null, customer: "alice" })] });
+    const rows = Array.from(el().queue.querySelectorAll("li"));
+    expect(rows.map((r) => r.querySelector("button")?.textContent)).toEqual(["Website visitor, Shop (waiting 1 min)", "alice (with Eli)"]);
+    expect(rows[0]?.querySelector(".console-question")?.textContent).toBe("<b>hi</b>");
+    expect(dangerousNodes(rows[0] as HTMLElement).filter((n) => n !== "<button>")).toEqual([]);
+    expect(el().empty.hidden).toBe(true);
+    receive({ type: "agent.queue", items: [] });
+    expect(el().empty.hidden).toBe(false);
+  });
+
+  test("taking a waiting customer claims and opens the conversation", () => {
+    receive({ type: "agent.queue", items: [item(CONV)] });
+    el().queue.querySelector("button")?.click();
+    expect(last("agent.claim")).toMatchObject({ handoff_id: 7 });
+    expect(last("agent.open")).toMatchObject({ conversation_id: CONV, after_message_id: null });
+  });
+
+  test("waited times read at a glance", () => {
+    expect([waitedText(4.9), waitedText(61), waitedText(3725)]).toEqual(["4 s", "1 min", "1 h 2 min"]);
+  });
+});
+
+describe("the conversation", () => {
+  function held() {
+    receive({ type: "agent.queue", items: [item(CONV)] });
+    el().queue.querySelector("button")?.click();
+    receive({ type: "agent.transcript", id: last("agent.open")["id"], conversation_id: CONV, handoff_id: 7, state: "with_agent", agent: "Dana", mine: true, messages: [message(M1, "user", "my parcel is broken")] });
+  }
+
+  test("the agent holding it replies; the reply leaves the box once stored, shown once", () => {
+    held();
+    expect(el().input.disabled).toBe(false);
+    expect(el().title.textContent).toBe("Website visitor, Shop: with you");
+    el().input.value = "Sorry! A new one is on its way.";
+    el().form.requestSubmit();
+    const reply = last("agent.send");
+    expect(reply).toMatchObject({ handoff_id: 7, text: "Sorry! A new one is on its way." });
+    expect(el().input.value).toBe("Sorry! A new one is on its way."); // not stored yet
+    receive({ type: "agent.message", id: reply["id"], conversation_id: CONV, message: message(M2, "agent", "Sorry! A new one is on its way.", "Dana") });
+    receive({ type: "agent.message", id: null, conversation_id: CONV, message: message(M2, "agent", "Sorry! A new one is on its way.", "Dana") });
+    expect(el().input.value).toBe("");
+    expect(Array.from(el().log.querySelectorAll(".message"), (m) => (m as HTMLElement).dataset["role"])).toEqual(["user", "agent"]);
+  });
+
+  test("another agent's conversation is read-only; a lost claim is said", () => {
+    receive({ type: "agent.queue", items: [item(CONV)] });
+    el().queue.querySelector("button")?.click();
+    receive({ type: "agent.error", id: last("agent.claim")["id"], code: "busy", message: "Eli already took this conversation." });
+    receive({ type: "agent.transcript", id: last("agent.open")["id"], conversation_id: CONV, handoff_id: 7, state: "with_agent", agent: "Eli", mine: false, messages: [] });
+    expect(el().alert.textContent).toBe("Eli already took this conversation.");
+    expect([el().input.disabled, el().release.disabled, el().close.disabled]).toEqual([true, true, true]);
+  });
+
+  test("back to the assistant, and a reconnect catches up after the last message shown", () => {
+    held();
+    el().release.click();
+    expect(last("agent.release")).toMatchObject({ handoff_id: 7 });
+    receive({ type: "agent.handoff", conversation_id: CONV, handoff_id: 7, state: "bot", agent: null, mine: false });
+    expect(el().input.disabled).toBe(true);
+    desk.onOpen();
+    expect(last("agent.open")).toMatchObject({ conversation_id: CONV, after_message_id: M1 });
+  });
+});

@@ -1,0 +1,245 @@
+"""Handoff over the sockets: a customer asks for a person, an agent claims and replies, the
+assistant stays silent meanwhile, and the conversation goes back to it.
+
+Through the whole ASGI app (origin check, session auth, routing) with a real worker on a
+scripted engine, whose recorded prompts say whether the assistant was asked.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import AsyncIterator, Callable, Coroutine
+from typing import Any
+
+import pytest
+from asgiref.sync import sync_to_async
+from channels.testing import WebsocketCommunicator
+from django.contrib.auth.models import User
+
+from chatapp.asgi import application
+from chatapp.conversations.models import Message
+from chatapp.handoff.models import Handoff
+from tests.chatapp.handoff.people import agent_made
+from tests.conftest import Connect, RunningWorker, _session_cookie
+from tests.support.sockets import ask, open_socket, receive_until, send_frame
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+Console = Callable[[User], Coroutine[Any, Any, WebsocketCommunicator]]
+
+
+@pytest.fixture
+async def console() -> AsyncIterator[Console]:
+    """Open agent console sockets (session auth, like the console page)."""
+    opened: list[WebsocketCommunicator] = []
+
+    async def _open(user: User) -> WebsocketCommunicator:
+        cookie = await sync_to_async(_session_cookie)(user)
+        ws = WebsocketCommunicator(
+            application,
+            "/ws/agent/",
+            headers=[(b"origin", b"http://localhost"), (b"cookie", f"sessionid={cookie}".encode())],
+        )
+        opened.append(ws)
+        connected, _ = await ws.connect()
+        assert connected
+        return ws
+
+    yield _open
+    for ws in opened:
+        with contextlib.suppress(Exception):
+            await ws.disconnect()
+
+
+def handoff_frame(conversation_id: str, action: str = "request") -> dict[str, Any]:
+    return {
+        "type": "chat.handoff",
+        "id": str(uuid.uuid4()),
+        "conversation_id": conversation_id,
+        "action": action,
+    }
+
+
+async def next_of(ws: WebsocketCommunicator, kind: str) -> dict[str, Any]:
+    return (await receive_until(ws, kind))[-1]
+
+
+async def test_a_customer_talks_to_a_person_and_back_to_the_assistant(
+    connect: Connect, alice: User, scripted_worker: RunningWorker, console: Console
+) -> None:
+    dana = await sync_to_async(agent_made)("dana", "Dana")
+    desk = await console(dana)
+    assert (await desk.receive_json_from(timeout=5)) == {"type": "agent.queue", "items": []}
+    customer = await open_socket(connect, alice)
+    conversation_id = (await ask(customer, "my parcel is broken"))[0]["conversation_id"]
+    asked_model = len(scripted_worker.engine.prompts)
+
+    await customer.send_json_to(handoff_frame(conversation_id))
+    state = await next_of(customer, "chat.handoff_state")
+    assert (state["state"], state["position"], state["notice"]) == (
+        "waiting",
+        1,
+        "A person will join shortly. You are next in line.",
+    )
+    [waiting] = (await next_of(desk, "agent.queue"))["items"]
+    assert (waiting["first_question"], waiting["state"]) == ("my parcel is broken", "waiting")
+
+    # while waiting, the customer's words are kept for the person, not answered by the bot
+    await customer.send_json_to(send_frame("it arrived crushed", conversation_id=conversation_id))
+    kept = await next_of(customer, "chat.human")
+    assert (kept["message"]["role"], kept["message"]["content"]) == ("user", "it arrived crushed")
+
+    await desk.send_json_to(
+        {"type": "agent.claim", "id": str(uuid.uuid4()), "handoff_id": waiting["handoff_id"]}
+    )
+    joined = await next_of(customer, "chat.handoff_state")
+    assert (joined["state"], joined["agent"], joined["notice"]) == (
+        "with_agent",
+        "Dana",
+        "Dana joined the conversation.",
+    )
+    opened = str(uuid.uuid4())
+    await desk.send_json_to(
+        {"type": "agent.open", "id": opened, "conversation_id": conversation_id}
+    )
+    transcript = await next_of(desk, "agent.transcript")
+    assert [(m["role"], m["content"]) for m in transcript["messages"]][-1] == (
+        "user",
+        "it arrived crushed",
+    )
+
+    reply_id = str(uuid.uuid4())
+    reply = {
+        "type": "agent.send",
+        "id": reply_id,
+        "handoff_id": waiting["handoff_id"],
+        "text": "Sorry! A new one is on its way.",
+    }
+    await desk.send_json_to(reply)
+    shown = await next_of(customer, "chat.human")
+    assert (shown["message"]["role"], shown["message"]["sender"], shown["message"]["content"]) == (
+        "agent",
+        "Dana",
+        "Sorry! A new one is on its way.",
+    )
+    echoed = await next_of(desk, "agent.message")
+    assert echoed["id"] == reply_id
+    await desk.send_json_to(reply)  # sent again (a reconnect): the same message, not a second
+    again = await next_of(desk, "agent.message")
+    assert again["message"]["id"] == echoed["message"]["id"]
+    assert await sync_to_async(Message.objects.filter(role="agent").count)() == 1
+    assert len(scripted_worker.engine.prompts) == asked_model  # the assistant kept silent
+
+    await desk.send_json_to(
+        {"type": "agent.release", "id": str(uuid.uuid4()), "handoff_id": waiting["handoff_id"]}
+    )
+    back = await next_of(customer, "chat.handoff_state")
+    assert (back["state"], back["notice"]) == ("bot", "Back with the assistant.")
+    answered = await ask(
+        customer, "thanks, and when will it come?", conversation_id=conversation_id
+    )
+    assert answered[-1]["status"] == "complete"
+    # the assistant reads the whole conversation, the person's words as its own side
+    prompt = scripted_worker.engine.prompts[-1]
+    assert "it arrived crushed" in prompt
+    assert "<|im_start|>assistant\nSorry! A new one is on its way." in prompt
+
+
+async def test_a_reconnecting_page_gets_what_it_missed_once(
+    connect: Connect, alice: User, scripted_worker: RunningWorker, console: Console
+) -> None:
+    dana = await sync_to_async(agent_made)("dana", "Dana")
+    customer = await open_socket(connect, alice)
+    conversation_id = (await ask(customer, "hello"))[0]["conversation_id"]
+    await customer.send_json_to(handoff_frame(conversation_id))
+    await next_of(customer, "chat.handoff_state")
+    handoff = await sync_to_async(Handoff.objects.get)()
+    desk = await console(dana)
+    await desk.send_json_to(
+        {"type": "agent.claim", "id": str(uuid.uuid4()), "handoff_id": handoff.pk}
+    )
+    await customer.disconnect()  # the customer's network drops
+    for text in ("first", "second"):
+        await desk.send_json_to(
+            {"type": "agent.send", "id": str(uuid.uuid4()), "handoff_id": handoff.pk, "text": text}
+        )
+        await next_of(desk, "agent.message")
+
+    again = await open_socket(connect, alice)
+    first_id = await sync_to_async(lambda: str(Message.objects.get(content="first").id))()
+    await again.send_json_to(
+        {
+            "type": "chat.sync",
+            "id": str(uuid.uuid4()),
+            "conversation_id": conversation_id,
+            "after_message_id": first_id,
+        }
+    )
+    state = await again.receive_json_from(timeout=5)
+    missed = await again.receive_json_from(timeout=5)
+    assert (state["type"], state["state"]) == ("chat.handoff_state", "with_agent")
+    assert (missed["type"], missed["message"]["content"]) == ("chat.human", "second")
+    assert await again.receive_nothing(timeout=0.3)
+    # and it is live again
+    await desk.send_json_to(
+        {"type": "agent.send", "id": str(uuid.uuid4()), "handoff_id": handoff.pk, "text": "third"}
+    )
+    assert (await next_of(again, "chat.human"))["message"]["content"] == "third"
+
+
+async def test_two_agents_claim_at_once_and_one_is_told_who_won(
+    connect: Connect, alice: User, scripted_worker: RunningWorker, console: Console
+) -> None:
+    dana = await sync_to_async(agent_made)("dana", "Dana")
+    eli = await sync_to_async(agent_made)("eli", "Eli")
+    customer = await open_socket(connect, alice)
+    conversation_id = (await ask(customer, "hello"))[0]["conversation_id"]
+    await customer.send_json_to(handoff_frame(conversation_id))
+    await next_of(customer, "chat.handoff_state")
+    handoff = await sync_to_async(Handoff.objects.get)()
+    desks = [await console(dana), await console(eli)]
+    for desk in desks:
+        await desk.send_json_to(
+            {"type": "agent.claim", "id": str(uuid.uuid4()), "handoff_id": handoff.pk}
+        )
+    errors = []
+    for desk in desks:
+        frames = []
+        while not await desk.receive_nothing(timeout=0.3):
+            frames.append(await desk.receive_json_from())
+        errors += [f for f in frames if f["type"] == "agent.error"]
+    [lost] = errors
+    assert lost["code"] == "busy"
+    assert lost["message"] == "Dana already took this conversation."
+
+
+async def test_only_agents_get_the_console(
+    connect: Connect, alice: User, scripted_worker: RunningWorker, console: Console
+) -> None:
+    staff = await sync_to_async(User.objects.create_user)(
+        "sam", password="pw-sam-123", is_staff=True
+    )
+    for user in (alice, staff):
+        cookie = await sync_to_async(_session_cookie)(user)
+        ws = WebsocketCommunicator(
+            application,
+            "/ws/agent/",
+            headers=[(b"origin", b"http://localhost"), (b"cookie", f"sessionid={cookie}".encode())],
+        )
+        await ws.connect()
+        closed = await ws.receive_output(timeout=5)
+        assert closed == {
+            "type": "websocket.close",
+            "code": 4403,
+            "reason": "Only agents may use the console.",
+        }
+    # and a customer cannot ask for a person in someone else's conversation
+    bob = await sync_to_async(User.objects.create_user)("bob", password="pw-bob-123")
+    customer = await open_socket(connect, alice)
+    conversation_id = (await ask(customer, "hello"))[0]["conversation_id"]
+    stranger = await open_socket(connect, bob)
+    await stranger.send_json_to(handoff_frame(conversation_id))
+    refused = await stranger.receive_json_from(timeout=5)
+    assert (refused["type"], refused["code"]) == ("chat.error", "not_found")
+    assert not await sync_to_async(Handoff.objects.exists)()
