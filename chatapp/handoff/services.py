@@ -131,8 +131,13 @@ def _held(agent: User, handoff_id: int) -> Handoff:
     """The handoff, locked, unless another agent holds it."""
     if not is_agent(agent):
         raise NotAgent()
+    # `of`: lock the handoff row only (PostgreSQL refuses FOR UPDATE on the nullable side of
+    # the agent join)
     handoff = (
-        Handoff.objects.select_for_update().select_related("agent").filter(id=handoff_id).first()
+        Handoff.objects.select_for_update(of=("self",))
+        .select_related("agent")
+        .filter(id=handoff_id)
+        .first()
     )
     if handoff is None:
         raise NotFoundError("No such handoff.")

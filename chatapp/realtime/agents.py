@@ -10,6 +10,7 @@ chatapp.handoff.events: the consoles (the queue) and the sockets showing the con
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from typing import Any
@@ -46,6 +47,7 @@ from chatapp.realtime.intake import Refusal, frame_of
 from chatapp.realtime.schemas import ConversationMessage
 
 NOT_AGENT = 4403
+logger = logging.getLogger(__name__)
 
 
 class AgentConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is untyped
@@ -103,6 +105,15 @@ class AgentConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels i
         except ApplicationError as exc:
             code: Any = exc.code if exc.code in ("not_found", "busy", "forbidden") else "invalid"
             await self._send_frame(AgentErrorFrame(code=code, message=exc.message, id=frame.id))
+        except Exception:  # the database or Redis failed under us: say so, keep the socket
+            logger.exception("agent frame %s failed", frame.type)
+            await self._send_frame(
+                AgentErrorFrame(
+                    code="internal",
+                    message="Something went wrong on our side; nothing was changed. Try again.",
+                    id=frame.id,
+                )
+            )
 
     async def _handle(
         self,

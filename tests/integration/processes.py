@@ -93,7 +93,8 @@ def wait_for_line(
     raise AssertionError(f"no line matching {pattern!r}; output:\n{''.join(seen[-40:])}")
 
 
-def login(host: str, password: str) -> str:
+def login(host: str, password: str, username: str = "demo") -> str:
+    """The session cookie of `username` (the demo user by default), logged in on `host`."""
     with httpx.Client(base_url=f"http://{host}") as client:
         page = client.get("/accounts/login/")
         token = client.cookies["csrftoken"]
@@ -101,7 +102,7 @@ def login(host: str, password: str) -> str:
         answer = client.post(
             "/accounts/login/",
             data={
-                "username": "demo",
+                "username": username,
                 "password": password,
                 "csrfmiddlewaretoken": token,
             },

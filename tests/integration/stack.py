@@ -401,6 +401,14 @@ class Chat:
         assert frame["id"] == client_id, frame
         return frame
 
+    async def reply_of(self, kind: str, timeout: float = 15) -> dict[str, Any]:
+        """The next frame of type `kind` (frames of other types before it are skipped)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            frame = await self.recv(max(0.01, deadline - time.monotonic()))
+            if frame["type"] == kind:
+                return frame
+
     async def accepted(self, frame: dict[str, Any]) -> dict[str, Any]:
         """Send and expect `chat.accepted`."""
         await self.send(frame)

@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import subprocess
 import time
 import uuid
 from collections import Counter
@@ -40,6 +42,7 @@ import httpx
 import pytest
 import websockets
 
+from tests.integration.processes import MANAGE, REPO_ROOT, login
 from tests.integration.stack import (
     BUSY_RETRY_AFTER_S,
     MAX_ACTIVE,
@@ -566,3 +569,156 @@ async def test_an_idle_socket_stays_open_and_answers_the_next_message(live_stack
         assert second.done_complete() == "You said: second question"
     finally:
         await chat.close()
+
+
+# ---- handoff across web processes ------------------------------------------------------------
+
+AGENT_PASSWORD = "faults-agent-pw-123"
+
+
+def agents_made(stack: Stack, *names: str) -> None:
+    """Staff users in the Agents group, made with the stack's own settings (its hasher)."""
+    code = (
+        "from django.contrib.auth.models import Group, User\n"
+        "group, _ = Group.objects.get_or_create(name='Agents')\n"
+        f"for name in {list(names)!r}:\n"
+        f"    u = User.objects.create_user(name, password={AGENT_PASSWORD!r},\n"
+        "        first_name=name.title(), is_staff=True)\n"
+        "    u.groups.add(group)\n"
+    )
+    done = subprocess.run(
+        [*MANAGE, "shell", "-c", code], env=stack.env, cwd=REPO_ROOT, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+class Desk:
+    """One agent's console socket."""
+
+    def __init__(self, ws: Any) -> None:
+        self.ws = ws
+
+    @classmethod
+    async def open(cls, host: str, username: str) -> Desk:
+        session = await asyncio.to_thread(login, host, AGENT_PASSWORD, username)
+        ws = await websockets.connect(
+            f"ws://{host}/ws/agent/",
+            additional_headers={"Cookie": f"sessionid={session}", "Origin": f"http://{host}"},
+        )
+        desk = cls(ws)
+        assert (await desk.next("agent.queue"))["type"] == "agent.queue"
+        return desk
+
+    async def send(self, frame: dict[str, Any]) -> None:
+        await self.ws.send(json.dumps({"id": str(uuid.uuid4()), **frame}))
+
+    async def next(self, *kinds: str, timeout: float = 10) -> dict[str, Any]:
+        while True:
+            frame: dict[str, Any] = json.loads(await asyncio.wait_for(self.ws.recv(), timeout))
+            if frame["type"] in kinds:
+                return frame
+
+
+async def test_a_customer_and_an_agent_on_different_web_processes_talk(
+    live_stack: Stack,
+) -> None:
+    stack = live_stack
+    host_a, host_b = stack.hosts
+    agents_made(stack, "dana", "eli")
+    customer = await Chat.open(host_a, await session_for(host_a))
+    dana = await Desk.open(host_b, "dana")
+    try:
+        answer = await customer.ask(send_frame("my parcel arrived crushed"))
+        assert answer.done_complete()
+        conversation_id = db_value(
+            stack,
+            "SELECT conversation_id FROM conversations_message WHERE id = %s",
+            answer.message_id,
+        )
+        await customer.send(
+            {
+                "type": "chat.handoff",
+                "id": str(uuid.uuid4()),
+                "conversation_id": str(conversation_id),
+                "action": "request",
+            }
+        )
+        assert (await customer.reply_of("chat.handoff_state"))["state"] == "waiting"
+        waiting = (await dana.next("agent.queue"))["items"]
+        [item] = [i for i in waiting if i["conversation_id"] == str(conversation_id)]
+
+        await dana.send({"type": "agent.claim", "handoff_id": item["handoff_id"]})
+        joined = await customer.reply_of("chat.handoff_state")
+        assert (joined["state"], joined["agent"]) == ("with_agent", "Dana")
+        await dana.send({"type": "agent.open", "conversation_id": str(conversation_id)})
+        await dana.next("agent.transcript")
+        started = time.monotonic()
+        await dana.send({"type": "agent.send", "handoff_id": item["handoff_id"], "text": "Sorry!"})
+        shown = await customer.reply_of("chat.human")
+        to_customer_s = time.monotonic() - started
+        assert (shown["message"]["role"], shown["message"]["content"]) == ("agent", "Sorry!")
+
+        started = time.monotonic()
+        await customer.send(send_frame("thanks", conversation_id=str(conversation_id)))
+        got = await dana.next("agent.message")
+        while got["message"]["content"] != "thanks":
+            got = await dana.next("agent.message")
+        to_agent_s = time.monotonic() - started
+        print(
+            f"\n[handoff] across processes: agent->customer {to_customer_s * 1000:.1f} ms, "
+            f"customer->agent {to_agent_s * 1000:.1f} ms"
+        )
+        assert messages_in(stack, str(conversation_id)) == 4  # question, answer, two people's
+        await dana.send({"type": "agent.release", "handoff_id": item["handoff_id"]})
+        assert (await customer.reply_of("chat.handoff_state"))["state"] == "bot"
+    finally:
+        await customer.close()
+        await dana.ws.close()
+
+
+async def test_two_agents_on_two_processes_claiming_at_once_make_one_winner_50_times(
+    live_stack: Stack,
+) -> None:
+    stack = live_stack
+    host_a, host_b = stack.hosts
+    agents_made(stack, "fay", "gus")
+    fay, gus = await Desk.open(host_a, "fay"), await Desk.open(host_b, "gus")
+    owner = db_value(stack, "SELECT id FROM auth_user WHERE username = 'demo'")
+    try:
+        for _ in range(50):
+            with db_connection(stack) as db:
+                conversation = uuid.uuid4()
+                db.execute(
+                    "INSERT INTO conversations_conversation (id, owner_id, title, created_at,"
+                    " updated_at) VALUES (%s, %s, 'race', now(), now())",
+                    (conversation, owner),
+                )
+                row = db.execute(
+                    "INSERT INTO handoff_handoff (conversation_id, state, reason, requested_at,"
+                    " resolution) VALUES (%s, 'waiting', 'asked', now(), '') RETURNING id",
+                    (conversation,),
+                ).fetchone()
+                assert row is not None
+                handoff_id = row[0]
+            await asyncio.sleep(0.25)  # a person's pace: within each socket's frame budget
+            await asyncio.gather(
+                fay.send({"type": "agent.claim", "handoff_id": handoff_id}),
+                gus.send({"type": "agent.claim", "handoff_id": handoff_id}),
+            )
+            outcomes = []
+            for desk in (fay, gus):
+                frame = await desk.next("agent.handoff", "agent.error")
+                outcomes.append("lost" if frame["type"] == "agent.error" else "won")
+                if frame["type"] == "agent.error":
+                    assert frame["code"] == "busy", frame
+            assert sorted(outcomes) == ["lost", "won"], outcomes
+            claims = db_value(
+                stack,
+                "SELECT count(*) FROM handoff_handoffevent"
+                " WHERE handoff_id = %s AND action = 'claim'",
+                handoff_id,
+            )
+            assert claims == 1
+    finally:
+        await fay.ws.close()
+        await gus.ws.close()
