@@ -250,9 +250,9 @@ def chat_send(text: str, *, conversation_id: str | None = None) -> dict[str, Any
     }
 
 
-def demo_login(base_url: str, password: str) -> str:
-    """Log in as `demo` (`manage.py demo_user`) through the login form of the app served at
-    `base_url`; returns the session cookie."""
+def demo_login(base_url: str, password: str, username: str = "demo") -> str:
+    """Log in as `demo` (`manage.py demo_user`), or `username`, through the login form of the
+    app served at `base_url`; returns the session cookie."""
     import httpx
 
     with httpx.Client(base_url=base_url) as client:
@@ -260,7 +260,7 @@ def demo_login(base_url: str, password: str) -> str:
         answer = client.post(
             "/accounts/login/",
             data={
-                "username": "demo",
+                "username": username,
                 "password": password,
                 "csrfmiddlewaretoken": client.cookies["csrftoken"],
             },
