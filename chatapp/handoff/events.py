@@ -53,19 +53,21 @@ async def message_sent(message: Message, *, client_id: uuid.UUID | None) -> None
     await _send(AGENTS, {"type": "handoff.queue"})  # its last message changed
 
 
-async def handoff_changed(handoff: Handoff) -> None:
+async def handoff_changed(handoff: Handoff) -> int:
     """Who answers the conversation changed: its sockets are told, every waiting customer
-    gets their new place in line, and the consoles read the queue again."""
-    views = await database_sync_to_async(_views_to_tell)(handoff)
-    for view in views:
+    gets their new place in line, and the consoles read the queue again. Returns how many
+    customers wait now."""
+    changed, waiting = await database_sync_to_async(_views_to_tell)(handoff)
+    for view in [changed, *(v for v in waiting if v.handoff_id != handoff.pk)]:
         await _send(conversation_group(view.conversation_id), state_event(view))
     await _send(AGENTS, {"type": "handoff.queue"})
+    return len(waiting)
 
 
-def _views_to_tell(handoff: Handoff) -> list[selectors.HandoffView]:
-    changed = selectors.conversation_handoff(handoff.conversation_id)
-    waiting = [v for v in selectors.waiting_views() if v.handoff_id != handoff.pk]
-    return [changed, *waiting]
+def _views_to_tell(
+    handoff: Handoff,
+) -> tuple[selectors.HandoffView, list[selectors.HandoffView]]:
+    return selectors.conversation_handoff(handoff.conversation_id), selectors.waiting_views()
 
 
 async def _send(group: str, event: dict[str, Any]) -> None:

@@ -39,11 +39,10 @@ class ClaimLost(ConflictError):
 
 
 @dataclass(frozen=True, slots=True)
-class Change:
-    """A stored change: the handoff as it is now, and what the customer is told."""
-
-    handoff: Handoff
-    notice: str
+class AgentReply:
+    message: Message
+    # the person's first message since the customer asked: how long the customer waited
+    first_response_s: float | None
 
 
 def _refused(result: states.State | states.NotAllowed) -> states.State:
@@ -75,23 +74,29 @@ def open_handoff(conversation_id: uuid.UUID) -> Handoff | None:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class Asked:
+    handoff: Handoff
+    new: bool  # False: the customer had asked already (a double click, a second tab)
+
+
 def handoff_request(
     *, customer: User, conversation_id: uuid.UUID, reason: str = Handoff.Reason.ASKED
-) -> Handoff:
+) -> Asked:
     """The customer asks for a person. Asking again while waiting or held returns the open
     handoff (a double click, a second tab): one ask, one place in line."""
     with transaction.atomic():
         _owned(customer, conversation_id)  # locks the conversation: asks are one at a time
         existing = open_handoff(conversation_id)
         if existing is not None:
-            return existing
+            return Asked(existing, new=False)
         handoff = Handoff.objects.create(
             conversation_id=conversation_id,
             state=_refused(states.after("bot", "request")),
             reason=reason,
         )
         _event(handoff, "request", customer)
-    return handoff
+    return Asked(handoff, new=True)
 
 
 def handoff_cancel(*, customer: User, conversation_id: uuid.UUID) -> Handoff:
@@ -180,20 +185,29 @@ def _end(agent: User, handoff_id: int, action: states.Action, resolution: str) -
 
 def agent_message_store(
     *, agent: User, handoff_id: int, text: str, client_id: uuid.UUID
-) -> Message:
+) -> AgentReply:
     """The holding agent's reply, stored before it is delivered; the same client id again
     returns the stored message (a resend after a reconnect is not doubled)."""
     with transaction.atomic():
         handoff = _held(agent, handoff_id)
         if handoff.state != "with_agent":
             raise ConflictError("Take the conversation before replying.")
-        return _message_store(
+        answered_before = Message.objects.filter(
+            conversation_id=handoff.conversation_id,
+            role=Message.Role.AGENT,
+            created_at__gte=handoff.requested_at,
+        ).exists()
+        message = _message_store(
             conversation_id=handoff.conversation_id,
             sender=agent,
             role=Message.Role.AGENT,
             text=text,
             client_id=client_id,
         )
+    first = None
+    if not answered_before:
+        first = (message.created_at - handoff.requested_at).total_seconds()
+    return AgentReply(message, first)
 
 
 def customer_message_store(

@@ -100,6 +100,16 @@ def admission_refused(*, reason: str) -> None:
     registry.ADMISSION_REFUSALS.labels(reason=reason).inc()
 
 
+def handoff_changed(*, action: str, waiting: int) -> None:
+    """Who answers a conversation changed by `action`; `waiting` customers wait now."""
+    registry.HANDOFFS.labels(action=action).inc()
+    registry.HANDOFFS_WAITING.set(waiting)
+
+
+def handoff_first_response(*, seconds: float) -> None:
+    registry.HANDOFF_FIRST_RESPONSE.observe(max(0.0, seconds))
+
+
 def admission_sampled(*, in_flight: int) -> None:
     registry.ADMISSION_IN_FLIGHT.set(in_flight)
 

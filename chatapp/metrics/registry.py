@@ -169,3 +169,25 @@ ADMISSION_REFUSALS = Counter(
     "New answers refused by admission control, by reason.",
     ["reason"],
 )
+
+# ---- handoff to a person (recorded by the socket that made each change: chatapp/realtime) ---
+
+_HUMAN_BUCKETS = (
+    1.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0, 14400.0, 86400.0,
+)  # fmt: skip
+HANDOFFS = Counter(
+    "chat:handoffs_total",
+    "Changes of who answers a conversation (docs/handoff.md), by action: request (a customer "
+    "asked for a person), cancel, claim, transfer, release (back to the assistant), close.",
+    ["action"],
+)
+HANDOFF_FIRST_RESPONSE = Histogram(
+    "chat:handoff_first_response_seconds",
+    "From a customer asking for a person to that person's first message.",
+    buckets=_HUMAN_BUCKETS,
+)
+HANDOFFS_WAITING = Gauge(
+    "chat:handoffs_waiting",
+    "Customers waiting for a person, service-wide, set at every change (every web process "
+    "reports the last number it saw: use max(), not sum()).",
+)

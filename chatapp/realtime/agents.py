@@ -25,6 +25,7 @@ from chatapp.errors import ApplicationError
 from chatapp.handoff import events, selectors, services
 from chatapp.handoff.agents import is_agent
 from chatapp.handoff.models import Handoff
+from chatapp.metrics import recording as metrics
 from chatapp.realtime.agent_frames import (
     AGENT_CLIENT_FRAME_TYPES,
     AgentErrorFrame,
@@ -127,7 +128,8 @@ class AgentConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels i
             return
         handoff = await database_sync_to_async(self._change_store)(frame)
         await self._show(handoff.conversation_id)
-        await events.handoff_changed(handoff)
+        waiting = await events.handoff_changed(handoff)
+        metrics.handoff_changed(action=frame.type.removeprefix("agent."), waiting=waiting)
 
     def _change_store(
         self, frame: ClaimFrame | ReleaseFrame | CloseFrame | TransferFrame
@@ -173,11 +175,13 @@ class AgentConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels i
                 AgentErrorFrame(code=refusal.code, message=refusal.message, id=frame.id)
             )
             return
-        message = await database_sync_to_async(services.agent_message_store)(
+        reply = await database_sync_to_async(services.agent_message_store)(
             agent=self.agent, handoff_id=frame.handoff_id, text=frame.text, client_id=frame.id
         )
-        await self._show(message.conversation_id)
-        await events.message_sent(message, client_id=frame.id)
+        await self._show(reply.message.conversation_id)
+        await events.message_sent(reply.message, client_id=frame.id)
+        if reply.first_response_s is not None:
+            metrics.handoff_first_response(seconds=reply.first_response_s)
 
     async def _show(self, conversation_id: uuid.UUID) -> None:
         if conversation_id not in self._showing:

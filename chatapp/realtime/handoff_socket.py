@@ -19,6 +19,7 @@ from django.contrib.auth.models import User
 from chatapp.conversations.models import Conversation
 from chatapp.errors import ApplicationError
 from chatapp.handoff import events, selectors, services
+from chatapp.metrics import recording as metrics
 from chatapp.realtime.schemas import (
     AnyServerFrame,
     ConversationMessage,
@@ -44,11 +45,13 @@ class CustomerHandoff:
         self._following: set[uuid.UUID] = set()
 
     async def handoff(self, frame: HandoffFrame) -> None:
+        changed = True
         try:
             if frame.action == "request":
-                handoff = await database_sync_to_async(services.handoff_request)(
+                asked = await database_sync_to_async(services.handoff_request)(
                     customer=self._user, conversation_id=frame.conversation_id
                 )
+                handoff, changed = asked.handoff, asked.new
             else:
                 handoff = await database_sync_to_async(services.handoff_cancel)(
                     customer=self._user, conversation_id=frame.conversation_id
@@ -57,7 +60,9 @@ class CustomerHandoff:
             await self._refuse(ErrorFrame(code=_code(exc), message=exc.message, id=frame.id))
             return
         await self._follow(frame.conversation_id)
-        await events.handoff_changed(handoff)
+        waiting = await events.handoff_changed(handoff)
+        if changed:  # asking again is the same ask
+            metrics.handoff_changed(action=frame.action, waiting=waiting)
 
     async def sync(self, frame: SyncFrame) -> None:
         owned = await database_sync_to_async(

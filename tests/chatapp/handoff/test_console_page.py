@@ -33,7 +33,7 @@ def test_the_chat_page_shows_a_persons_messages_named_and_offers_a_person() -> N
     carol = User.objects.create_user("carol", password="pw-carol-123")
     dana = agent_made("dana", "Dana")
     conversation = conversation_made(carol)
-    ask = services.handoff_request(customer=carol, conversation_id=conversation.id)
+    ask = services.handoff_request(customer=carol, conversation_id=conversation.id).handoff
     services.handoff_claim(agent=dana, handoff_id=ask.pk)
     services.agent_message_store(
         agent=dana, handoff_id=ask.pk, text="Dana here, sorry!", client_id=uuid.uuid4()

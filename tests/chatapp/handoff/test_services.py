@@ -26,11 +26,13 @@ def customer() -> User:
 def test_asking_twice_is_one_ask_and_one_place_in_line(customer: User) -> None:
     first = conversation_made(customer)
     second = conversation_made(customer, "and my refund?")
-    ask = services.handoff_request(customer=customer, conversation_id=first.id)
+    asked = services.handoff_request(customer=customer, conversation_id=first.id)
     again = services.handoff_request(customer=customer, conversation_id=first.id)
     services.handoff_request(customer=customer, conversation_id=second.id)
 
-    assert again.pk == ask.pk
+    ask = asked.handoff
+    assert (asked.new, again.new) == (True, False)
+    assert again.handoff.pk == ask.pk
     assert selectors.conversation_handoff(first.id).position == 1
     assert selectors.conversation_handoff(second.id).position == 2
     assert selectors.person_involved(first.id)
@@ -49,7 +51,7 @@ def test_a_claim_goes_to_one_agent_and_the_other_is_told_who(customer: User) -> 
     dana, eli = agent_made("dana", "Dana"), agent_made("eli", "Eli")
     ask = services.handoff_request(
         customer=customer, conversation_id=conversation_made(customer).id
-    )
+    ).handoff
     services.handoff_claim(agent=dana, handoff_id=ask.pk)
     with pytest.raises(services.ClaimLost) as lost:
         services.handoff_claim(agent=eli, handoff_id=ask.pk)
@@ -67,7 +69,7 @@ def test_two_agents_claiming_at_once_make_exactly_one_winner_every_time(customer
     for _ in range(50):
         ask = services.handoff_request(
             customer=customer, conversation_id=conversation_made(customer).id
-        )
+        ).handoff
         results = _claim_at_once(agents, ask.pk)
         assert sorted(type(r).__name__ for r in results) == ["ClaimLost", "Handoff"]
         winner = next(r for r in results if isinstance(r, Handoff))
@@ -100,7 +102,7 @@ def test_a_staff_member_who_is_not_an_agent_cannot_claim(customer: User) -> None
     staff = User.objects.create_user("sam", password="pw-sam-123", is_staff=True)
     ask = services.handoff_request(
         customer=customer, conversation_id=conversation_made(customer).id
-    )
+    ).handoff
     with pytest.raises(services.NotAgent):
         services.handoff_claim(agent=staff, handoff_id=ask.pk)
     assert Handoff.objects.get(pk=ask.pk).state == "waiting"
@@ -118,7 +120,7 @@ def test_messages_both_ways_are_stored_once_and_only_while_a_person_is_involved(
         )
         is None
     )  # nobody asked for: the assistant answers
-    ask = services.handoff_request(customer=customer, conversation_id=conversation.id)
+    ask = services.handoff_request(customer=customer, conversation_id=conversation.id).handoff
     with pytest.raises(ConflictError):  # not claimed yet
         services.agent_message_store(
             agent=dana, handoff_id=ask.pk, text="Hi", client_id=uuid.uuid4()
@@ -131,12 +133,17 @@ def test_messages_both_ways_are_stored_once_and_only_while_a_person_is_involved(
     )
     services.handoff_claim(agent=dana, handoff_id=ask.pk)
     reply_id = uuid.uuid4()
-    reply = services.agent_message_store(
+    first = services.agent_message_store(
         agent=dana, handoff_id=ask.pk, text="Hi, Dana here.", client_id=reply_id
     )
-    services.agent_message_store(
+    resent = services.agent_message_store(
         agent=dana, handoff_id=ask.pk, text="Hi, Dana here.", client_id=reply_id
     )
+    reply = first.message
+    # the person's first message says how long the customer waited; a resend says nothing
+    assert first.first_response_s is not None
+    assert 0 <= first.first_response_s < 60
+    assert (resent.message.pk, resent.first_response_s) == (reply.pk, None)
 
     assert waiting is not None
     assert again is not None
@@ -155,7 +162,7 @@ def test_only_the_holder_replies_releases_or_closes_and_each_change_is_kept(
 ) -> None:
     dana, eli = agent_made("dana", "Dana"), agent_made("eli", "Eli")
     conversation = conversation_made(customer)
-    ask = services.handoff_request(customer=customer, conversation_id=conversation.id)
+    ask = services.handoff_request(customer=customer, conversation_id=conversation.id).handoff
     services.handoff_claim(agent=dana, handoff_id=ask.pk)
     with pytest.raises(ConflictError, match="Dana holds this conversation"):
         services.agent_message_store(
@@ -167,7 +174,7 @@ def test_only_the_holder_replies_releases_or_closes_and_each_change_is_kept(
     assert not selectors.person_involved(conversation.id)
     assert selectors.conversation_handoff(conversation.id).notice == "Back with the assistant."
 
-    second = services.handoff_request(customer=customer, conversation_id=conversation.id)
+    second = services.handoff_request(customer=customer, conversation_id=conversation.id).handoff
     services.handoff_claim(agent=eli, handoff_id=second.pk)
     services.handoff_close(agent=eli, handoff_id=second.pk, resolution="  refund sent ")
     closed = Handoff.objects.get(pk=second.pk)
@@ -199,7 +206,7 @@ def test_the_queue_lists_waiting_conversations_longest_first_with_what_they_aske
     dana = agent_made("dana", "Dana")
     first = conversation_made(customer, "where is my parcel?")
     second = conversation_made(customer, "can I return shoes?")
-    a = services.handoff_request(customer=customer, conversation_id=first.id)
+    a = services.handoff_request(customer=customer, conversation_id=first.id).handoff
     services.handoff_request(customer=customer, conversation_id=second.id)
     services.handoff_claim(agent=dana, handoff_id=a.pk)
 

@@ -31,6 +31,9 @@ WEB_METRICS = (
     "chat:admission_in_flight",
     "chat:admission_refusals_total",
     "chat:errors_total",
+    "chat:handoffs_total",
+    "chat:handoff_first_response_seconds",
+    "chat:handoffs_waiting",
 )
 
 

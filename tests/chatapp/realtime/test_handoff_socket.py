@@ -16,6 +16,7 @@ import pytest
 from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import User
+from prometheus_client import REGISTRY
 
 from chatapp.asgi import application
 from chatapp.conversations.models import Message
@@ -27,6 +28,10 @@ from tests.support.sockets import ask, open_socket, receive_until, send_frame
 pytestmark = pytest.mark.django_db(transaction=True)
 
 Console = Callable[[User], Coroutine[Any, Any, WebsocketCommunicator]]
+
+
+def sample(name: str, **labels: str) -> float:
+    return REGISTRY.get_sample_value(name, labels) or 0.0
 
 
 @pytest.fixture
@@ -74,8 +79,11 @@ async def test_a_customer_talks_to_a_person_and_back_to_the_assistant(
     customer = await open_socket(connect, alice)
     conversation_id = (await ask(customer, "my parcel is broken"))[0]["conversation_id"]
     asked_model = len(scripted_worker.engine.prompts)
+    requests, claims = (sample("chat:handoffs_total", action=a) for a in ("request", "claim"))
+    first_responses = sample("chat:handoff_first_response_seconds_count")
 
     await customer.send_json_to(handoff_frame(conversation_id))
+    await customer.send_json_to(handoff_frame(conversation_id))  # a double click: one ask
     state = await next_of(customer, "chat.handoff_state")
     assert (state["state"], state["position"], state["notice"]) == (
         "waiting",
@@ -84,6 +92,9 @@ async def test_a_customer_talks_to_a_person_and_back_to_the_assistant(
     )
     [waiting] = (await next_of(desk, "agent.queue"))["items"]
     assert (waiting["first_question"], waiting["state"]) == ("my parcel is broken", "waiting")
+    await next_of(customer, "chat.handoff_state")  # the double click's answer: the same
+    assert sample("chat:handoffs_total", action="request") == requests + 1
+    assert sample("chat:handoffs_waiting") == 1
 
     # while waiting, the customer's words are kept for the person, not answered by the bot
     await customer.send_json_to(send_frame("it arrived crushed", conversation_id=conversation_id))
@@ -125,6 +136,9 @@ async def test_a_customer_talks_to_a_person_and_back_to_the_assistant(
     )
     echoed = await next_of(desk, "agent.message")
     assert echoed["id"] == reply_id
+    assert sample("chat:handoffs_total", action="claim") == claims + 1
+    assert sample("chat:handoffs_waiting") == 0
+    assert sample("chat:handoff_first_response_seconds_count") == first_responses + 1
     await desk.send_json_to(reply)  # sent again (a reconnect): the same message, not a second
     again = await next_of(desk, "agent.message")
     assert again["message"]["id"] == echoed["message"]["id"]
