@@ -58,7 +58,7 @@ class Started:
         return not self.turn.created
 
 
-def _chat_turns(context: selectors.GenerationContext) -> list[ChatTurn]:
+def chat_turns(context: selectors.GenerationContext) -> list[ChatTurn]:
     return [
         ChatTurn(role="user" if t.role == "user" else "assistant", content=t.content)
         for t in context.turns
@@ -80,7 +80,7 @@ def _chat_request(
         request_id=str(run_id),
         reply_channel=reply_channel,
         system=context.system_prompt,
-        messages=_chat_turns(context),
+        messages=chat_turns(context),
         sampling=SamplingOptions.model_validate(
             {
                 **context.sampling,
@@ -415,7 +415,7 @@ async def draft_prefill(
     request = PrefillRequest(
         request_id=f"prefill-{uuid.uuid4()}",
         system=context.system_prompt,
-        messages=_chat_turns(context),
+        messages=chat_turns(context),
         submitted_at=time.time(),
         session_id=session_id,
     )

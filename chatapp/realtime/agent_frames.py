@@ -63,14 +63,30 @@ class TransferFrame(Frame):
     to_agent: str = Field(min_length=1, max_length=150)  # a username
 
 
+class DraftStopFrame(Frame):
+    """The agent started writing their own reply: stop the model's draft of it."""
+
+    type: Literal["agent.draft_stop"]
+    id: uuid.UUID
+    conversation_id: uuid.UUID
+
+
 AnyAgentClientFrame = (
-    ClaimFrame | OpenFrame | ReplyFrame | ReleaseFrame | CloseFrame | TransferFrame
+    ClaimFrame | OpenFrame | ReplyFrame | ReleaseFrame | CloseFrame | TransferFrame | DraftStopFrame
 )
 agent_client_frame_adapter: TypeAdapter[AnyAgentClientFrame] = TypeAdapter(
     Annotated[AnyAgentClientFrame, Field(discriminator="type")]
 )
 AGENT_CLIENT_FRAME_TYPES = frozenset(
-    {"agent.claim", "agent.open", "agent.send", "agent.release", "agent.close", "agent.transfer"}
+    {
+        "agent.claim",
+        "agent.open",
+        "agent.send",
+        "agent.release",
+        "agent.close",
+        "agent.transfer",
+        "agent.draft_stop",
+    }
 )
 
 
@@ -126,6 +142,18 @@ class AgentHandoffFrame(Frame):
     mine: bool  # held by this agent
 
 
+class AgentDraftFrame(Frame):
+    """The model's draft of a reply to the customer's last message, as it is written: `text`
+    is the next piece (empty at the end). `status`: `streaming`, then `done`, `stopped`
+    (agent.draft_stop, a reply sent), `failed`, or `busy` (no engine free: no draft)."""
+
+    type: Literal["agent.draft"] = "agent.draft"
+    conversation_id: uuid.UUID
+    draft_id: uuid.UUID
+    text: str
+    status: Literal["streaming", "done", "stopped", "failed", "busy"]
+
+
 class AgentErrorFrame(Frame):
     type: Literal["agent.error"] = "agent.error"
     id: uuid.UUID | None = None
@@ -134,7 +162,12 @@ class AgentErrorFrame(Frame):
 
 
 AnyAgentServerFrame = (
-    QueueFrame | TranscriptFrame | AgentMessageFrame | AgentHandoffFrame | AgentErrorFrame
+    QueueFrame
+    | TranscriptFrame
+    | AgentMessageFrame
+    | AgentHandoffFrame
+    | AgentDraftFrame
+    | AgentErrorFrame
 )
 agent_server_frame_adapter: TypeAdapter[AnyAgentServerFrame] = TypeAdapter(
     Annotated[AnyAgentServerFrame, Field(discriminator="type")]

@@ -31,9 +31,11 @@ from chatapp.realtime.agent_frames import (
     AgentErrorFrame,
     AgentHandoffFrame,
     AgentMessageFrame,
+    AnyAgentClientFrame,
     AnyAgentServerFrame,
     ClaimFrame,
     CloseFrame,
+    DraftStopFrame,
     OpenFrame,
     QueueFrame,
     QueueItem,
@@ -43,6 +45,7 @@ from chatapp.realtime.agent_frames import (
     TransferFrame,
     agent_client_frame_adapter,
 )
+from chatapp.realtime.console_drafts import ConsoleDrafts
 from chatapp.realtime.frame_budget import FRAME, FrameBudget
 from chatapp.realtime.intake import Refusal, frame_of
 from chatapp.realtime.schemas import ConversationMessage
@@ -54,21 +57,28 @@ logger = logging.getLogger(__name__)
 class AgentConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is untyped
     agent: User
     budget: FrameBudget
+    drafts: ConsoleDrafts | None = None
 
     async def connect(self) -> None:
         user = self.scope.get("user")
         self._showing: set[uuid.UUID] = set()
+        self._mine: set[uuid.UUID] = set()  # conversations this agent holds (their drafts)
         if not await database_sync_to_async(is_agent)(user):
             await self.accept()
             await self.close(code=NOT_AGENT, reason="Only agents may use the console.")
             return
         self.agent = user
         self.budget = FrameBudget.from_settings()
+        self.drafts = ConsoleDrafts(
+            agent_id=user.pk, channel_name=self.channel_name, send=self._send_frame
+        )
         await self.channel_layer.group_add(events.AGENTS, self.channel_name)
         await self.accept()
         await self._queue_send()
 
     async def disconnect(self, code: int) -> None:
+        if self.drafts is not None:
+            await self.drafts.close()
         await self.channel_layer.group_discard(events.AGENTS, self.channel_name)
         for conversation_id in getattr(self, "_showing", ()):
             await self.channel_layer.group_discard(
@@ -116,18 +126,20 @@ class AgentConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels i
                 )
             )
 
-    async def _handle(
-        self,
-        frame: ClaimFrame | OpenFrame | ReplyFrame | ReleaseFrame | CloseFrame | TransferFrame,
-    ) -> None:
+    async def _handle(self, frame: AnyAgentClientFrame) -> None:
+        assert self.drafts is not None
         if isinstance(frame, OpenFrame):
             await self._open(frame)
             return
         if isinstance(frame, ReplyFrame):
             await self._reply(frame)
             return
+        if isinstance(frame, DraftStopFrame):
+            await self.drafts.stop(frame.conversation_id)
+            return
         handoff = await database_sync_to_async(self._change_store)(frame)
         await self._show(handoff.conversation_id)
+        await self._held_now(handoff.conversation_id, handoff.agent_id, handoff.state)
         waiting = await events.handoff_changed(handoff)
         metrics.handoff_changed(action=frame.type.removeprefix("agent."), waiting=waiting)
 
@@ -175,13 +187,27 @@ class AgentConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels i
                 AgentErrorFrame(code=refusal.code, message=refusal.message, id=frame.id)
             )
             return
+        assert self.drafts is not None
         reply = await database_sync_to_async(services.agent_message_store)(
             agent=self.agent, handoff_id=frame.handoff_id, text=frame.text, client_id=frame.id
         )
+        await self.drafts.stop(reply.message.conversation_id)  # replied: the draft is done with
         await self._show(reply.message.conversation_id)
         await events.message_sent(reply.message, client_id=frame.id)
         if reply.first_response_s is not None:
             metrics.handoff_first_response(seconds=reply.first_response_s)
+
+    async def _held_now(self, conversation_id: uuid.UUID, agent_id: int | None, state: str) -> None:
+        """Whether this agent holds the conversation now: newly held, the model drafts the
+        reply to the customer's last message; no longer held, its draft stops."""
+        assert self.drafts is not None
+        mine = state == "with_agent" and agent_id == self.agent.pk
+        if mine and conversation_id not in self._mine:
+            self._mine.add(conversation_id)
+            await self.drafts.start(conversation_id)
+        elif not mine and conversation_id in self._mine:
+            self._mine.discard(conversation_id)
+            await self.drafts.stop(conversation_id)
 
     async def _show(self, conversation_id: uuid.UUID) -> None:
         if conversation_id not in self._showing:
@@ -193,7 +219,12 @@ class AgentConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels i
     # ---- events (chatapp/handoff/events.py) ---------------------------------------------
 
     async def handoff_queue(self, event: dict[str, Any]) -> None:
-        await self._queue_send()
+        rows = await self._queue_send()
+        held = {uuid.UUID(row["conversation_id"]) for row in rows if row["mine"]}
+        for conversation_id in held - self._mine:  # e.g. transferred to this agent
+            await self._held_now(conversation_id, self.agent.pk, "with_agent")
+        for conversation_id in self._mine - held:  # released, closed, transferred away
+            await self._held_now(conversation_id, None, "bot")
 
     async def handoff_state(self, event: dict[str, Any]) -> None:
         conversation_id = uuid.UUID(event["conversation_id"])
@@ -209,6 +240,10 @@ class AgentConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels i
             )
 
     async def handoff_message(self, event: dict[str, Any]) -> None:
+        conversation_id = uuid.UUID(event["conversation_id"])
+        if event["message"]["role"] == "user" and conversation_id in self._mine:
+            assert self.drafts is not None
+            await self.drafts.start(conversation_id)  # the customer wrote: draft the reply
         client_id = event.get("client_id")
         await self._send_frame(
             AgentMessageFrame(
@@ -218,9 +253,33 @@ class AgentConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels i
             )
         )
 
-    async def _queue_send(self) -> None:
-        rows = await database_sync_to_async(selectors.queue)(agent_id=self.agent.pk)
+    async def _queue_send(self) -> list[dict[str, Any]]:
+        rows: list[dict[str, Any]] = await database_sync_to_async(selectors.queue)(
+            agent_id=self.agent.pk
+        )
         await self._send_frame(QueueFrame(items=[QueueItem(**row) for row in rows]))
+        return rows
+
+    # ---- the worker writing a reply draft (chatapp/realtime/console_drafts.py) ------------
+
+    async def inference_accepted(self, event: dict[str, Any]) -> None:
+        await self._worker_event(event)
+
+    async def inference_heartbeat(self, event: dict[str, Any]) -> None:
+        pass  # a draft is best effort: no liveness watch (a lost one ends with its lease)
+
+    async def inference_delta(self, event: dict[str, Any]) -> None:
+        await self._worker_event(event)
+
+    async def inference_done(self, event: dict[str, Any]) -> None:
+        await self._worker_event(event)
+
+    async def inference_error(self, event: dict[str, Any]) -> None:
+        await self._worker_event(event)
+
+    async def _worker_event(self, event: dict[str, Any]) -> None:
+        if self.drafts is not None:
+            await self.drafts.on_worker(event)
 
     async def _send_frame(self, frame: AnyAgentServerFrame) -> None:
         await self.send(text_data=frame.to_json())

@@ -69,6 +69,9 @@ export class AgentConsole {
   private readonly shown = new Set<string>();
   /** The reply sent and not yet stored (its text leaves the box once it is). */
   private pendingReply: { id: string; text: string } | null = null;
+  /** The model's draft of the reply, streaming into the reply box while the agent has not
+   * written anything of their own. */
+  private draft: { conversationId: string; draftId: string; text: string } | null = null;
   private send: Send = () => false;
 
   constructor(private readonly el: ConsoleElements) {
@@ -76,6 +79,8 @@ export class AgentConsole {
       ev.preventDefault();
       this.reply();
     });
+    // The agent writes: their words, not the model's; the draft stops (kept as written so far).
+    el.input.addEventListener("input", () => this.stopDraft());
     el.input.addEventListener("keydown", (ev) => {
       if (ev.key !== "Enter" || ev.shiftKey || ev.isComposing) return;
       ev.preventDefault();
@@ -113,6 +118,8 @@ export class AgentConsole {
         return this.showMessage(frame);
       case "agent.handoff":
         return this.onHandoff(frame);
+      case "agent.draft":
+        return this.onDraft(frame);
       case "agent.error":
         this.el.alert.textContent = frame.message;
         this.el.alert.hidden = false;
@@ -129,11 +136,42 @@ export class AgentConsole {
   }
 
   private openConversation(conversationId: string): void {
+    this.draft = null;
+    this.el.input.value = "";
+    delete this.el.input.dataset["draft"];
     this.open = { conversationId, handoffId: null, state: "waiting", mine: false };
     this.shown.clear();
     this.el.log.replaceChildren();
     this.send({ type: "agent.open", id: newId(), conversation_id: conversationId, after_message_id: null });
     this.updateControls();
+  }
+
+  private onDraft(f: Agent.AgentDraftFrame): void {
+    if (this.open?.conversationId !== f.conversation_id || !this.open.mine) return;
+    const input = this.el.input;
+    if (f.status === "streaming") {
+      if (this.draft === null || this.draft.draftId !== f.draft_id) {
+        if (input.value.trim() !== "") return; // the agent's own words are never replaced
+        this.draft = { conversationId: f.conversation_id, draftId: f.draft_id, text: "" };
+        input.value = "";
+      }
+      this.draft.text += f.text;
+      input.value = this.draft.text;
+      input.dataset["draft"] = "streaming";
+      return;
+    }
+    if (this.draft?.draftId === f.draft_id) {
+      this.draft = null;
+      if (input.dataset["draft"] !== undefined) input.dataset["draft"] = "ready";
+    }
+  }
+
+  private stopDraft(): void {
+    const draft = this.draft;
+    if (draft === null) return;
+    this.draft = null;
+    delete this.el.input.dataset["draft"];
+    this.send({ type: "agent.draft_stop", id: newId(), conversation_id: draft.conversationId });
   }
 
   private reply(): void {
@@ -146,6 +184,8 @@ export class AgentConsole {
       return;
     }
     this.pendingReply = { id, text };
+    this.draft = null;
+    delete this.el.input.dataset["draft"];
   }
 
   private act(type: "agent.release" | "agent.close"): void {

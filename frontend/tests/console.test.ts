@@ -110,4 +110,33 @@ describe("the conversation", () => {
     desk.onOpen();
     expect(last("agent.open")).toMatchObject({ conversation_id: CONV, after_message_id: M1 });
   });
+
+  test("the model's draft streams into the reply box until the agent writes", () => {
+    held();
+    const draft = (text: string, status = "streaming", id = "d1000000-0000-4000-8000-000000000000") =>
+      receive({ type: "agent.draft", conversation_id: CONV, draft_id: id, text, status });
+    draft("You said: ");
+    draft("it arrived");
+    expect(el().input.value).toBe("You said: it arrived");
+    expect(el().input.dataset["draft"]).toBe("streaming");
+    // the agent types: the draft stops where it is, their words stay
+    el().input.value = "You said: it arrived, sorry";
+    el().input.dispatchEvent(new Event("input"));
+    expect(last("agent.draft_stop")).toMatchObject({ conversation_id: CONV });
+    draft(" crushed"); // a piece already on its way is not added
+    expect(el().input.value).toBe("You said: it arrived, sorry");
+    // a later draft never replaces what the agent wrote
+    draft("Another", "streaming", "d2000000-0000-4000-8000-000000000000");
+    expect(el().input.value).toBe("You said: it arrived, sorry");
+  });
+
+  test("a finished draft waits in the box to be sent or changed", () => {
+    held();
+    receive({ type: "agent.draft", conversation_id: CONV, draft_id: "d1000000-0000-4000-8000-000000000000", text: "Sorry!", status: "streaming" });
+    receive({ type: "agent.draft", conversation_id: CONV, draft_id: "d1000000-0000-4000-8000-000000000000", text: "", status: "done" });
+    expect(el().input.dataset["draft"]).toBe("ready");
+    el().form.requestSubmit();
+    expect(last("agent.send")).toMatchObject({ text: "Sorry!" });
+    expect(sent.filter((f) => f["type"] === "agent.draft_stop")).toEqual([]);
+  });
 });

@@ -72,6 +72,9 @@ def test_a_customer_and_an_agent_talk_and_hand_back_to_the_assistant(
     expect(desk.locator("#console-log .message").last).to_have_text(
         "Thank you! Same address please."
     )
+    # the model drafts Dana's reply to it, streamed into the reply box
+    expect(reply_box).to_have_value("You said: Thank you! Same address please.")
+    expect(reply_box).to_have_attribute("data-draft", "ready")
     # the assistant kept silent: the customer's message has no answer under it
     expect(customer.locator('.message[data-role="assistant"]')).to_have_count(1)
 

@@ -5,11 +5,11 @@
 // frontend/src/console.ts builds on these types; docs/handoff.md describes the frames.
 
 /** Every `type` a browser may send. */
-export const CLIENT_FRAME_TYPES = ["agent.claim", "agent.open", "agent.send", "agent.release", "agent.close", "agent.transfer"] as const;
+export const CLIENT_FRAME_TYPES = ["agent.claim", "agent.open", "agent.send", "agent.release", "agent.close", "agent.transfer", "agent.draft_stop"] as const;
 export type ClientFrameType = (typeof CLIENT_FRAME_TYPES)[number];
 
 /** Every `type` the server sends. */
-export const SERVER_FRAME_TYPES = ["agent.queue", "agent.transcript", "agent.message", "agent.handoff", "agent.error"] as const;
+export const SERVER_FRAME_TYPES = ["agent.queue", "agent.transcript", "agent.message", "agent.handoff", "agent.draft", "agent.error"] as const;
 export type ServerFrameType = (typeof SERVER_FRAME_TYPES)[number];
 
 /** Every `code` of a `agent.error`. */
@@ -88,7 +88,16 @@ export interface TransferFrame {
   to_agent: string;
 }
 
-export type ClientFrame = ClaimFrame | OpenFrame | ReplyFrame | ReleaseFrame | CloseFrame | TransferFrame;
+/** The agent started writing their own reply: stop the model's draft of it. */
+export interface DraftStopFrame {
+  type: "agent.draft_stop";
+  /** uuid */
+  id: string;
+  /** uuid */
+  conversation_id: string;
+}
+
+export type ClientFrame = ClaimFrame | OpenFrame | ReplyFrame | ReleaseFrame | CloseFrame | TransferFrame | DraftStopFrame;
 
 // --- server -> browser: what the server sends (every field is always there).
 
@@ -135,6 +144,21 @@ export interface AgentHandoffFrame {
   mine: boolean;
 }
 
+/**
+ * The model's draft of a reply to the customer's last message, as it is written: `text`
+ * is the next piece (empty at the end). `status`: `streaming`, then `done`, `stopped`
+ * (agent.draft_stop, a reply sent), `failed`, or `busy` (no engine free: no draft).
+ */
+export interface AgentDraftFrame {
+  type: "agent.draft";
+  /** uuid */
+  conversation_id: string;
+  /** uuid */
+  draft_id: string;
+  text: string;
+  status: "streaming" | "done" | "stopped" | "failed" | "busy";
+}
+
 export interface AgentErrorFrame {
   type: "agent.error";
   /** uuid */
@@ -166,4 +190,4 @@ export interface QueueItem {
   mine: boolean;
 }
 
-export type ServerFrame = QueueFrame | TranscriptFrame | AgentMessageFrame | AgentHandoffFrame | AgentErrorFrame;
+export type ServerFrame = QueueFrame | TranscriptFrame | AgentMessageFrame | AgentHandoffFrame | AgentDraftFrame | AgentErrorFrame;

@@ -78,7 +78,6 @@ async def test_a_customer_talks_to_a_person_and_back_to_the_assistant(
     assert (await desk.receive_json_from(timeout=5)) == {"type": "agent.queue", "items": []}
     customer = await open_socket(connect, alice)
     conversation_id = (await ask(customer, "my parcel is broken"))[0]["conversation_id"]
-    asked_model = len(scripted_worker.engine.prompts)
     requests, claims = (sample("chat:handoffs_total", action=a) for a in ("request", "claim"))
     first_responses = sample("chat:handoff_first_response_seconds_count")
 
@@ -143,7 +142,8 @@ async def test_a_customer_talks_to_a_person_and_back_to_the_assistant(
     again = await next_of(desk, "agent.message")
     assert again["message"]["id"] == echoed["message"]["id"]
     assert await sync_to_async(Message.objects.filter(role="agent").count)() == 1
-    assert len(scripted_worker.engine.prompts) == asked_model  # the assistant kept silent
+    # the assistant kept silent: no answer to the customer (the model only drafted for Dana)
+    assert await sync_to_async(Message.objects.filter(role="assistant").count)() == 1
 
     await desk.send_json_to(
         {"type": "agent.release", "id": str(uuid.uuid4()), "handoff_id": waiting["handoff_id"]}
@@ -257,3 +257,46 @@ async def test_only_agents_get_the_console(
     refused = await stranger.receive_json_from(timeout=5)
     assert (refused["type"], refused["code"]) == ("chat.error", "not_found")
     assert not await sync_to_async(Handoff.objects.exists)()
+
+
+async def test_the_model_drafts_the_reply_for_the_agent_and_stops_when_they_write(
+    connect: Connect, alice: User, scripted_worker: RunningWorker, console: Console
+) -> None:
+    dana = await sync_to_async(agent_made)("dana", "Dana")
+    customer = await open_socket(connect, alice)
+    conversation_id = (await ask(customer, "hello"))[0]["conversation_id"]
+    await customer.send_json_to(handoff_frame(conversation_id))
+    await customer.send_json_to(send_frame("it arrived crushed", conversation_id=conversation_id))
+    await next_of(customer, "chat.human")
+    stored = await sync_to_async(Message.objects.count)()
+    handoff = await sync_to_async(Handoff.objects.get)()
+    desk = await console(dana)
+
+    # taking the conversation drafts the reply to the customer's last message
+    await desk.send_json_to(
+        {"type": "agent.claim", "id": str(uuid.uuid4()), "handoff_id": handoff.pk}
+    )
+    draft = []
+    while (frame := await next_of(desk, "agent.draft"))["status"] == "streaming":
+        draft.append(frame["text"])
+    assert frame["status"] == "done"
+    assert "".join(draft) == "You said: it arrived crushed"
+    assert scripted_worker.engine.prompts[-1].endswith(
+        "<|im_start|>user\nit arrived crushed<|im_end|>\n<|im_start|>assistant\n"
+    )
+    assert await sync_to_async(Message.objects.count)() == stored  # a draft is not stored
+
+    # the customer writes again: a new draft; the agent starts typing: it stops
+    await customer.send_json_to(
+        send_frame("[[slow]] " + "where is it now " * 20, conversation_id=conversation_id)
+    )
+    first = await next_of(desk, "agent.draft")
+    assert first["status"] == "streaming"
+    await desk.send_json_to(
+        {"type": "agent.draft_stop", "id": str(uuid.uuid4()), "conversation_id": conversation_id}
+    )
+    while (frame := await next_of(desk, "agent.draft"))["status"] == "streaming":
+        pass
+    assert (frame["status"], frame["draft_id"]) == ("stopped", first["draft_id"])
+    assert await desk.receive_nothing(timeout=0.5)  # the engine stopped: nothing more of it
+    assert await sync_to_async(Message.objects.filter(role="assistant").count)() == 1
