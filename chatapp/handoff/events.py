@@ -74,3 +74,17 @@ async def _send(group: str, event: dict[str, Any]) -> None:
     layer = get_channel_layer()
     if layer is not None:
         await layer.group_send(group, event)
+
+
+async def typing(conversation_id: uuid.UUID, *, by: str, agent: str | None = None) -> None:
+    """Someone is writing in the conversation: `by` "customer" or "agent" (with the agent's
+    first name). Not stored: a missed one costs nothing."""
+    await _send(
+        conversation_group(conversation_id),
+        {
+            "type": "handoff.typing",
+            "conversation_id": str(conversation_id),
+            "by": by,
+            "agent": agent,
+        },
+    )

@@ -71,8 +71,24 @@ class DraftStopFrame(Frame):
     conversation_id: uuid.UUID
 
 
+class AgentTypingClientFrame(Frame):
+    """The agent is writing a reply in a conversation they hold: the customer sees
+    "Dana is typing…". Sent every 2 s at most while typing; nothing is stored."""
+
+    type: Literal["agent.typing"]
+    id: uuid.UUID
+    conversation_id: uuid.UUID
+
+
 AnyAgentClientFrame = (
-    ClaimFrame | OpenFrame | ReplyFrame | ReleaseFrame | CloseFrame | TransferFrame | DraftStopFrame
+    ClaimFrame
+    | OpenFrame
+    | ReplyFrame
+    | ReleaseFrame
+    | CloseFrame
+    | TransferFrame
+    | DraftStopFrame
+    | AgentTypingClientFrame
 )
 agent_client_frame_adapter: TypeAdapter[AnyAgentClientFrame] = TypeAdapter(
     Annotated[AnyAgentClientFrame, Field(discriminator="type")]
@@ -86,6 +102,7 @@ AGENT_CLIENT_FRAME_TYPES = frozenset(
         "agent.close",
         "agent.transfer",
         "agent.draft_stop",
+        "agent.typing",
     }
 )
 
@@ -154,6 +171,13 @@ class AgentDraftFrame(Frame):
     status: Literal["streaming", "done", "stopped", "failed", "busy"]
 
 
+class CustomerTypingFrame(Frame):
+    """The customer of a conversation the console shows is writing (shown a few seconds)."""
+
+    type: Literal["agent.customer_typing"] = "agent.customer_typing"
+    conversation_id: uuid.UUID
+
+
 class AgentErrorFrame(Frame):
     type: Literal["agent.error"] = "agent.error"
     id: uuid.UUID | None = None
@@ -167,6 +191,7 @@ AnyAgentServerFrame = (
     | AgentMessageFrame
     | AgentHandoffFrame
     | AgentDraftFrame
+    | CustomerTypingFrame
     | AgentErrorFrame
 )
 agent_server_frame_adapter: TypeAdapter[AnyAgentServerFrame] = TypeAdapter(

@@ -21,6 +21,7 @@ from django.conf import settings
 from django.contrib.auth.models import User
 
 from chatapp.conversations.message_text import text_refusal
+from chatapp.conversations.selectors import person_name
 from chatapp.errors import ApplicationError
 from chatapp.handoff import events, selectors, services
 from chatapp.handoff.agents import is_agent
@@ -31,10 +32,12 @@ from chatapp.realtime.agent_frames import (
     AgentErrorFrame,
     AgentHandoffFrame,
     AgentMessageFrame,
+    AgentTypingClientFrame,
     AnyAgentClientFrame,
     AnyAgentServerFrame,
     ClaimFrame,
     CloseFrame,
+    CustomerTypingFrame,
     DraftStopFrame,
     OpenFrame,
     QueueFrame,
@@ -136,6 +139,12 @@ class AgentConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels i
             return
         if isinstance(frame, DraftStopFrame):
             await self.drafts.stop(frame.conversation_id)
+            return
+        if isinstance(frame, AgentTypingClientFrame):
+            if frame.conversation_id in self._mine:  # only where this agent holds it
+                await events.typing(
+                    frame.conversation_id, by="agent", agent=person_name(self.agent)
+                )
             return
         handoff = await database_sync_to_async(self._change_store)(frame)
         await self._show(handoff.conversation_id)
@@ -252,6 +261,11 @@ class AgentConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels i
                 message=_message(event["message"]),
             )
         )
+
+    async def handoff_typing(self, event: dict[str, Any]) -> None:
+        conversation_id = uuid.UUID(event["conversation_id"])
+        if event.get("by") == "customer" and conversation_id in self._showing:
+            await self._send_frame(CustomerTypingFrame(conversation_id=conversation_id))
 
     async def _queue_send(self) -> list[dict[str, Any]]:
         rows: list[dict[str, Any]] = await database_sync_to_async(selectors.queue)(

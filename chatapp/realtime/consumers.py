@@ -46,6 +46,7 @@ from chatapp.realtime.schemas import (
     StopFrame,
     SyncFrame,
     TemplatesChangedFrame,
+    TypingFrame,
 )
 from chatapp.realtime.starting import STAFF, AnswerStarting, StartPolicy
 from chatapp.realtime.watching import SocketWatching
@@ -147,6 +148,8 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
                 await self.handoff.handoff(frame)
             elif isinstance(frame, SyncFrame):
                 await self.handoff.sync(frame)
+            elif isinstance(frame, TypingFrame):
+                await self.handoff.typing(frame)
             elif isinstance(frame, StopFrame):
                 await self._on_stop(frame)
             elif isinstance(frame, RegenerateFrame):
@@ -285,6 +288,9 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
 
     async def handoff_message(self, event: dict[str, Any]) -> None:
         await self.handoff.on_message(event)
+
+    async def handoff_typing(self, event: dict[str, Any]) -> None:
+        await self.handoff.on_typing(event)
 
     async def templates_changed(self, event: dict[str, Any]) -> None:
         await self._send_frame(TemplatesChangedFrame(etag=str(event.get("etag", ""))))

@@ -21,6 +21,7 @@ from chatapp.errors import ApplicationError
 from chatapp.handoff import events, selectors, services
 from chatapp.metrics import recording as metrics
 from chatapp.realtime.schemas import (
+    AgentTypingFrame,
     AnyServerFrame,
     ConversationMessage,
     ErrorFrame,
@@ -29,6 +30,7 @@ from chatapp.realtime.schemas import (
     HumanMessageFrame,
     SendFrame,
     SyncFrame,
+    TypingFrame,
 )
 
 Send = Callable[[AnyServerFrame], Awaitable[None]]
@@ -108,6 +110,21 @@ class CustomerHandoff:
         await self._follow(frame.conversation_id)
         await events.message_sent(message, client_id=frame.id)
         return True
+
+    async def typing(self, frame: TypingFrame) -> None:
+        """Passed on to the person, for a conversation this socket follows (its own: checked
+        when it started following) and nothing else; never stored."""
+        if frame.conversation_id in self._following:
+            await events.typing(frame.conversation_id, by="customer")
+
+    async def on_typing(self, event: dict[str, Any]) -> None:
+        if event.get("by") == "agent":
+            await self._send(
+                AgentTypingFrame(
+                    conversation_id=uuid.UUID(event["conversation_id"]),
+                    agent=event.get("agent") or "A person",
+                )
+            )
 
     async def detach(self) -> None:
         for conversation_id in self._following:

@@ -180,10 +180,21 @@ class SyncFrame(Frame):
     after_message_id: uuid.UUID | None = None
 
 
+class TypingFrame(Frame):
+    """The customer is writing in a conversation a person is asked for or holds: the person
+    sees "typing…" (`agent.customer_typing`). The page sends one every 2 s at most while
+    typing; nothing is stored."""
+
+    type: Literal["chat.typing"]
+    id: uuid.UUID
+    conversation_id: uuid.UUID
+
+
 AnyClientFrame = (
     SendFrame
     | HandoffFrame
     | SyncFrame
+    | TypingFrame
     | DraftFrame
     | StopFrame
     | RegenerateFrame
@@ -206,6 +217,7 @@ CLIENT_FRAME_TYPES = frozenset(
         "chat.draft",
         "chat.handoff",
         "chat.sync",
+        "chat.typing",
     }
 )
 
@@ -342,6 +354,14 @@ class HumanMessageFrame(Frame):
     message: ConversationMessage
 
 
+class AgentTypingFrame(Frame):
+    """The person holding the conversation is writing (shown a few seconds)."""
+
+    type: Literal["chat.agent_typing"] = "chat.agent_typing"
+    conversation_id: uuid.UUID
+    agent: str  # their first name
+
+
 class ErrorFrame(Frame):
     type: Literal["chat.error"] = "chat.error"
     id: uuid.UUID | None = None
@@ -364,6 +384,7 @@ AnyServerFrame = (
     | FeedbackRecordedFrame
     | HandoffStateFrame
     | HumanMessageFrame
+    | AgentTypingFrame
 )
 ServerFrame = Annotated[AnyServerFrame, Field(discriminator="type")]
 server_frame_adapter: TypeAdapter[AnyServerFrame] = TypeAdapter(ServerFrame)

@@ -4,6 +4,7 @@
 // Every text a customer or agent wrote goes in through textContent only.
 
 import type * as Agent from "./generated/agent_frames.ts";
+import { TYPING_EVERY_MS, TYPING_SHOWN_MS } from "./handoff.ts";
 import { newId } from "./ids.ts";
 import { showConnectionState } from "./page.ts";
 import { chatSocketUrl, ReconnectingSocket } from "./socket.ts";
@@ -22,6 +23,7 @@ export interface ConsoleElements {
   release: HTMLButtonElement;
   close: HTMLButtonElement;
   status: HTMLElement;
+  typing: HTMLElement;
 }
 
 function byId<T extends HTMLElement>(doc: Document, id: string, type: new () => T): T {
@@ -43,6 +45,7 @@ export function consoleElements(doc: Document): ConsoleElements {
     release: byId(doc, "console-release", HTMLButtonElement),
     close: byId(doc, "console-close", HTMLButtonElement),
     status: byId(doc, "connection-status", HTMLElement),
+    typing: byId(doc, "console-typing", HTMLElement),
   };
 }
 
@@ -73,6 +76,8 @@ export class AgentConsole {
    * written anything of their own. */
   private draft: { conversationId: string; draftId: string; text: string } | null = null;
   private send: Send = () => false;
+  private typingSentAt = -Infinity;
+  private typingTimer: ReturnType<typeof setTimeout> | null = null;
 
   constructor(private readonly el: ConsoleElements) {
     el.form.addEventListener("submit", (ev) => {
@@ -80,7 +85,10 @@ export class AgentConsole {
       this.reply();
     });
     // The agent writes: their words, not the model's; the draft stops (kept as written so far).
-    el.input.addEventListener("input", () => this.stopDraft());
+    el.input.addEventListener("input", () => {
+      this.stopDraft();
+      this.typingShown();
+    });
     el.input.addEventListener("keydown", (ev) => {
       if (ev.key !== "Enter" || ev.shiftKey || ev.isComposing) return;
       ev.preventDefault();
@@ -120,6 +128,9 @@ export class AgentConsole {
         return this.onHandoff(frame);
       case "agent.draft":
         return this.onDraft(frame);
+      case "agent.customer_typing":
+        if (this.open?.conversationId === frame.conversation_id) this.showCustomerTyping();
+        return;
       case "agent.error":
         this.el.alert.textContent = frame.message;
         this.el.alert.hidden = false;
@@ -164,6 +175,25 @@ export class AgentConsole {
       this.draft = null;
       if (input.dataset["draft"] !== undefined) input.dataset["draft"] = "ready";
     }
+  }
+
+  /** The customer sees "Dana is typing…" while the agent writes to them. */
+  private typingShown(): void {
+    const open = this.open;
+    if (open === null || !open.mine) return;
+    const now = performance.now();
+    if (now - this.typingSentAt < TYPING_EVERY_MS) return;
+    this.typingSentAt = now;
+    this.send({ type: "agent.typing", id: newId(), conversation_id: open.conversationId });
+  }
+
+  private showCustomerTyping(): void {
+    if (this.typingTimer !== null) clearTimeout(this.typingTimer);
+    this.el.typing.textContent = "The customer is typing…";
+    this.typingTimer = setTimeout(() => {
+      this.typingTimer = null;
+      this.el.typing.textContent = "";
+    }, TYPING_SHOWN_MS);
   }
 
   private stopDraft(): void {
@@ -245,7 +275,13 @@ export class AgentConsole {
       if (this.el.input.value === this.pendingReply.text) this.el.input.value = "";
       this.pendingReply = null;
     }
-    if (this.open?.conversationId === f.conversation_id) this.appendMessage(f.message);
+    if (this.open?.conversationId !== f.conversation_id) return;
+    if (f.message.role === "user" && this.typingTimer !== null) {
+      clearTimeout(this.typingTimer);
+      this.typingTimer = null;
+      this.el.typing.textContent = "";
+    }
+    this.appendMessage(f.message);
   }
 
   private onHandoff(f: Agent.AgentHandoffFrame): void {

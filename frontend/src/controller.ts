@@ -17,7 +17,7 @@ import { AutoScroller } from "./autoscroll.ts";
 import { Connection, type AwaitedReplies, type Transport } from "./connection.ts";
 import { parseConversations, type ConversationList, type FetchJson } from "./conversations.ts";
 import { DraftPrefill, type DraftTarget, type DraftTimers } from "./draftprefill.ts";
-import { HandoffBar, handoffElements, type HandoffAction, type HandoffState } from "./handoff.ts";
+import { HandoffBar, handoffElements, TYPING_EVERY_MS, type HandoffAction, type HandoffState } from "./handoff.ts";
 import { newId } from "./ids.ts";
 import { MessageLog } from "./messagelog.ts";
 import { Outbox, type AwaitedRequest, type QueuedSend, type SentEdit, type SentRegenerate } from "./outbox.ts";
@@ -30,6 +30,7 @@ import {
   sendFrame,
   stopFrame,
   syncFrame,
+  typingFrame,
   type AcceptedFrame,
   type DoneFrame,
   type ErrorFrame,
@@ -81,6 +82,8 @@ export class ChatController {
   /** "Talk to a person" (null: the page has no bar), and who answers the conversation now. */
   private readonly handoffBar: HandoffBar | null;
   private handoffState: HandoffState = "bot";
+  /** When chat.typing last went out (the person sees "typing…"). */
+  private typingSentAt = -Infinity;
   private conversations: ConversationList | null = null;
   private fetchJson: FetchJson | null = null;
   /** Rendering the page's history: one scroll at the end instead of one per message. */
@@ -139,7 +142,10 @@ export class ChatController {
       ev.preventDefault();
       this.submit();
     });
-    input.addEventListener("input", () => this.drafts.typed());
+    input.addEventListener("input", () => {
+      this.drafts.typed();
+      this.typingShown();
+    });
     input.addEventListener("keydown", (ev) => {
       if (ev.key !== "Enter" || ev.shiftKey || ev.isComposing || ev.keyCode === 229) return;
       ev.preventDefault();
@@ -274,6 +280,9 @@ export class ChatController {
         return this.onHandoffState(frame);
       case "chat.human":
         return this.onHuman(frame);
+      case "chat.agent_typing":
+        if (frame.conversation_id === this.conversationId) this.handoffBar?.showTyping(frame.agent);
+        return;
     }
   }
 
@@ -420,6 +429,15 @@ export class ChatController {
     this.updateControls();
   }
 
+  /** While a person is asked for or holds the conversation, they see the customer typing. */
+  private typingShown(): void {
+    if (this.conversationId === null || (this.handoffState !== "waiting" && this.handoffState !== "with_agent")) return;
+    const now = this.now();
+    if (now - this.typingSentAt < TYPING_EVERY_MS) return;
+    this.typingSentAt = now;
+    this.connection.send(typingFrame(newId(), this.conversationId));
+  }
+
   /** "Talk to a person" / "Stop waiting": the server answers with chat.handoff_state. */
   askHandoff(action: HandoffAction): void {
     if (this.conversationId === null) return;
@@ -519,6 +537,7 @@ export class ChatController {
       this.updateControls();
       return;
     }
+    if (f.message.role === "agent") this.handoffBar?.typingDone();
     if (this.messages.has(f.message.id) || f.message.role === "assistant") return;
     const view = this.messages.create(f.message.role, "complete", f.message.id, f.message.content, f.message.sender);
     this.messages.append(view);

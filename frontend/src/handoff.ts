@@ -33,8 +33,15 @@ export function offeredAction(state: HandoffState, hasConversation: boolean): Ha
   return "request";
 }
 
+/** How long "Dana is typing…" shows after the last sign of it, and how often the page tells
+ * the server its customer is typing. */
+export const TYPING_SHOWN_MS = 4000;
+export const TYPING_EVERY_MS = 2000;
+
 export class HandoffBar {
   private action: HandoffAction | null = null;
+  private notice = "";
+  private typingTimer: ReturnType<typeof setTimeout> | null = null;
 
   constructor(
     private readonly el: HandoffElements,
@@ -48,9 +55,27 @@ export class HandoffBar {
   /** Show `state` with the server's `notice` ("" before the server said anything). */
   show(state: HandoffState, notice: string, hasConversation: boolean): void {
     this.el.bar.dataset["state"] = state;
-    this.el.notice.textContent = notice;
+    this.notice = notice;
+    if (this.typingTimer === null) this.el.notice.textContent = notice;
     this.action = offeredAction(state, hasConversation);
     this.el.button.hidden = this.action === null;
     this.el.button.textContent = this.action === "cancel" ? CANCEL_LABEL : REQUEST_LABEL;
+  }
+
+  /** The person's message came: they are no longer typing it. */
+  typingDone(): void {
+    if (this.typingTimer !== null) clearTimeout(this.typingTimer);
+    this.typingTimer = null;
+    this.el.notice.textContent = this.notice;
+  }
+
+  /** "Dana is typing…" in place of the notice, for a few seconds after the last sign. */
+  showTyping(agent: string): void {
+    if (this.typingTimer !== null) clearTimeout(this.typingTimer);
+    this.el.notice.textContent = `${agent} is typing…`;
+    this.typingTimer = setTimeout(() => {
+      this.typingTimer = null;
+      this.el.notice.textContent = this.notice;
+    }, TYPING_SHOWN_MS);
   }
 }

@@ -16,6 +16,7 @@ export type {
   ErrorCode,
   FeedbackFrame,
   FeedbackRecordedFrame,
+  AgentTypingFrame,
   HandoffStateFrame,
   HumanMessageFrame,
   RegenerateFrame,
@@ -121,6 +122,11 @@ export function withFullText(frame: Wire.SendFrame, text: string): Wire.SendFram
 /** Ask for a person in the conversation, or stop waiting for one (docs/handoff.md). */
 export function handoffFrame(id: string, conversationId: string, action: Wire.HandoffFrame["action"]): Wire.HandoffFrame {
   return { type: "chat.handoff", id, conversation_id: conversationId, action };
+}
+
+/** The customer is writing in a conversation a person is asked for or holds. */
+export function typingFrame(id: string, conversationId: string): Wire.TypingFrame {
+  return { type: "chat.typing", id, conversation_id: conversationId };
 }
 
 /** Who answers the conversation now, and the people's messages after `afterMessageId`. */
@@ -365,6 +371,12 @@ const PARSERS: Parsers = {
     const message = parseConversationMessage(data["message"]);
     if (id === undefined || conversation_id === undefined || message === null) return null;
     return { type: "chat.human", id, conversation_id, message };
+  },
+  "chat.agent_typing": (data) => {
+    const conversation_id = str(data, "conversation_id");
+    const agent = str(data, "agent");
+    if (conversation_id === undefined || agent === undefined) return null;
+    return { type: "chat.agent_typing", conversation_id, agent };
   },
   "templates.changed": (data) => {
     // Only a trigger to revalidate, so a missing etag is fine.

@@ -1,6 +1,6 @@
 // @vitest-environment jsdom
 // The agent console against its page markup (web/agent_console.html) with a fake socket.
-import { beforeEach, describe, expect, test } from "vitest";
+import { beforeEach, describe, expect, test, vi } from "vitest";
 
 import { AgentConsole, consoleElements, waitedText } from "../src/console.ts";
 import { dangerousNodes, pageContentHtml } from "./helpers.ts";
@@ -138,5 +138,29 @@ describe("the conversation", () => {
     el().form.requestSubmit();
     expect(last("agent.send")).toMatchObject({ text: "Sorry!" });
     expect(sent.filter((f) => f["type"] === "agent.draft_stop")).toEqual([]);
+  });
+});
+
+describe("typing", () => {
+  test("the customer typing shows for a while; the agent typing is told, at most every 2 s", () => {
+    vi.useFakeTimers();
+    try {
+      receive({ type: "agent.queue", items: [item(CONV)] });
+      el().queue.querySelector("button")?.click();
+      receive({ type: "agent.transcript", id: last("agent.open")["id"], conversation_id: CONV, handoff_id: 7, state: "with_agent", agent: "Dana", mine: true, messages: [] });
+      receive({ type: "agent.customer_typing", conversation_id: CONV });
+      expect(el().typing.textContent).toBe("The customer is typing…");
+      receive({ type: "agent.customer_typing", conversation_id: OTHER });
+      vi.advanceTimersByTime(4100);
+      expect(el().typing.textContent).toBe("");
+      for (const text of ["H", "Hi", "Hi!"]) {
+        el().input.value = text;
+        el().input.dispatchEvent(new Event("input"));
+      }
+      expect(sent.filter((f) => f["type"] === "agent.typing")).toHaveLength(1);
+      expect(last("agent.typing")).toMatchObject({ conversation_id: CONV });
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });

@@ -734,4 +734,30 @@ describe("talking to a person", () => {
     expect(notice()).toBe("");
     expect(message(AGENT_MSG)).toBeNull();
   });
+
+  test("each side sees the other typing", () => {
+    vi.useFakeTimers();
+    try {
+      const p = open({ history: HISTORY, conversationId: CONV });
+      input().value = "a";
+      input().dispatchEvent(new Event("input"));
+      expect(p.t.sent.filter((f) => f["type"] === "chat.typing")).toEqual([]); // the assistant answers: nobody to tell
+      p.receive(state("with_agent", "Dana joined the conversation.", { agent: "Dana" }));
+      for (const text of ["ab", "abc"]) {
+        input().value = text;
+        input().dispatchEvent(new Event("input"));
+      }
+      expect(p.t.sent.filter((f) => f["type"] === "chat.typing")).toHaveLength(1);
+      p.receive({ type: "chat.agent_typing", conversation_id: CONV, agent: "Dana" });
+      expect(notice()).toBe("Dana is typing…");
+      p.receive(human(null, "agent", "Here you go", AGENT_MSG, "Dana"));
+      expect(notice()).toBe("Dana joined the conversation.");
+      p.receive({ type: "chat.agent_typing", conversation_id: CONV, agent: "Dana" });
+      vi.advanceTimersByTime(4100);
+      expect(notice()).toBe("Dana joined the conversation.");
+    } finally {
+      vi.useRealTimers();
+    }
+  });
 });
+

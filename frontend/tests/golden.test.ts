@@ -24,6 +24,7 @@ import {
   sendFrame,
   stopFrame,
   syncFrame,
+  typingFrame,
   templatedSendFrame,
   withFullText,
 } from "../src/protocol.ts";
@@ -167,6 +168,7 @@ const BUILT: Record<ClientFrameType, ClientFrame[]> = {
   "chat.draft": [draftFrame(ID, null, "where is my"), draftFrame(ID, CONVERSATION, "and how long\n")],
   "chat.handoff": [handoffFrame(ID, CONVERSATION, "request"), handoffFrame(ID, CONVERSATION, "cancel")],
   "chat.sync": [syncFrame(ID, CONVERSATION, null), syncFrame(ID, CONVERSATION, MESSAGE)],
+  "chat.typing": [typingFrame(ID, CONVERSATION)],
 };
 
 test("every frame the page builds is one the server's schema accepts", () => {

@@ -61,13 +61,18 @@ def test_a_customer_and_an_agent_talk_and_hand_back_to_the_assistant(
     reply_box = desk.get_by_label("Reply")
     expect(reply_box).to_be_editable()
     reply_box.fill("Sorry about that! A new one ships today.")
+    expect(customer.locator("#handoff-notice")).to_have_text(f"{ADMIN_USERNAME} is typing…")
     reply_box.press("Enter")
     agent_line = customer.locator('.message[data-role="agent"]')
     expect(agent_line).to_have_text("Sorry about that! A new one ships today.")
     expect(agent_line).to_have_attribute("data-sender", ADMIN_USERNAME)
     expect(reply_box).to_have_value("")
 
+    expect(customer.locator("#handoff-notice")).to_have_text(
+        f"{ADMIN_USERNAME} joined the conversation."
+    )  # the reply came: no longer typing
     tab.textbox.fill("Thank you! Same address please.")
+    expect(desk.locator("#console-typing")).to_have_text("The customer is typing…")
     tab.textbox.press("Enter")
     expect(desk.locator("#console-log .message").last).to_have_text(
         "Thank you! Same address please."

@@ -5,11 +5,11 @@
 // frontend/src/console.ts builds on these types; docs/handoff.md describes the frames.
 
 /** Every `type` a browser may send. */
-export const CLIENT_FRAME_TYPES = ["agent.claim", "agent.open", "agent.send", "agent.release", "agent.close", "agent.transfer", "agent.draft_stop"] as const;
+export const CLIENT_FRAME_TYPES = ["agent.claim", "agent.open", "agent.send", "agent.release", "agent.close", "agent.transfer", "agent.draft_stop", "agent.typing"] as const;
 export type ClientFrameType = (typeof CLIENT_FRAME_TYPES)[number];
 
 /** Every `type` the server sends. */
-export const SERVER_FRAME_TYPES = ["agent.queue", "agent.transcript", "agent.message", "agent.handoff", "agent.draft", "agent.error"] as const;
+export const SERVER_FRAME_TYPES = ["agent.queue", "agent.transcript", "agent.message", "agent.handoff", "agent.draft", "agent.customer_typing", "agent.error"] as const;
 export type ServerFrameType = (typeof SERVER_FRAME_TYPES)[number];
 
 /** Every `code` of a `agent.error`. */
@@ -97,7 +97,19 @@ export interface DraftStopFrame {
   conversation_id: string;
 }
 
-export type ClientFrame = ClaimFrame | OpenFrame | ReplyFrame | ReleaseFrame | CloseFrame | TransferFrame | DraftStopFrame;
+/**
+ * The agent is writing a reply in a conversation they hold: the customer sees
+ * "Dana is typing…". Sent every 2 s at most while typing; nothing is stored.
+ */
+export interface AgentTypingClientFrame {
+  type: "agent.typing";
+  /** uuid */
+  id: string;
+  /** uuid */
+  conversation_id: string;
+}
+
+export type ClientFrame = ClaimFrame | OpenFrame | ReplyFrame | ReleaseFrame | CloseFrame | TransferFrame | DraftStopFrame | AgentTypingClientFrame;
 
 // --- server -> browser: what the server sends (every field is always there).
 
@@ -159,6 +171,13 @@ export interface AgentDraftFrame {
   status: "streaming" | "done" | "stopped" | "failed" | "busy";
 }
 
+/** The customer of a conversation the console shows is writing (shown a few seconds). */
+export interface CustomerTypingFrame {
+  type: "agent.customer_typing";
+  /** uuid */
+  conversation_id: string;
+}
+
 export interface AgentErrorFrame {
   type: "agent.error";
   /** uuid */
@@ -190,4 +209,4 @@ export interface QueueItem {
   mine: boolean;
 }
 
-export type ServerFrame = QueueFrame | TranscriptFrame | AgentMessageFrame | AgentHandoffFrame | AgentDraftFrame | AgentErrorFrame;
+export type ServerFrame = QueueFrame | TranscriptFrame | AgentMessageFrame | AgentHandoffFrame | AgentDraftFrame | CustomerTypingFrame | AgentErrorFrame;

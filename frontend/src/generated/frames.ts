@@ -5,11 +5,11 @@
 // frontend/src/protocol.ts builds on these types; docs/protocol.md describes the frames.
 
 /** Every `type` a browser may send. */
-export const CLIENT_FRAME_TYPES = ["chat.send", "chat.handoff", "chat.sync", "chat.draft", "chat.stop", "chat.regenerate", "chat.feedback", "chat.resume", "chat.edit", "chat.client_timing"] as const;
+export const CLIENT_FRAME_TYPES = ["chat.send", "chat.handoff", "chat.sync", "chat.typing", "chat.draft", "chat.stop", "chat.regenerate", "chat.feedback", "chat.resume", "chat.edit", "chat.client_timing"] as const;
 export type ClientFrameType = (typeof CLIENT_FRAME_TYPES)[number];
 
 /** Every `type` the server sends. */
-export const SERVER_FRAME_TYPES = ["chat.accepted", "chat.started", "chat.delta", "chat.done", "chat.snapshot", "chat.error", "chat.resend_full", "templates.changed", "chat.feedback_recorded", "chat.handoff_state", "chat.human"] as const;
+export const SERVER_FRAME_TYPES = ["chat.accepted", "chat.started", "chat.delta", "chat.done", "chat.snapshot", "chat.error", "chat.resend_full", "templates.changed", "chat.feedback_recorded", "chat.handoff_state", "chat.human", "chat.agent_typing"] as const;
 export type ServerFrameType = (typeof SERVER_FRAME_TYPES)[number];
 
 /** Every `code` of a `chat.error`. */
@@ -63,6 +63,19 @@ export interface SyncFrame {
   conversation_id: string;
   /** uuid; default null */
   after_message_id?: string | null;
+}
+
+/**
+ * The customer is writing in a conversation a person is asked for or holds: the person
+ * sees "typing…" (`agent.customer_typing`). The page sends one every 2 s at most while
+ * typing; nothing is stored.
+ */
+export interface TypingFrame {
+  type: "chat.typing";
+  /** uuid */
+  id: string;
+  /** uuid */
+  conversation_id: string;
 }
 
 /**
@@ -161,7 +174,7 @@ export interface TemplateRef {
   sha256: string;
 }
 
-export type ClientFrame = SendFrame | HandoffFrame | SyncFrame | DraftFrame | StopFrame | RegenerateFrame | FeedbackFrame | ResumeFrame | EditFrame | ClientTimingFrame;
+export type ClientFrame = SendFrame | HandoffFrame | SyncFrame | TypingFrame | DraftFrame | StopFrame | RegenerateFrame | FeedbackFrame | ResumeFrame | EditFrame | ClientTimingFrame;
 
 // --- server -> browser: what the server sends (every field is always there).
 
@@ -278,6 +291,14 @@ export interface HumanMessageFrame {
   message: ConversationMessage;
 }
 
+/** The person holding the conversation is writing (shown a few seconds). */
+export interface AgentTypingFrame {
+  type: "chat.agent_typing";
+  /** uuid */
+  conversation_id: string;
+  agent: string;
+}
+
 export interface ConversationMessage {
   /** uuid */
   id: string;
@@ -325,4 +346,4 @@ export interface Usage {
   cached_prompt_tokens: number | null;
 }
 
-export type ServerFrame = AcceptedFrame | StartedFrame | DeltaFrame | DoneFrame | SnapshotFrame | ErrorFrame | ResendFullFrame | TemplatesChangedFrame | FeedbackRecordedFrame | HandoffStateFrame | HumanMessageFrame;
+export type ServerFrame = AcceptedFrame | StartedFrame | DeltaFrame | DoneFrame | SnapshotFrame | ErrorFrame | ResendFullFrame | TemplatesChangedFrame | FeedbackRecordedFrame | HandoffStateFrame | HumanMessageFrame | AgentTypingFrame;

@@ -300,3 +300,37 @@ async def test_the_model_drafts_the_reply_for_the_agent_and_stops_when_they_writ
     assert (frame["status"], frame["draft_id"]) == ("stopped", first["draft_id"])
     assert await desk.receive_nothing(timeout=0.5)  # the engine stopped: nothing more of it
     assert await sync_to_async(Message.objects.filter(role="assistant").count)() == 1
+
+
+async def test_each_side_sees_the_other_typing_and_nobody_else_does(
+    connect: Connect, alice: User, bob: User, scripted_worker: RunningWorker, console: Console
+) -> None:
+    dana = await sync_to_async(agent_made)("dana", "Dana")
+    eli = await sync_to_async(agent_made)("eli", "Eli")
+    customer = await open_socket(connect, alice)
+    conversation_id = (await ask(customer, "hello"))[0]["conversation_id"]
+    await customer.send_json_to(handoff_frame(conversation_id))
+    await next_of(customer, "chat.handoff_state")
+    handoff = await sync_to_async(Handoff.objects.get)()
+    desk, other_desk = await console(dana), await console(eli)
+    await desk.send_json_to(
+        {"type": "agent.claim", "id": str(uuid.uuid4()), "handoff_id": handoff.pk}
+    )
+    await next_of(customer, "chat.handoff_state")
+
+    typing = {"type": "chat.typing", "id": str(uuid.uuid4()), "conversation_id": conversation_id}
+    await customer.send_json_to(typing)
+    assert (await next_of(desk, "agent.customer_typing"))["conversation_id"] == conversation_id
+    await desk.send_json_to({**typing, "type": "agent.typing"})
+    shown = await next_of(customer, "chat.agent_typing")
+    assert (shown["conversation_id"], shown["agent"]) == (conversation_id, "Dana")
+
+    # another agent, not holding it, cannot type into it; another customer cannot either
+    await other_desk.send_json_to({**typing, "type": "agent.typing"})
+    stranger = await open_socket(connect, bob)
+    await stranger.send_json_to(typing)
+    assert await customer.receive_nothing(timeout=0.3)
+    frames = []
+    while not await desk.receive_nothing(timeout=0.3):
+        frames.append((await desk.receive_json_from())["type"])
+    assert "agent.customer_typing" not in frames
