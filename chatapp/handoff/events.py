@@ -10,14 +10,17 @@ processes with the Redis layer). The change is stored first: a socket that misse
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 from typing import Any
 
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
+from django.conf import settings
 
 from chatapp.conversations.models import Message
 from chatapp.handoff import selectors
 from chatapp.handoff.models import Handoff
+from chatapp.handoff.presence import Presence
 
 AGENTS = "handoff.agents"
 
@@ -27,6 +30,7 @@ def conversation_group(conversation_id: uuid.UUID) -> str:
 
 
 def state_event(view: selectors.HandoffView) -> dict[str, Any]:
+    """`view` as the sockets are told it (its notice in words)."""
     return {
         "type": "handoff.state",
         "conversation_id": str(view.conversation_id),
@@ -36,6 +40,8 @@ def state_event(view: selectors.HandoffView) -> dict[str, Any]:
         "position": view.position,
         "agent": view.agent,
         "agent_id": view.agent_id,  # for the consoles: whose it is
+        "nobody_online": view.nobody_online,
+        "contact_email": view.contact_email or None,
     }
 
 
@@ -58,10 +64,31 @@ async def handoff_changed(handoff: Handoff) -> int:
     gets their new place in line, and the consoles read the queue again. Returns how many
     customers wait now."""
     changed, waiting = await database_sync_to_async(_views_to_tell)(handoff)
+    nobody = await nobody_online()
     for view in [changed, *(v for v in waiting if v.handoff_id != handoff.pk)]:
+        view = replace(view, nobody_online=nobody and view.state == "waiting")
         await _send(conversation_group(view.conversation_id), state_event(view))
     await _send(AGENTS, {"type": "handoff.queue"})
     return len(waiting)
+
+
+async def consoles_changed() -> None:
+    """An agent console opened or closed: waiting customers are told whether anybody of the
+    team is online."""
+    waiting = await database_sync_to_async(selectors.waiting_views)()
+    nobody = await nobody_online()
+    for view in waiting:
+        view = replace(view, nobody_online=nobody)
+        await _send(conversation_group(view.conversation_id), state_event(view))
+
+
+async def nobody_online() -> bool:
+    """No agent console is open on any web process."""
+    presence = Presence(settings.REDIS_URL)
+    try:
+        return await presence.consoles_open() == 0
+    finally:
+        await presence.aclose()
 
 
 def _views_to_tell(

@@ -40,6 +40,8 @@ class Handoff(models.Model):
     claimed_at = models.DateTimeField(null=True, blank=True)
     ended_at = models.DateTimeField(null=True, blank=True)
     resolution = models.TextField(blank=True)
+    # Left by the customer while nobody of the team was online: write back there.
+    contact_email = models.EmailField(blank=True)
 
     class Meta:
         ordering = ("requested_at",)

@@ -23,10 +23,18 @@ class HandoffView:
     position: int | None  # in line, 1 = next; only while waiting
     agent: str | None  # the person holding it
     agent_id: int | None = None
+    contact_email: str = ""  # left while nobody was online
+    nobody_online: bool = False  # no agent console is open (chatapp/handoff/presence.py)
 
     @property
     def notice(self) -> str:
-        return states.notice(self.state, position=self.position, agent=self.agent)
+        return states.notice(
+            self.state,
+            position=self.position,
+            agent=self.agent,
+            nobody_online=self.nobody_online,
+            contact_email=self.contact_email,
+        )
 
 
 def agent_name(handoff: Handoff) -> str | None:
@@ -47,6 +55,7 @@ def handoff_view(handoff: Handoff) -> HandoffView:
         position=position,
         agent=agent_name(handoff),
         agent_id=handoff.agent_id if handoff.state == "with_agent" else None,
+        contact_email=handoff.contact_email,
     )
 
 
@@ -54,7 +63,7 @@ def waiting_views() -> list[HandoffView]:
     """Every waiting customer's view, in line order (one query)."""
     waiting = Handoff.objects.filter(state="waiting").order_by("requested_at", "id")
     return [
-        HandoffView(h.conversation_id, h.pk, "waiting", place, None)
+        HandoffView(h.conversation_id, h.pk, "waiting", place, None, contact_email=h.contact_email)
         for place, h in enumerate(waiting, start=1)
     ]
 
@@ -111,6 +120,7 @@ def queue(*, agent_id: int | None = None) -> list[dict[str, Any]]:
                 "last_message": (getattr(h, "last_message", None) or "")[:200],
                 "agent": agent_name(h),
                 "mine": agent_id is not None and h.agent_id == agent_id,
+                "contact_email": h.contact_email or None,
             }
         )
     return out

@@ -12,6 +12,8 @@ import uuid
 from dataclasses import dataclass
 
 from django.contrib.auth.models import User
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_email
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -51,7 +53,8 @@ def _refused(result: states.State | states.NotAllowed) -> states.State:
     return result
 
 
-def _event(handoff: Handoff, action: states.Action, actor: User, detail: str = "") -> None:
+def _event(handoff: Handoff, action: str, actor: User, detail: str = "") -> None:
+    """A change (a states.Action, or "contact": an email address left) with who and when."""
     HandoffEvent.objects.create(
         handoff=handoff, action=action, state=handoff.state, actor=actor, detail=detail[:500]
     )
@@ -110,6 +113,24 @@ def handoff_cancel(*, customer: User, conversation_id: uuid.UUID) -> Handoff:
         handoff.ended_at = timezone.now()
         handoff.save(update_fields=["state", "ended_at"])
         _event(handoff, "cancel", customer)
+    return handoff
+
+
+def handoff_contact(*, customer: User, conversation_id: uuid.UUID, email: str) -> Handoff:
+    """While waiting (nobody online), the customer leaves an email address to be written to."""
+    email = email.strip()
+    try:
+        validate_email(email)
+    except ValidationError:
+        raise ApplicationError("That does not look like an email address.") from None
+    with transaction.atomic():
+        _owned(customer, conversation_id)
+        handoff = open_handoff(conversation_id)
+        if handoff is None or handoff.state != "waiting":
+            raise ConflictError("Nobody is being waited for.")
+        handoff.contact_email = email
+        handoff.save(update_fields=["contact_email"])
+        _event(handoff, "contact", customer, detail=email)
     return handoff
 
 

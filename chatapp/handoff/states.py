@@ -53,8 +53,22 @@ def bot_answers(state: State) -> bool:
     return state in ("bot", "closed")
 
 
-def notice(state: State, *, position: int | None = None, agent: str | None = None) -> str:
+def notice(
+    state: State,
+    *,
+    position: int | None = None,
+    agent: str | None = None,
+    nobody_online: bool = False,
+    contact_email: str = "",
+) -> str:
     """What the customer is told, in words."""
+    if state == "waiting" and contact_email:
+        return f"Thank you! The team will write to you at {contact_email}."
+    if state == "waiting" and nobody_online:
+        return (
+            "Nobody from the team is online right now. Leave your email address and we will "
+            "write back, or keep waiting here."
+        )
     if state == "waiting":
         if position is None or position < 1:
             return "Waiting for a person to join."

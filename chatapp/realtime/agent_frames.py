@@ -118,6 +118,7 @@ class QueueItem(Frame):
     last_message: str
     agent: str | None
     mine: bool
+    contact_email: str | None  # left while nobody was online: write back there
 
 
 class QueueFrame(Frame):

@@ -10,6 +10,8 @@ chatapp.handoff.events: the consoles (the queue) and the sockets showing the con
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import time
 import uuid
@@ -26,6 +28,7 @@ from chatapp.errors import ApplicationError
 from chatapp.handoff import events, selectors, services
 from chatapp.handoff.agents import is_agent
 from chatapp.handoff.models import Handoff
+from chatapp.handoff.presence import RENEW_EVERY_S, Presence
 from chatapp.metrics import recording as metrics
 from chatapp.realtime.agent_frames import (
     AGENT_CLIENT_FRAME_TYPES,
@@ -61,6 +64,8 @@ class AgentConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels i
     agent: User
     budget: FrameBudget
     drafts: ConsoleDrafts | None = None
+    presence: Presence | None = None
+    present: asyncio.Task[None] | None = None
 
     async def connect(self) -> None:
         user = self.scope.get("user")
@@ -72,16 +77,30 @@ class AgentConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels i
             return
         self.agent = user
         self.budget = FrameBudget.from_settings()
+        self.presence = Presence(settings.REDIS_URL)
+        await self.presence.here(self.channel_name)
+        self.present = asyncio.create_task(self._stay_present())
         self.drafts = ConsoleDrafts(
             agent_id=user.pk, channel_name=self.channel_name, send=self._send_frame
         )
         await self.channel_layer.group_add(events.AGENTS, self.channel_name)
         await self.accept()
-        await self._queue_send()
+        for row in await self._queue_send():
+            if row["mine"]:  # held before a reconnect: their messages and drafts go on here
+                conversation_id = uuid.UUID(row["conversation_id"])
+                self._mine.add(conversation_id)
+                await self._show(conversation_id)
+        await events.consoles_changed()  # waiting customers: somebody is online
 
     async def disconnect(self, code: int) -> None:
         if self.drafts is not None:
             await self.drafts.close()
+        if self.presence is not None:
+            if self.present is not None:
+                self.present.cancel()
+            await self.presence.gone(self.channel_name)
+            await self.presence.aclose()
+            await events.consoles_changed()
         await self.channel_layer.group_discard(events.AGENTS, self.channel_name)
         for conversation_id in getattr(self, "_showing", ()):
             await self.channel_layer.group_discard(
@@ -205,6 +224,14 @@ class AgentConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels i
         await events.message_sent(reply.message, client_id=frame.id)
         if reply.first_response_s is not None:
             metrics.handoff_first_response(seconds=reply.first_response_s)
+
+    async def _stay_present(self) -> None:
+        """Renew this console's presence while it is open (chatapp/handoff/presence.py)."""
+        assert self.presence is not None
+        while True:
+            await asyncio.sleep(RENEW_EVERY_S)
+            with contextlib.suppress(Exception):  # the next renewal may work; the lease is long
+                await self.presence.here(self.channel_name)
 
     async def _held_now(self, conversation_id: uuid.UUID, agent_id: int | None, state: str) -> None:
         """Whether this agent holds the conversation now: newly held, the model drafts the

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -54,6 +55,12 @@ class CustomerHandoff:
                     customer=self._user, conversation_id=frame.conversation_id
                 )
                 handoff, changed = asked.handoff, asked.new
+            elif frame.action == "contact":
+                assert frame.email is not None  # the frame's schema
+                handoff = await database_sync_to_async(services.handoff_contact)(
+                    customer=self._user, conversation_id=frame.conversation_id, email=frame.email
+                )
+                changed = False  # who answers did not change
             else:
                 handoff = await database_sync_to_async(services.handoff_cancel)(
                     customer=self._user, conversation_id=frame.conversation_id
@@ -77,6 +84,8 @@ class CustomerHandoff:
             return
         await self._follow(frame.conversation_id)  # before reading: nothing falls between
         view = await database_sync_to_async(selectors.conversation_handoff)(frame.conversation_id)
+        if view.state == "waiting":
+            view = replace(view, nobody_online=await events.nobody_online())
         await self._send(_state_frame(events.state_event(view)))
         missed = await database_sync_to_async(selectors.transcript)(
             frame.conversation_id, after=frame.after_message_id
@@ -158,6 +167,8 @@ def _state_frame(event: dict[str, Any]) -> HandoffStateFrame:
         notice=event["notice"],
         position=event["position"],
         agent=event["agent"],
+        nobody_online=bool(event.get("nobody_online")),
+        contact_email=event.get("contact_email"),
     )
 
 

@@ -161,12 +161,21 @@ class DraftFrame(Frame):
 
 class HandoffFrame(Frame):
     """Ask for a person in a conversation (`request`: the same again while waiting or held
-    is one ask), or stop waiting (`cancel`). Answered with `chat.handoff_state`."""
+    is one ask), stop waiting (`cancel`), or, while nobody of the team is online, leave an
+    email address to be written to (`contact`, with `email`). Answered with
+    `chat.handoff_state`."""
 
     type: Literal["chat.handoff"]
     id: uuid.UUID
     conversation_id: uuid.UUID
-    action: Literal["request", "cancel"]
+    action: Literal["request", "cancel", "contact"]
+    email: str | None = Field(default=None, max_length=254)
+
+    @model_validator(mode="after")
+    def _email_with_contact(self) -> HandoffFrame:
+        if (self.action == "contact") != (self.email is not None):
+            raise ValueError("`email` comes with action `contact`, and only with it")
+        return self
 
 
 class SyncFrame(Frame):
@@ -333,6 +342,8 @@ class HandoffStateFrame(Frame):
     notice: str
     position: int | None = None  # in line, 1 = next; only while waiting
     agent: str | None = None  # the first name of the person holding it
+    nobody_online: bool = False  # waiting, and no agent console is open
+    contact_email: str | None = None  # the address the customer left while nobody was
 
 
 class ConversationMessage(Frame):

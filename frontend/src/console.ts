@@ -246,6 +246,12 @@ export class AgentConsole {
       last.className = "console-last";
       last.textContent = item.last_message;
       li.append(button, question, last);
+      if (item.contact_email !== null) {
+        const contact = doc.createElement("p");
+        contact.className = "console-contact";
+        contact.textContent = `Write back to ${item.contact_email}`;
+        li.append(contact);
+      }
       return li;
     });
     this.el.queue.replaceChildren(...rows);

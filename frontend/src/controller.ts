@@ -23,6 +23,7 @@ import { MessageLog } from "./messagelog.ts";
 import { Outbox, type AwaitedRequest, type QueuedSend, type SentEdit, type SentRegenerate } from "./outbox.ts";
 import { showConnectionState, showConversationUrl, type ChatElements } from "./page.ts";
 import {
+  contactFrame,
   feedbackFrame,
   handoffFrame,
   hasCode,
@@ -124,7 +125,14 @@ export class ChatController {
       },
     });
     const handoffEls = handoffElements(el.log.ownerDocument);
-    this.handoffBar = handoffEls === null ? null : new HandoffBar(handoffEls, (action) => this.askHandoff(action));
+    this.handoffBar =
+      handoffEls === null
+        ? null
+        : new HandoffBar(
+            handoffEls,
+            (action) => this.askHandoff(action),
+            (email) => this.leaveEmail(email),
+          );
     this.handoffBar?.show("bot", "", conversationId !== null);
     this.templates = new TemplatePicker(el.templates, {
       input: el.input,
@@ -446,6 +454,14 @@ export class ChatController {
     }
   }
 
+  /** While nobody of the team is online: where to write back (chat.handoff contact). */
+  leaveEmail(email: string): void {
+    if (this.conversationId === null) return;
+    if (!this.connection.send(contactFrame(newId(), this.conversationId, email))) {
+      this.alert.show("Not connected: your email address was not sent. Try again in a moment.");
+    }
+  }
+
   /** Thumbs up/down: marked as pressed once the server answers chat.feedback_recorded. */
   rate(messageId: string, rating: Rating): void {
     const id = newId();
@@ -518,7 +534,7 @@ export class ChatController {
   private onHandoffState(f: HandoffStateFrame): void {
     if (f.conversation_id !== this.conversationId) return;
     this.handoffState = f.state;
-    this.handoffBar?.show(f.state, f.notice, true);
+    this.handoffBar?.show(f.state, f.notice, true, { nobodyOnline: f.nobody_online, contactEmail: f.contact_email });
   }
 
   /**

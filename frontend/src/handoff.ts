@@ -13,6 +13,15 @@ export interface HandoffElements {
   bar: HTMLElement;
   notice: HTMLElement;
   button: HTMLButtonElement;
+  /** Shown while waiting with nobody of the team online: an email address to write to. */
+  contact: HTMLFormElement | null;
+  email: HTMLInputElement | null;
+}
+
+/** What the server said beyond the state. */
+export interface HandoffDetails {
+  nobodyOnline: boolean;
+  contactEmail: string | null;
 }
 
 /** `#chat-handoff` and its parts; null on a page without one. */
@@ -21,7 +30,15 @@ export function handoffElements(doc: Document): HandoffElements | null {
   const notice = doc.getElementById("handoff-notice");
   const button = doc.getElementById("handoff-action");
   if (!(bar instanceof HTMLElement && notice instanceof HTMLElement && button instanceof HTMLButtonElement)) return null;
-  return { bar, notice, button };
+  const contact = doc.getElementById("handoff-contact");
+  const email = doc.getElementById("handoff-email");
+  return {
+    bar,
+    notice,
+    button,
+    contact: contact instanceof HTMLFormElement ? contact : null,
+    email: email instanceof HTMLInputElement ? email : null,
+  };
 }
 
 /** What the bar offers: a person can be asked for once the conversation exists (the
@@ -46,14 +63,21 @@ export class HandoffBar {
   constructor(
     private readonly el: HandoffElements,
     onAction: (action: HandoffAction) => void,
+    onContact: (email: string) => void = () => undefined,
   ) {
     el.button.addEventListener("click", () => {
       if (this.action !== null) onAction(this.action);
     });
+    el.contact?.addEventListener("submit", (ev) => {
+      ev.preventDefault();
+      const email = el.email?.value.trim() ?? "";
+      if (email !== "") onContact(email);
+    });
   }
 
   /** Show `state` with the server's `notice` ("" before the server said anything). */
-  show(state: HandoffState, notice: string, hasConversation: boolean): void {
+  show(state: HandoffState, notice: string, hasConversation: boolean, details: HandoffDetails = { nobodyOnline: false, contactEmail: null }): void {
+    if (this.el.contact !== null) this.el.contact.hidden = !(state === "waiting" && details.nobodyOnline && details.contactEmail === null);
     this.el.bar.dataset["state"] = state;
     this.notice = notice;
     if (this.typingTimer === null) this.el.notice.textContent = notice;

@@ -120,8 +120,13 @@ export function withFullText(frame: Wire.SendFrame, text: string): Wire.SendFram
 }
 
 /** Ask for a person in the conversation, or stop waiting for one (docs/handoff.md). */
-export function handoffFrame(id: string, conversationId: string, action: Wire.HandoffFrame["action"]): Wire.HandoffFrame {
+export function handoffFrame(id: string, conversationId: string, action: "request" | "cancel"): Wire.HandoffFrame {
   return { type: "chat.handoff", id, conversation_id: conversationId, action };
+}
+
+/** While nobody of the team is online: the email address to be written to. */
+export function contactFrame(id: string, conversationId: string, email: string): Wire.HandoffFrame {
+  return { type: "chat.handoff", id, conversation_id: conversationId, action: "contact", email };
 }
 
 /** The customer is writing in a conversation a person is asked for or holds. */
@@ -362,8 +367,11 @@ const PARSERS: Parsers = {
     if (state !== "bot" && state !== "waiting" && state !== "with_agent" && state !== "closed") return null;
     const position = data["position"] ?? null;
     const agent = strOrNull(data, "agent");
+    const contact_email = strOrNull(data, "contact_email");
+    const nobody = data["nobody_online"] === undefined ? false : data["nobody_online"]; // older servers: absent
     if ((position !== null && !(typeof position === "number" && Number.isSafeInteger(position))) || agent === undefined) return null;
-    return { type: "chat.handoff_state", conversation_id, state, notice, position, agent };
+    if (contact_email === undefined || typeof nobody !== "boolean") return null;
+    return { type: "chat.handoff_state", conversation_id, state, notice, position, agent, nobody_online: nobody, contact_email };
   },
   "chat.human": (data) => {
     const id = strOrNull(data, "id");

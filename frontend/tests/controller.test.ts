@@ -759,5 +759,20 @@ describe("talking to a person", () => {
       vi.useRealTimers();
     }
   });
+
+  test("with nobody of the team online, the customer may leave an email address", () => {
+    const p = open({ history: HISTORY, conversationId: CONV });
+    const form = document.getElementById("handoff-contact") as HTMLFormElement;
+    const email = document.getElementById("handoff-email") as HTMLInputElement;
+    expect(form.hidden).toBe(true);
+    p.receive(state("waiting", "Nobody from the team is online right now.", { nobody_online: true }));
+    expect(form.hidden).toBe(false);
+    email.value = " a@b.example ";
+    form.requestSubmit();
+    expect(p.t.last()).toMatchObject({ type: "chat.handoff", action: "contact", email: "a@b.example" });
+    p.receive(state("waiting", "Thank you! The team will write to you at a@b.example.", { nobody_online: true, contact_email: "a@b.example" }));
+    expect(form.hidden).toBe(true);
+    expect(notice()).toBe("Thank you! The team will write to you at a@b.example.");
+  });
 });
 

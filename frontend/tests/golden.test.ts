@@ -13,6 +13,7 @@ import { test } from "vitest";
 import { CLIENT_FRAME_TYPES, ERROR_CODES, SERVER_FRAME_TYPES, type ClientFrame, type ClientFrameType } from "../src/generated/frames.ts";
 import {
   clientTimingFrame,
+  contactFrame,
   draftFrame,
   editFrame,
   feedbackFrame,
@@ -166,7 +167,7 @@ const BUILT: Record<ClientFrameType, ClientFrame[]> = {
   "chat.edit": [editFrame(ID, MESSAGE, "edited question")],
   "chat.client_timing": [timing(0.06), timing(141.63), timing(600_000)],
   "chat.draft": [draftFrame(ID, null, "where is my"), draftFrame(ID, CONVERSATION, "and how long\n")],
-  "chat.handoff": [handoffFrame(ID, CONVERSATION, "request"), handoffFrame(ID, CONVERSATION, "cancel")],
+  "chat.handoff": [handoffFrame(ID, CONVERSATION, "request"), handoffFrame(ID, CONVERSATION, "cancel"), contactFrame(ID, CONVERSATION, "a@b.example")],
   "chat.sync": [syncFrame(ID, CONVERSATION, null), syncFrame(ID, CONVERSATION, MESSAGE)],
   "chat.typing": [typingFrame(ID, CONVERSATION)],
 };

@@ -207,6 +207,7 @@ export interface QueueItem {
   last_message: string;
   agent: string | null;
   mine: boolean;
+  contact_email: string | null;
 }
 
 export type ServerFrame = QueueFrame | TranscriptFrame | AgentMessageFrame | AgentHandoffFrame | AgentDraftFrame | CustomerTypingFrame | AgentErrorFrame;

@@ -39,7 +39,9 @@ export interface SendFrame {
 
 /**
  * Ask for a person in a conversation (`request`: the same again while waiting or held
- * is one ask), or stop waiting (`cancel`). Answered with `chat.handoff_state`.
+ * is one ask), stop waiting (`cancel`), or, while nobody of the team is online, leave an
+ * email address to be written to (`contact`, with `email`). Answered with
+ * `chat.handoff_state`.
  */
 export interface HandoffFrame {
   type: "chat.handoff";
@@ -47,7 +49,9 @@ export interface HandoffFrame {
   id: string;
   /** uuid */
   conversation_id: string;
-  action: "request" | "cancel";
+  action: "request" | "cancel" | "contact";
+  /** max length 254; default null */
+  email?: string | null;
 }
 
 /**
@@ -275,6 +279,8 @@ export interface HandoffStateFrame {
   notice: string;
   position: number | null;
   agent: string | null;
+  nobody_online: boolean;
+  contact_email: string | null;
 }
 
 /**

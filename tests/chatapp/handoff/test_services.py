@@ -10,7 +10,7 @@ from django.contrib.auth.models import User
 from django.db import connection
 
 from chatapp.conversations.models import Message
-from chatapp.errors import ConflictError, NotFoundError
+from chatapp.errors import ApplicationError, ConflictError, NotFoundError
 from chatapp.handoff import selectors, services
 from chatapp.handoff.models import Handoff, HandoffEvent
 from tests.chatapp.handoff.people import agent_made, conversation_made
@@ -218,3 +218,23 @@ def test_the_queue_lists_waiting_conversations_longest_first_with_what_they_aske
     ]
     assert rows[1]["last_message"] == "It is on its way."
     assert rows[1]["customer"] == "carol"
+
+
+def test_a_waiting_customer_leaves_an_email_address_kept_with_the_ask(customer: User) -> None:
+    conversation = conversation_made(customer)
+    with pytest.raises(ConflictError):  # nobody asked for yet
+        services.handoff_contact(
+            customer=customer, conversation_id=conversation.id, email="a@b.example"
+        )
+    ask = services.handoff_request(customer=customer, conversation_id=conversation.id).handoff
+    with pytest.raises(ApplicationError, match="does not look like an email"):
+        services.handoff_contact(customer=customer, conversation_id=conversation.id, email="x@")
+    services.handoff_contact(
+        customer=customer, conversation_id=conversation.id, email=" a@b.example "
+    )
+    assert Handoff.objects.get(pk=ask.pk).contact_email == "a@b.example"
+    assert selectors.queue()[0]["contact_email"] == "a@b.example"
+    assert selectors.conversation_handoff(conversation.id).notice == (
+        "Thank you! The team will write to you at a@b.example."
+    )
+    assert HandoffEvent.objects.filter(handoff=ask, action="contact").count() == 1

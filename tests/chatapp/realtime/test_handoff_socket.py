@@ -21,7 +21,7 @@ from prometheus_client import REGISTRY
 from chatapp.asgi import application
 from chatapp.conversations.models import Message
 from chatapp.handoff.models import Handoff
-from tests.chatapp.handoff.people import agent_made
+from tests.chatapp.handoff.people import agent_made, conversation_made
 from tests.conftest import Connect, RunningWorker, _session_cookie
 from tests.support.sockets import ask, open_socket, receive_until, send_frame
 
@@ -70,6 +70,14 @@ async def next_of(ws: WebsocketCommunicator, kind: str) -> dict[str, Any]:
     return (await receive_until(ws, kind))[-1]
 
 
+async def state_becomes(ws: WebsocketCommunicator, state: str) -> dict[str, Any]:
+    """The customer's next chat.handoff_state in `state` (earlier ones, e.g. "somebody is
+    online now" while waiting, are skipped)."""
+    while (frame := await next_of(ws, "chat.handoff_state"))["state"] != state:
+        pass
+    return frame
+
+
 async def test_a_customer_talks_to_a_person_and_back_to_the_assistant(
     connect: Connect, alice: User, scripted_worker: RunningWorker, console: Console
 ) -> None:
@@ -103,7 +111,7 @@ async def test_a_customer_talks_to_a_person_and_back_to_the_assistant(
     await desk.send_json_to(
         {"type": "agent.claim", "id": str(uuid.uuid4()), "handoff_id": waiting["handoff_id"]}
     )
-    joined = await next_of(customer, "chat.handoff_state")
+    joined = await state_becomes(customer, "with_agent")
     assert (joined["state"], joined["agent"], joined["notice"]) == (
         "with_agent",
         "Dana",
@@ -148,7 +156,7 @@ async def test_a_customer_talks_to_a_person_and_back_to_the_assistant(
     await desk.send_json_to(
         {"type": "agent.release", "id": str(uuid.uuid4()), "handoff_id": waiting["handoff_id"]}
     )
-    back = await next_of(customer, "chat.handoff_state")
+    back = await state_becomes(customer, "bot")
     assert (back["state"], back["notice"]) == ("bot", "Back with the assistant.")
     answered = await ask(
         customer, "thanks, and when will it come?", conversation_id=conversation_id
@@ -316,7 +324,7 @@ async def test_each_side_sees_the_other_typing_and_nobody_else_does(
     await desk.send_json_to(
         {"type": "agent.claim", "id": str(uuid.uuid4()), "handoff_id": handoff.pk}
     )
-    await next_of(customer, "chat.handoff_state")
+    await state_becomes(customer, "with_agent")
 
     typing = {"type": "chat.typing", "id": str(uuid.uuid4()), "conversation_id": conversation_id}
     await customer.send_json_to(typing)
@@ -334,3 +342,66 @@ async def test_each_side_sees_the_other_typing_and_nobody_else_does(
     while not await desk.receive_nothing(timeout=0.3):
         frames.append((await desk.receive_json_from())["type"])
     assert "agent.customer_typing" not in frames
+
+
+async def test_with_nobody_online_the_customer_is_told_and_may_leave_an_email(
+    connect: Connect, alice: User, scripted_worker: RunningWorker, console: Console
+) -> None:
+    customer = await open_socket(connect, alice)
+    conversation_id = (await ask(customer, "hello"))[0]["conversation_id"]
+    await customer.send_json_to(handoff_frame(conversation_id))
+    state = await next_of(customer, "chat.handoff_state")
+    assert (state["state"], state["nobody_online"]) == ("waiting", True)
+    assert state["notice"].startswith("Nobody from the team is online right now.")
+
+    bad = {**handoff_frame(conversation_id, "contact"), "email": "not an address"}
+    await customer.send_json_to(bad)
+    refused = await next_of(customer, "chat.error")
+    assert refused["message"] == "That does not look like an email address."
+    await customer.send_json_to(
+        {**handoff_frame(conversation_id, "contact"), "email": "a@b.example"}
+    )
+    left = await next_of(customer, "chat.handoff_state")
+    assert (left["contact_email"], left["notice"]) == (
+        "a@b.example",
+        "Thank you! The team will write to you at a@b.example.",
+    )
+
+    dana = await sync_to_async(agent_made)("dana", "Dana")
+    desk = await console(dana)
+    [item] = (await desk.receive_json_from(timeout=5))["items"]
+    assert item["contact_email"] == "a@b.example"
+    # somebody is online now: a waiting customer without an address is told so
+    second = await sync_to_async(conversation_made)(alice, "second question")
+    await customer.send_json_to(handoff_frame(str(second.id)))
+    online = await next_of(customer, "chat.handoff_state")
+    while online["conversation_id"] != str(second.id):  # the first one's news
+        online = await next_of(customer, "chat.handoff_state")
+    assert (online["nobody_online"], online["notice"]) == (
+        False,
+        "A person will join shortly. You are number 2 in line.",
+    )
+
+
+async def test_a_reconnected_console_goes_on_with_the_conversations_it_holds(
+    connect: Connect, alice: User, scripted_worker: RunningWorker, console: Console
+) -> None:
+    dana = await sync_to_async(agent_made)("dana", "Dana")
+    customer = await open_socket(connect, alice)
+    conversation_id = (await ask(customer, "hello"))[0]["conversation_id"]
+    await customer.send_json_to(handoff_frame(conversation_id))
+    await state_becomes(customer, "waiting")
+    handoff = await sync_to_async(Handoff.objects.get)()
+    first = await console(dana)
+    await first.send_json_to(
+        {"type": "agent.claim", "id": str(uuid.uuid4()), "handoff_id": handoff.pk}
+    )
+    await state_becomes(customer, "with_agent")
+    await first.disconnect()  # the agent's network drops; the customer stays with them
+
+    again = await console(dana)
+    await customer.send_json_to(send_frame("are you there?", conversation_id=conversation_id))
+    got = await next_of(again, "agent.message")
+    assert got["message"]["content"] == "are you there?"
+    draft = await next_of(again, "agent.draft")  # and the model drafts the reply
+    assert (draft["conversation_id"], draft["status"]) == (conversation_id, "streaming")
