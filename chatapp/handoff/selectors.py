@@ -121,6 +121,7 @@ def queue(*, agent_id: int | None = None) -> list[dict[str, Any]]:
                 "agent": agent_name(h),
                 "mine": agent_id is not None and h.agent_id == agent_id,
                 "contact_email": h.contact_email or None,
+                "reason": h.reason,
             }
         )
     return out

@@ -119,6 +119,7 @@ class QueueItem(Frame):
     agent: str | None
     mine: bool
     contact_email: str | None  # left while nobody was online: write back there
+    reason: Literal["asked", "typed", "offered"]  # offered: after a thumbs-down
 
 
 class QueueFrame(Frame):

@@ -52,7 +52,9 @@ class CustomerHandoff:
         try:
             if frame.action == "request":
                 asked = await database_sync_to_async(services.handoff_request)(
-                    customer=self._user, conversation_id=frame.conversation_id
+                    customer=self._user,
+                    conversation_id=frame.conversation_id,
+                    reason=frame.reason,
                 )
                 handoff, changed = asked.handoff, asked.new
             elif frame.action == "contact":

@@ -170,6 +170,8 @@ class HandoffFrame(Frame):
     conversation_id: uuid.UUID
     action: Literal["request", "cancel", "contact"]
     email: str | None = Field(default=None, max_length=254)
+    # a request the customer made from the page's offer (after a thumbs-down), or on their own
+    reason: Literal["asked", "offered"] = "asked"
 
     @model_validator(mode="after")
     def _email_with_contact(self) -> HandoffFrame:

@@ -24,7 +24,21 @@ export interface ConsoleElements {
   close: HTMLButtonElement;
   status: HTMLElement;
   typing: HTMLElement;
+  notify: HTMLButtonElement;
 }
+
+/** What the console needs of the browser's notifications (Notification, injectable in tests). */
+export interface Notifier {
+  permission(): Promise<boolean>;
+  show(title: string, body: string): void;
+}
+
+export const browserNotifier: Notifier = {
+  permission: async () => typeof Notification !== "undefined" && (await Notification.requestPermission()) === "granted",
+  show: (title, body) => {
+    if (typeof Notification !== "undefined" && Notification.permission === "granted") new Notification(title, { body });
+  },
+};
 
 function byId<T extends HTMLElement>(doc: Document, id: string, type: new () => T): T {
   const el = doc.getElementById(id);
@@ -46,6 +60,7 @@ export function consoleElements(doc: Document): ConsoleElements {
     close: byId(doc, "console-close", HTMLButtonElement),
     status: byId(doc, "connection-status", HTMLElement),
     typing: byId(doc, "console-typing", HTMLElement),
+    notify: byId(doc, "console-notify", HTMLButtonElement),
   };
 }
 
@@ -77,9 +92,16 @@ export class AgentConsole {
   private draft: { conversationId: string; draftId: string; text: string } | null = null;
   private send: Send = () => false;
   private typingSentAt = -Infinity;
+  /** Waiting customers already seen (null until the first queue: those are not announced). */
+  private seenWaiting: Set<number> | null = null;
+  private notifying = false;
   private typingTimer: ReturnType<typeof setTimeout> | null = null;
 
-  constructor(private readonly el: ConsoleElements) {
+  constructor(
+    private readonly el: ConsoleElements,
+    private readonly notifier: Notifier = browserNotifier,
+  ) {
+    el.notify.addEventListener("click", () => void this.optIn());
     el.form.addEventListener("submit", (ev) => {
       ev.preventDefault();
       this.reply();
@@ -225,7 +247,25 @@ export class AgentConsole {
     this.send({ type, id: newId(), handoff_id: open.handoffId });
   }
 
+  /** The agent opts in to a notification for each new waiting customer. */
+  private async optIn(): Promise<void> {
+    this.notifying = await this.notifier.permission();
+    this.el.notify.textContent = this.notifying ? "Notifications on" : "Notifications blocked by the browser";
+    this.el.notify.disabled = this.notifying;
+  }
+
+  private announceNew(items: Agent.QueueItem[]): void {
+    const waiting = items.filter((i) => i.state === "waiting");
+    const seen = this.seenWaiting;
+    this.seenWaiting = new Set(waiting.map((i) => i.handoff_id));
+    if (seen === null || !this.notifying) return;
+    for (const item of waiting) {
+      if (!seen.has(item.handoff_id)) this.notifier.show("A customer is waiting", item.first_question);
+    }
+  }
+
   private showQueue(items: Agent.QueueItem[]): void {
+    this.announceNew(items);
     this.items = items;
     const doc = this.el.queue.ownerDocument;
     const rows = items.map((item) => {
@@ -237,7 +277,7 @@ export class AgentConsole {
       button.type = "button";
       const who = item.site === null ? item.customer : `${item.customer}, ${item.site}`;
       const status = item.state === "waiting" ? `waiting ${waitedText(item.waited_s)}` : item.mine ? "with you" : `with ${item.agent ?? "an agent"}`;
-      button.textContent = `${who} (${status})`;
+      button.textContent = `${who} (${status}${item.reason === "offered" ? ", after a thumbs-down" : ""})`;
       button.addEventListener("click", () => this.choose(item));
       const question = doc.createElement("p");
       question.className = "console-question";

@@ -276,6 +276,7 @@ export class ChatController {
       case "chat.feedback_recorded":
         this.ratingsSent.settle(frame.id);
         this.messages.answer(frame.message_id)?.setRating(frame.rating);
+        if (frame.rating === "down") this.handoffBar?.offer(); // the bot offers a person
         return;
       case "chat.error":
         return this.onError(frame);
@@ -449,7 +450,8 @@ export class ChatController {
   /** "Talk to a person" / "Stop waiting": the server answers with chat.handoff_state. */
   askHandoff(action: HandoffAction): void {
     if (this.conversationId === null) return;
-    if (!this.connection.send(handoffFrame(newId(), this.conversationId, action))) {
+    const offered = action === "request" && this.handoffBar?.offered === true;
+    if (!this.connection.send(handoffFrame(newId(), this.conversationId, action, offered))) {
       this.alert.show("Not connected: could not reach the team. Try again in a moment.");
     }
   }

@@ -7,6 +7,8 @@ export type HandoffState = HandoffStateFrame["state"];
 export type HandoffAction = "request" | "cancel";
 
 export const REQUEST_LABEL = "Talk to a person";
+/** Said after a thumbs-down, beside the button. */
+export const OFFER_TEXT = "Sorry that did not help. A person of the team can take over.";
 export const CANCEL_LABEL = "Stop waiting";
 
 export interface HandoffElements {
@@ -57,6 +59,8 @@ export const TYPING_EVERY_MS = 2000;
 
 export class HandoffBar {
   private action: HandoffAction | null = null;
+  /** The page offered a person (after a thumbs-down) and the offer stands. */
+  offered = false;
   private notice = "";
   private typingTimer: ReturnType<typeof setTimeout> | null = null;
 
@@ -79,11 +83,22 @@ export class HandoffBar {
   show(state: HandoffState, notice: string, hasConversation: boolean, details: HandoffDetails = { nobodyOnline: false, contactEmail: null }): void {
     if (this.el.contact !== null) this.el.contact.hidden = !(state === "waiting" && details.nobodyOnline && details.contactEmail === null);
     this.el.bar.dataset["state"] = state;
+    this.offered = false;
+    delete this.el.bar.dataset["offer"];
     this.notice = notice;
     if (this.typingTimer === null) this.el.notice.textContent = notice;
     this.action = offeredAction(state, hasConversation);
     this.el.button.hidden = this.action === null;
     this.el.button.textContent = this.action === "cancel" ? CANCEL_LABEL : REQUEST_LABEL;
+  }
+
+  /** Offer a person (an answer did not help), while the assistant answers. */
+  offer(): void {
+    if (this.action !== "request") return;
+    this.offered = true;
+    this.el.bar.dataset["offer"] = "1";
+    this.notice = OFFER_TEXT;
+    if (this.typingTimer === null) this.el.notice.textContent = OFFER_TEXT;
   }
 
   /** The person's message came: they are no longer typing it. */

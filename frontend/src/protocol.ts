@@ -120,8 +120,9 @@ export function withFullText(frame: Wire.SendFrame, text: string): Wire.SendFram
 }
 
 /** Ask for a person in the conversation, or stop waiting for one (docs/handoff.md). */
-export function handoffFrame(id: string, conversationId: string, action: "request" | "cancel"): Wire.HandoffFrame {
-  return { type: "chat.handoff", id, conversation_id: conversationId, action };
+export function handoffFrame(id: string, conversationId: string, action: "request" | "cancel", offered = false): Wire.HandoffFrame {
+  const frame: Wire.HandoffFrame = { type: "chat.handoff", id, conversation_id: conversationId, action };
+  return offered ? { ...frame, reason: "offered" } : frame;
 }
 
 /** While nobody of the team is online: the email address to be written to. */

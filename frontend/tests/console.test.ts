@@ -22,6 +22,8 @@ function item(conversation: string, extra: Record<string, unknown> = {}) {
     last_message: "hello?",
     agent: null,
     mine: false,
+    contact_email: null,
+    reason: "asked",
     ...extra,
   };
 }
@@ -164,3 +166,24 @@ describe("typing", () => {
     }
   });
 });
+
+describe("notifications", () => {
+  test("only after opting in, once for each customer who starts waiting", async () => {
+    const shown: string[] = [];
+    document.body.innerHTML = pageContentHtml("web/agent_console.html");
+    const desk2 = new AgentConsole(el(), { permission: async () => true, show: (_title, body) => shown.push(body) });
+    desk2.attach(() => true);
+    const queue = (...items: Record<string, unknown>[]) => desk2.onMessage(JSON.stringify({ type: "agent.queue", items }));
+    queue(item(CONV)); // already waiting when the console opened: not announced
+    queue(item(CONV), item(OTHER, { first_question: "can I pay by card?" })); // not opted in yet
+    el().notify.click();
+    await Promise.resolve();
+    await Promise.resolve();
+    expect(el().notify.textContent).toBe("Notifications on");
+    const third = "c2000000-0000-4000-8000-000000000000";
+    queue(item(CONV), item(OTHER), { ...item(third), handoff_id: 9, first_question: "where is my refund?" });
+    queue(item(CONV), item(OTHER), { ...item(third), handoff_id: 9, first_question: "where is my refund?" });
+    expect(shown).toEqual(["where is my refund?"]);
+  });
+});
+

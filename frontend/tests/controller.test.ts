@@ -774,5 +774,17 @@ describe("talking to a person", () => {
     expect(form.hidden).toBe(true);
     expect(notice()).toBe("Thank you! The team will write to you at a@b.example.");
   });
+
+  test("after a thumbs-down the page offers a person, and says the ask came from the offer", () => {
+    const p = open({ history: HISTORY, conversationId: CONV });
+    p.c.rate(A2, "down");
+    p.receive({ type: "chat.feedback_recorded", id: p.t.last("chat.feedback")["id"], message_id: A2, rating: "down" });
+    expect(notice()).toBe("Sorry that did not help. A person of the team can take over.");
+    expect(document.getElementById("chat-handoff")?.dataset["offer"]).toBe("1");
+    handoffButton().click();
+    expect(p.t.last()).toMatchObject({ type: "chat.handoff", action: "request", reason: "offered" });
+    p.receive(state("waiting", "A person will join shortly. You are next in line.", { position: 1 }));
+    expect(document.getElementById("chat-handoff")?.dataset["offer"]).toBeUndefined();
+  });
 });
 

@@ -208,6 +208,7 @@ export interface QueueItem {
   agent: string | null;
   mine: boolean;
   contact_email: string | null;
+  reason: "asked" | "typed" | "offered";
 }
 
 export type ServerFrame = QueueFrame | TranscriptFrame | AgentMessageFrame | AgentHandoffFrame | AgentDraftFrame | CustomerTypingFrame | AgentErrorFrame;

@@ -52,6 +52,8 @@ export interface HandoffFrame {
   action: "request" | "cancel" | "contact";
   /** max length 254; default null */
   email?: string | null;
+  /** default "asked" */
+  reason?: "asked" | "offered";
 }
 
 /**

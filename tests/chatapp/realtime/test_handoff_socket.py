@@ -405,3 +405,16 @@ async def test_a_reconnected_console_goes_on_with_the_conversations_it_holds(
     assert got["message"]["content"] == "are you there?"
     draft = await next_of(again, "agent.draft")  # and the model drafts the reply
     assert (draft["conversation_id"], draft["status"]) == (conversation_id, "streaming")
+
+
+async def test_an_ask_from_the_pages_offer_is_kept_as_offered(
+    connect: Connect, alice: User, scripted_worker: RunningWorker, console: Console
+) -> None:
+    customer = await open_socket(connect, alice)
+    conversation_id = (await ask(customer, "hello"))[0]["conversation_id"]
+    await customer.send_json_to({**handoff_frame(conversation_id), "reason": "offered"})
+    await state_becomes(customer, "waiting")
+    desk = await console(await sync_to_async(agent_made)("dana", "Dana"))
+    [item] = (await desk.receive_json_from(timeout=5))["items"]
+    assert item["reason"] == "offered"
+    assert await sync_to_async(lambda: Handoff.objects.get().reason)() == "offered"
