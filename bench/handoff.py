@@ -8,9 +8,13 @@ Each round the customer writes and the bench times it until the console has it, 
 agent replies and the bench times it until the customer's socket has it. Both are stored
 before they are sent (chatapp/handoff/events.py), so each time includes a database write.
 
-    .venv/bin/python -m bench.handoff [--rounds 200]
+    .venv/bin/python -m bench.handoff [--rounds 200] [--drafts 10]
 
-Reported: P50 / P95 / max of each direction and of the round trip, in ms.
+Reported: P50 / P95 / max of each direction and of the round trip, in ms. With `--drafts N`,
+then an inference worker with the default model starts (`python -m inference`, vLLM on CPU)
+and, N times, the customer writes and the bench times it until the console has the first
+token of the model's reply draft (docs/handoff.md), then waits for the draft's end. The message
+rounds run before the worker starts, so no draft competes with them for the CPU.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ import psycopg
 import websockets
 
 from bench.db_load import PG_ADMIN
-from bench.harness import ServerProcess, demo_login, free_port, percentile
+from bench.harness import DEFAULT_MODEL_DIR, ServerProcess, demo_login, free_port, percentile
 
 REPO = Path(__file__).resolve().parents[1]
 PASSWORD = "handoff-bench-pw-123"  # noqa: S105  # throwaway users of a throwaway database
@@ -52,27 +56,64 @@ u.groups.add(Group.objects.get_or_create(name="Agents")[0])
 """
 
 
-async def _next(ws: Any, kind: str) -> dict[str, Any]:
+async def _next(ws: Any, kind: str, wait_s: float = 10) -> dict[str, Any]:
     while True:
-        frame: dict[str, Any] = json.loads(await asyncio.wait_for(ws.recv(), 10))
+        frame: dict[str, Any] = json.loads(await asyncio.wait_for(ws.recv(), wait_s))
         if frame["type"] == kind:
             return frame
+
+
+def _headers(host: str, session: str) -> dict[str, str]:
+    return {"Cookie": f"sessionid={session}", "Origin": f"http://{host}"}
+
+
+async def _drafts(
+    host_a: str, host_b: str, customer: str, agent: str, conversation: str, rounds: int
+) -> list[float]:
+    """The customer writes -> the first token of the model's draft in the console (ms)."""
+    firsts: list[float] = []
+    async with (
+        websockets.connect(
+            f"ws://{host_a}/ws/chat/", additional_headers=_headers(host_a, customer)
+        ) as chat,
+        websockets.connect(
+            f"ws://{host_b}/ws/agent/", additional_headers=_headers(host_b, agent)
+        ) as desk,
+    ):
+        await _next(desk, "agent.queue")
+        for n in range(rounds):
+            text = f"My order {n} has not arrived yet, what can I do?"
+            started = time.perf_counter()
+            await chat.send(
+                json.dumps(
+                    {
+                        "type": "chat.send",
+                        "id": str(uuid.uuid4()),
+                        "conversation_id": conversation,
+                        "text": text,
+                    }
+                )
+            )
+            frame = await _next(desk, "agent.draft", wait_s=120)
+            if frame["status"] != "streaming":
+                raise RuntimeError(f"no draft: {frame}")
+            firsts.append((time.perf_counter() - started) * 1000)
+            while frame["status"] == "streaming":
+                frame = await _next(desk, "agent.draft", wait_s=120)
+    return firsts
 
 
 async def _rounds(
     host_a: str, host_b: str, customer: str, agent: str, conversation: str, rounds: int
 ) -> tuple[list[float], list[float]]:
-    def headers(host: str, session: str) -> dict[str, str]:
-        return {"Cookie": f"sessionid={session}", "Origin": f"http://{host}"}
-
     to_agent: list[float] = []
     to_customer: list[float] = []
     async with (
         websockets.connect(
-            f"ws://{host_a}/ws/chat/", additional_headers=headers(host_a, customer)
+            f"ws://{host_a}/ws/chat/", additional_headers=_headers(host_a, customer)
         ) as chat,
         websockets.connect(
-            f"ws://{host_b}/ws/agent/", additional_headers=headers(host_b, agent)
+            f"ws://{host_b}/ws/agent/", additional_headers=_headers(host_b, agent)
         ) as desk,
     ):
         await chat.send(
@@ -126,7 +167,7 @@ async def _rounds(
     return to_agent, to_customer
 
 
-def run(rounds: int) -> int:
+def run(rounds: int, drafts: int, model_dir: Path) -> int:
     workdir = Path(tempfile.mkdtemp(prefix="bench-handoff-"))
     database = f"chat_handoff_{uuid.uuid4().hex[:8]}"
     admin = psycopg.connect(PG_ADMIN, autocommit=True)
@@ -139,6 +180,7 @@ def run(rounds: int) -> int:
         "CHAT_DATA_DIR": str(workdir / "data"),
         "DATABASE_URL": f"postgresql://postgres@127.0.0.1:5432/{database}",
         "REDIS_URL": f"redis://127.0.0.1:{redis_port}/0",
+        "MODEL": str(model_dir),
     }
     manage = [sys.executable, str(REPO / "manage.py")]
     redis = ServerProcess(
@@ -155,6 +197,12 @@ def run(rounds: int) -> int:
         )
         for port in ports
     ]
+    worker = ServerProcess(
+        args=[sys.executable, "-m", "inference"],
+        env={**env, "CHAT_DATA_DIR": str(REPO / "data")},  # this machine's prepared models
+        log_path=workdir / "worker.log",
+    )
+    draft_ms: list[float] = []
     try:
         redis.start()
         for command in (["migrate", "--noinput"], ["demo_user"], ["shell", "-c", _AGENT]):
@@ -186,8 +234,17 @@ def run(rounds: int) -> int:
         to_agent, to_customer = asyncio.run(
             _rounds(host_a, host_b, customer, agent, conversation, rounds)
         )
+        if drafts:
+            worker.start()
+            deadline = time.monotonic() + 600
+            while "Inference worker ready" not in worker.log_text():
+                worker.check_alive()
+                if time.monotonic() > deadline:
+                    raise TimeoutError("the worker did not get ready")
+                time.sleep(0.5)
+            draft_ms = asyncio.run(_drafts(host_a, host_b, customer, agent, conversation, drafts))
     finally:
-        for server in (*webs, redis):
+        for server in (*webs, worker, redis):
             server.stop(timeout_s=10)
         admin.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
         admin.close()
@@ -203,13 +260,23 @@ def run(rounds: int) -> int:
             f"| {name} | {percentile(values, q=0.5):.1f} | {percentile(values, q=0.95):.1f} "
             f"| {max(values):.1f} |"
         )
+    if draft_ms:
+        print(
+            f"| customer writes -> first draft token in the console ({len(draft_ms)} drafts, "
+            f"{model_dir.name}) | {percentile(draft_ms, q=0.5):.1f} "
+            f"| {percentile(draft_ms, q=0.95):.1f} | {max(draft_ms):.1f} |"
+        )
+        print("draft first-token samples in order (ms): " + ", ".join(f"{v:.0f}" for v in draft_ms))
     return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.handoff", description=__doc__)
     parser.add_argument("--rounds", type=int, default=200)
-    return run(parser.parse_args(argv).rounds)
+    parser.add_argument("--drafts", type=int, default=0)
+    parser.add_argument("--model-dir", type=Path, default=DEFAULT_MODEL_DIR)
+    args = parser.parse_args(argv)
+    return run(args.rounds, args.drafts, args.model_dir.resolve())
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 
 from chatapp.admission.limiter import Refused
-from chatapp.answers.runs import chat_turns
+from chatapp.answers.runs import chat_turns, sampling_of
 from chatapp.answers.runtime import admission_limits_of, answer_runtime
 from chatapp.conversations import selectors
 from chatapp.conversations.models import Message
@@ -32,7 +32,6 @@ from inference.wire.protocol import (
     REQUEST_CHANNEL,
     CancelRequest,
     GenerateRequest,
-    SamplingOptions,
 )
 
 # An agent's drafts are bounded by the engines' capacity, not by a customer's question rate:
@@ -66,12 +65,7 @@ def _request(
         reply_channel=reply_channel,
         system=context.system_prompt,
         messages=chat_turns(context),
-        sampling=SamplingOptions.model_validate(
-            {
-                **context.sampling,
-                "max_tokens": settings.CHAT_MAX_TOKENS or context.sampling.get("max_tokens"),
-            }
-        ),
+        sampling=sampling_of(context),
         priority=INTERACTIVE_PRIORITY,
         submitted_at=time.time(),
         session_id=str(conversation_id),

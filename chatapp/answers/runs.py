@@ -58,6 +58,16 @@ class Started:
         return not self.turn.created
 
 
+def sampling_of(context: selectors.GenerationContext) -> SamplingOptions:
+    """The conversation's sampling (its template's), with the service's answer length cap."""
+    return SamplingOptions.model_validate(
+        {
+            **context.sampling,
+            "max_tokens": settings.CHAT_MAX_TOKENS or context.sampling.get("max_tokens"),
+        }
+    )
+
+
 def chat_turns(context: selectors.GenerationContext) -> list[ChatTurn]:
     return [
         ChatTurn(role="user" if t.role == "user" else "assistant", content=t.content)
@@ -81,12 +91,7 @@ def _chat_request(
         reply_channel=reply_channel,
         system=context.system_prompt,
         messages=chat_turns(context),
-        sampling=SamplingOptions.model_validate(
-            {
-                **context.sampling,
-                "max_tokens": settings.CHAT_MAX_TOKENS or context.sampling.get("max_tokens"),
-            }
-        ),
+        sampling=sampling_of(context),
         submitted_at=time.time(),
         session_id=str(session_id),
         faq_lookup=FaqLookup(scopes=scopes)

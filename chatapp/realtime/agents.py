@@ -54,7 +54,7 @@ from chatapp.realtime.agent_frames import (
 from chatapp.realtime.console_drafts import ConsoleDrafts
 from chatapp.realtime.frame_budget import FRAME, FrameBudget
 from chatapp.realtime.intake import Refusal, frame_of
-from chatapp.realtime.schemas import ConversationMessage
+from chatapp.realtime.schemas import conversation_message
 
 NOT_AGENT = 4403
 logger = logging.getLogger(__name__)
@@ -204,7 +204,7 @@ class AgentConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels i
                 state=view.state,
                 agent=view.agent,
                 mine=view.agent_id == self.agent.pk,
-                messages=[_message(m) for m in messages],
+                messages=[conversation_message(m) for m in messages],
             )
         )
 
@@ -277,17 +277,18 @@ class AgentConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels i
 
     async def handoff_message(self, event: dict[str, Any]) -> None:
         conversation_id = uuid.UUID(event["conversation_id"])
-        if event["message"]["role"] == "user" and conversation_id in self._mine:
-            assert self.drafts is not None
-            await self.drafts.start(conversation_id)  # the customer wrote: draft the reply
         client_id = event.get("client_id")
         await self._send_frame(
             AgentMessageFrame(
                 id=uuid.UUID(client_id) if client_id else None,
-                conversation_id=uuid.UUID(event["conversation_id"]),
-                message=_message(event["message"]),
+                conversation_id=conversation_id,
+                message=conversation_message(event["message"]),
             )
         )
+        # the customer wrote: draft the reply (after showing the message: not in its way)
+        if event["message"]["role"] == "user" and conversation_id in self._mine:
+            assert self.drafts is not None
+            await self.drafts.start(conversation_id)
 
     async def handoff_typing(self, event: dict[str, Any]) -> None:
         conversation_id = uuid.UUID(event["conversation_id"])
@@ -324,13 +325,3 @@ class AgentConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels i
 
     async def _send_frame(self, frame: AnyAgentServerFrame) -> None:
         await self.send(text_data=frame.to_json())
-
-
-def _message(item: dict[str, Any]) -> ConversationMessage:
-    return ConversationMessage(
-        id=uuid.UUID(item["id"]),
-        role=item["role"],
-        content=item["content"],
-        sender=item["sender"],
-        created_at=item["created_at"],
-    )

@@ -24,7 +24,6 @@ from chatapp.metrics import recording as metrics
 from chatapp.realtime.schemas import (
     AgentTypingFrame,
     AnyServerFrame,
-    ConversationMessage,
     ErrorFrame,
     HandoffFrame,
     HandoffStateFrame,
@@ -32,6 +31,7 @@ from chatapp.realtime.schemas import (
     SendFrame,
     SyncFrame,
     TypingFrame,
+    conversation_message,
 )
 
 Send = Callable[[AnyServerFrame], Awaitable[None]]
@@ -95,7 +95,9 @@ class CustomerHandoff:
         for item in missed:
             if item["role"] == "agent" or (item["role"] == "user" and item["held"]):
                 await self._send(
-                    HumanMessageFrame(conversation_id=frame.conversation_id, message=_message(item))
+                    HumanMessageFrame(
+                        conversation_id=frame.conversation_id, message=conversation_message(item)
+                    )
                 )
 
     async def took(self, frame: SendFrame) -> bool:
@@ -152,7 +154,7 @@ class CustomerHandoff:
             HumanMessageFrame(
                 id=uuid.UUID(client_id) if client_id else None,
                 conversation_id=uuid.UUID(event["conversation_id"]),
-                message=_message(event["message"]),
+                message=conversation_message(event["message"]),
             )
         )
 
@@ -171,16 +173,6 @@ def _state_frame(event: dict[str, Any]) -> HandoffStateFrame:
         agent=event["agent"],
         nobody_online=bool(event.get("nobody_online")),
         contact_email=event.get("contact_email"),
-    )
-
-
-def _message(item: dict[str, Any]) -> ConversationMessage:
-    return ConversationMessage(
-        id=uuid.UUID(item["id"]),
-        role=item["role"],
-        content=item["content"],
-        sender=item["sender"],
-        created_at=item["created_at"],
     )
 
 

@@ -356,6 +356,17 @@ class ConversationMessage(Frame):
     created_at: str  # ISO 8601
 
 
+def conversation_message(item: dict[str, Any]) -> ConversationMessage:
+    """A message as chatapp.handoff.selectors.message_item gives it."""
+    return ConversationMessage(
+        id=uuid.UUID(item["id"]),
+        role=item["role"],
+        content=item["content"],
+        sender=item["sender"],
+        created_at=item["created_at"],
+    )
+
+
 class HumanMessageFrame(Frame):
     """A message written while a person is asked for or holds the conversation: the
     customer's (to the customer's own tabs, `id` = its `chat.send` id on the sending socket)

@@ -22,6 +22,8 @@ export interface ConsoleElements {
   send: HTMLButtonElement;
   release: HTMLButtonElement;
   close: HTMLButtonElement;
+  /** Said when closing: how it was resolved (kept with the handoff, in admin). */
+  resolution: HTMLInputElement;
   status: HTMLElement;
   typing: HTMLElement;
   notify: HTMLButtonElement;
@@ -58,6 +60,7 @@ export function consoleElements(doc: Document): ConsoleElements {
     send: byId(doc, "console-send", HTMLButtonElement),
     release: byId(doc, "console-release", HTMLButtonElement),
     close: byId(doc, "console-close", HTMLButtonElement),
+    resolution: byId(doc, "console-resolution", HTMLInputElement),
     status: byId(doc, "connection-status", HTMLElement),
     typing: byId(doc, "console-typing", HTMLElement),
     notify: byId(doc, "console-notify", HTMLButtonElement),
@@ -244,7 +247,10 @@ export class AgentConsole {
     const open = this.open;
     if (open === null || open.handoffId === null) return;
     this.clearAlert();
-    this.send({ type, id: newId(), handoff_id: open.handoffId });
+    if (type === "agent.close") {
+      this.send({ type, id: newId(), handoff_id: open.handoffId, resolution: this.el.resolution.value.trim() });
+      this.el.resolution.value = "";
+    } else this.send({ type, id: newId(), handoff_id: open.handoffId });
   }
 
   /** The agent opts in to a notification for each new waiting customer. */
@@ -363,6 +369,7 @@ export class AgentConsole {
     this.el.send.disabled = !mine;
     this.el.release.disabled = !mine;
     this.el.close.disabled = !(mine || open?.state === "waiting");
+    this.el.resolution.disabled = this.el.close.disabled;
     if (open === null) return;
     const item = this.items.find((i) => i.conversation_id === open.conversationId);
     const who = item === undefined ? "Customer" : item.site === null ? item.customer : `${item.customer}, ${item.site}`;

@@ -103,6 +103,14 @@ describe("the conversation", () => {
     expect([el().input.disabled, el().release.disabled, el().close.disabled]).toEqual([true, true, true]);
   });
 
+  test("closing says how it was resolved", () => {
+    held();
+    el().resolution.value = " refund sent ";
+    el().close.click();
+    expect(last("agent.close")).toMatchObject({ handoff_id: 7, resolution: "refund sent" });
+    expect(el().resolution.value).toBe("");
+  });
+
   test("back to the assistant, and a reconnect catches up after the last message shown", () => {
     held();
     el().release.click();
