@@ -240,6 +240,7 @@ class AgentConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels i
         mine = state == "with_agent" and agent_id == self.agent.pk
         if mine and conversation_id not in self._mine:
             self._mine.add(conversation_id)
+            await self._show(conversation_id)  # e.g. transferred here: its messages come here
             await self.drafts.start(conversation_id)
         elif not mine and conversation_id in self._mine:
             self._mine.discard(conversation_id)

@@ -22,6 +22,9 @@ export interface ConsoleElements {
   send: HTMLButtonElement;
   release: HTMLButtonElement;
   close: HTMLButtonElement;
+  /** Another agent's username, and the button that hands the conversation to them. */
+  transferTo: HTMLInputElement;
+  transfer: HTMLButtonElement;
   /** Said when closing: how it was resolved (kept with the handoff, in admin). */
   resolution: HTMLInputElement;
   status: HTMLElement;
@@ -61,6 +64,8 @@ export function consoleElements(doc: Document): ConsoleElements {
     release: byId(doc, "console-release", HTMLButtonElement),
     close: byId(doc, "console-close", HTMLButtonElement),
     resolution: byId(doc, "console-resolution", HTMLInputElement),
+    transferTo: byId(doc, "console-transfer-to", HTMLInputElement),
+    transfer: byId(doc, "console-transfer", HTMLButtonElement),
     status: byId(doc, "connection-status", HTMLElement),
     typing: byId(doc, "console-typing", HTMLElement),
     notify: byId(doc, "console-notify", HTMLButtonElement),
@@ -121,6 +126,7 @@ export class AgentConsole {
     });
     el.release.addEventListener("click", () => this.act("agent.release"));
     el.close.addEventListener("click", () => this.act("agent.close"));
+    el.transfer.addEventListener("click", () => this.transferTo());
   }
 
   attach(send: Send): void {
@@ -270,6 +276,16 @@ export class AgentConsole {
     }
   }
 
+  /** Hand the conversation to another agent (their console gets it with its draft). */
+  private transferTo(): void {
+    const open = this.open;
+    const to = this.el.transferTo.value.trim();
+    if (open === null || !open.mine || open.handoffId === null || to === "") return;
+    this.clearAlert();
+    this.send({ type: "agent.transfer", id: newId(), handoff_id: open.handoffId, to_agent: to });
+    this.el.transferTo.value = "";
+  }
+
   private showQueue(items: Agent.QueueItem[]): void {
     this.announceNew(items);
     this.items = items;
@@ -370,6 +386,8 @@ export class AgentConsole {
     this.el.release.disabled = !mine;
     this.el.close.disabled = !(mine || open?.state === "waiting");
     this.el.resolution.disabled = this.el.close.disabled;
+    this.el.transferTo.disabled = !mine;
+    this.el.transfer.disabled = !mine;
     if (open === null) return;
     const item = this.items.find((i) => i.conversation_id === open.conversationId);
     const who = item === undefined ? "Customer" : item.site === null ? item.customer : `${item.customer}, ${item.site}`;

@@ -103,6 +103,16 @@ describe("the conversation", () => {
     expect([el().input.disabled, el().release.disabled, el().close.disabled]).toEqual([true, true, true]);
   });
 
+  test("the agent holding it may hand it to another agent", () => {
+    held();
+    el().transferTo.value = " eli ";
+    el().transfer.click();
+    expect(last("agent.transfer")).toMatchObject({ handoff_id: 7, to_agent: "eli" });
+    expect(el().transferTo.value).toBe("");
+    receive({ type: "agent.handoff", conversation_id: CONV, handoff_id: 7, state: "with_agent", agent: "Eli", mine: false });
+    expect([el().transferTo.disabled, el().transfer.disabled, el().input.disabled]).toEqual([true, true, true]);
+  });
+
   test("closing says how it was resolved", () => {
     held();
     el().resolution.value = " refund sent ";

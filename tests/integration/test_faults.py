@@ -695,7 +695,8 @@ async def test_two_agents_on_two_processes_claiming_at_once_make_one_winner_50_t
                 )
                 row = db.execute(
                     "INSERT INTO handoff_handoff (conversation_id, state, reason, requested_at,"
-                    " resolution) VALUES (%s, 'waiting', 'asked', now(), '') RETURNING id",
+                    " resolution, contact_email)"
+                    " VALUES (%s, 'waiting', 'asked', now(), '', '') RETURNING id",
                     (conversation,),
                 ).fetchone()
                 assert row is not None

@@ -418,3 +418,36 @@ async def test_an_ask_from_the_pages_offer_is_kept_as_offered(
     [item] = (await desk.receive_json_from(timeout=5))["items"]
     assert item["reason"] == "offered"
     assert await sync_to_async(lambda: Handoff.objects.get().reason)() == "offered"
+
+
+async def test_an_agent_hands_the_conversation_to_another(
+    connect: Connect, alice: User, scripted_worker: RunningWorker, console: Console
+) -> None:
+    dana = await sync_to_async(agent_made)("dana", "Dana")
+    eli = await sync_to_async(agent_made)("eli", "Eli")
+    customer = await open_socket(connect, alice)
+    conversation_id = (await ask(customer, "hello"))[0]["conversation_id"]
+    await customer.send_json_to(handoff_frame(conversation_id))
+    await state_becomes(customer, "waiting")
+    handoff = await sync_to_async(Handoff.objects.get)()
+    dana_desk, eli_desk = await console(dana), await console(eli)
+    await dana_desk.send_json_to(
+        {"type": "agent.claim", "id": str(uuid.uuid4()), "handoff_id": handoff.pk}
+    )
+    await state_becomes(customer, "with_agent")
+
+    unknown = {"type": "agent.transfer", "id": str(uuid.uuid4()), "handoff_id": handoff.pk}
+    await dana_desk.send_json_to({**unknown, "to_agent": "nobody"})
+    assert (await next_of(dana_desk, "agent.error"))["message"] == "No agent 'nobody'."
+    await dana_desk.send_json_to({**unknown, "id": str(uuid.uuid4()), "to_agent": "eli"})
+    moved = await state_becomes(customer, "with_agent")
+    assert (moved["agent"], moved["notice"]) == ("Eli", "Eli joined the conversation.")
+    while not any(i["mine"] for i in (await next_of(eli_desk, "agent.queue"))["items"]):
+        pass
+    # Eli's console now gets the customer's messages; Dana's reply is refused
+    await customer.send_json_to(send_frame("hi Eli", conversation_id=conversation_id))
+    assert (await next_of(eli_desk, "agent.message"))["message"]["content"] == "hi Eli"
+    await dana_desk.send_json_to(
+        {"type": "agent.send", "id": str(uuid.uuid4()), "handoff_id": handoff.pk, "text": "me"}
+    )
+    assert (await next_of(dana_desk, "agent.error"))["message"] == "Eli holds this conversation."
