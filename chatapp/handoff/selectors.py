@@ -86,6 +86,13 @@ def person_involved(conversation_id: uuid.UUID) -> bool:
     return Handoff.objects.filter(conversation_id=conversation_id, state__in=OPEN_STATES).exists()
 
 
+def person_involved_in(message_id: uuid.UUID) -> bool:
+    """Whether a person is asked for or holds the conversation of message `message_id`."""
+    return Handoff.objects.filter(
+        conversation__messages__id=message_id, state__in=OPEN_STATES
+    ).exists()
+
+
 def queue(*, agent_id: int | None = None) -> list[dict[str, Any]]:
     """The open handoffs for the console: waiting ones by how long they have waited (longest
     first), then those with a person; each with its site, first question and last message."""

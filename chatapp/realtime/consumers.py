@@ -153,14 +153,16 @@ class ChatConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
             elif isinstance(frame, StopFrame):
                 await self._on_stop(frame)
             elif isinstance(frame, RegenerateFrame):
-                await self.starting.regenerate(frame, received_at=self._received_at)
+                if not await self.handoff.refused_while_held(frame.message_id, client_id=frame.id):
+                    await self.starting.regenerate(frame, received_at=self._received_at)
             elif isinstance(frame, ResumeFrame):
                 if not await self._over_budget(RESUME, client_id=frame.id):
                     await self._on_resume(frame)
             elif isinstance(frame, EditFrame):
-                await self.starting.edit(
-                    frame, received_at=self._received_at, frame_bytes=self._frame_bytes
-                )
+                if not await self.handoff.refused_while_held(frame.message_id, client_id=frame.id):
+                    await self.starting.edit(
+                        frame, received_at=self._received_at, frame_bytes=self._frame_bytes
+                    )
             elif isinstance(frame, ClientTimingFrame):
                 await self._on_client_timing(frame)
             elif isinstance(frame, DraftFrame):

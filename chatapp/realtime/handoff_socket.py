@@ -34,6 +34,7 @@ from chatapp.realtime.schemas import (
     conversation_message,
 )
 
+HELD = "A person of the team is handling this conversation: write to them instead."
 Send = Callable[[AnyServerFrame], Awaitable[None]]
 Refuse = Callable[[ErrorFrame], Awaitable[None]]
 
@@ -122,6 +123,14 @@ class CustomerHandoff:
             return False
         await self._follow(frame.conversation_id)
         await events.message_sent(message, client_id=frame.id)
+        return True
+
+    async def refused_while_held(self, message_id: uuid.UUID, *, client_id: uuid.UUID) -> bool:
+        """A regenerate or an edit would have the assistant answer where a person is asked for
+        or holds the conversation: refused (True), the customer told why."""
+        if not await database_sync_to_async(selectors.person_involved_in)(message_id):
+            return False
+        await self._refuse(ErrorFrame(code="busy", message=HELD, id=client_id))
         return True
 
     async def typing(self, frame: TypingFrame) -> None:

@@ -23,7 +23,14 @@ from chatapp.conversations.models import Message
 from chatapp.handoff.models import Handoff
 from tests.chatapp.handoff.people import agent_made, conversation_made
 from tests.conftest import Connect, RunningWorker, _session_cookie
-from tests.support.sockets import ask, open_socket, receive_until, send_frame
+from tests.support.sockets import (
+    ask,
+    edit_frame,
+    open_socket,
+    receive_until,
+    regenerate_frame,
+    send_frame,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -451,3 +458,31 @@ async def test_an_agent_hands_the_conversation_to_another(
         {"type": "agent.send", "id": str(uuid.uuid4()), "handoff_id": handoff.pk, "text": "me"}
     )
     assert (await next_of(dana_desk, "agent.error"))["message"] == "Eli holds this conversation."
+
+
+async def test_while_a_person_is_involved_regenerate_and_edit_do_not_wake_the_assistant(
+    connect: Connect, alice: User, scripted_worker: RunningWorker
+) -> None:
+    customer = await open_socket(connect, alice)
+    frames = await ask(customer, "hello")
+    question_id, answer_id = frames[0]["user_message_id"], frames[0]["assistant_message_id"]
+    conversation_id = frames[0]["conversation_id"]
+    await customer.send_json_to(handoff_frame(conversation_id))
+    await state_becomes(customer, "waiting")
+    prompts = len(scripted_worker.engine.prompts)
+
+    for frame in (regenerate_frame(answer_id), edit_frame(question_id, "hello again")):
+        await customer.send_json_to(frame)
+        refused = await next_of(customer, "chat.error")
+        assert (refused["id"], refused["code"], refused["message"]) == (
+            frame["id"],
+            "busy",
+            "A person of the team is handling this conversation: write to them instead.",
+        )
+    assert len(scripted_worker.engine.prompts) == prompts
+    assert await sync_to_async(Message.objects.filter(content="hello again").exists)() is False
+    # back with the assistant, a regenerate works again
+    await customer.send_json_to(handoff_frame(conversation_id, "cancel"))
+    await state_becomes(customer, "bot")
+    await customer.send_json_to(regenerate_frame(answer_id))
+    assert (await receive_until(customer, "chat.done"))[-1]["status"] == "complete"
