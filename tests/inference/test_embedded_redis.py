@@ -18,7 +18,8 @@ import redis
 from inference.wire.embedded_redis import embedded_redis_url
 from tests.support.waiting import until
 
-# A process that starts its embedded Redis, prints the server's pid and socket, then waits.
+# A process that starts its embedded Redis, prints the server's pid and socket, then waits:
+# for a line on stdin ("exit": then it exits), or to be signalled ("wait").
 _HOLDER = """
 import sys, time, psutil
 from inference.wire.embedded_redis import embedded_redis_url
@@ -27,12 +28,15 @@ url = embedded_redis_url()
 print(server.pid, url, flush=True)
 if sys.argv[1] == 'wait':
     time.sleep(60)
+else:
+    sys.stdin.readline()
 """
 
 
 def _holder(mode: str) -> tuple[subprocess.Popen[str], int, str]:
     process = subprocess.Popen(
         [sys.executable, "-c", _HOLDER, mode],
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
         cwd=Path(__file__).resolve().parents[2],
@@ -54,7 +58,11 @@ async def test_the_embedded_redis_ends_with_its_process(ending: str) -> None:
     process, server, url = _holder("exit" if ending == "exit" else "wait")
     socket_dir = Path(url.removeprefix("unix://")).parent
     assert not _gone(server)
-    if ending != "exit":
+    if ending == "exit":  # only now: exiting before this check made the check race the exit
+        assert process.stdin is not None
+        process.stdin.write("\n")
+        process.stdin.close()
+    else:
         os.kill(process.pid, getattr(signal, ending))
     process.wait(timeout=10)
     await until(lambda: _gone(server), timeout_s=5)
