@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import subprocess
@@ -28,7 +29,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -67,11 +68,11 @@ def _headers(host: str, session: str) -> dict[str, str]:
     return {"Cookie": f"sessionid={session}", "Origin": f"http://{host}"}
 
 
-async def _drafts(
-    host_a: str, host_b: str, customer: str, agent: str, conversation: str, rounds: int
-) -> list[float]:
-    """The customer writes -> the first token of the model's draft in the console (ms)."""
-    firsts: list[float] = []
+@contextlib.asynccontextmanager
+async def _sockets(
+    host_a: str, host_b: str, customer: str, agent: str
+) -> AsyncIterator[tuple[Any, Any]]:
+    """The customer's chat socket on web A and the agent's console socket on web B."""
     async with (
         websockets.connect(
             f"ws://{host_a}/ws/chat/", additional_headers=_headers(host_a, customer)
@@ -80,6 +81,15 @@ async def _drafts(
             f"ws://{host_b}/ws/agent/", additional_headers=_headers(host_b, agent)
         ) as desk,
     ):
+        yield chat, desk
+
+
+async def _drafts(
+    host_a: str, host_b: str, customer: str, agent: str, conversation: str, rounds: int
+) -> list[float]:
+    """The customer writes -> the first token of the model's draft in the console (ms)."""
+    firsts: list[float] = []
+    async with _sockets(host_a, host_b, customer, agent) as (chat, desk):
         await _next(desk, "agent.queue")
         for n in range(rounds):
             text = f"My order {n} has not arrived yet, what can I do?"
@@ -108,14 +118,7 @@ async def _rounds(
 ) -> tuple[list[float], list[float]]:
     to_agent: list[float] = []
     to_customer: list[float] = []
-    async with (
-        websockets.connect(
-            f"ws://{host_a}/ws/chat/", additional_headers=_headers(host_a, customer)
-        ) as chat,
-        websockets.connect(
-            f"ws://{host_b}/ws/agent/", additional_headers=_headers(host_b, agent)
-        ) as desk,
-    ):
+    async with _sockets(host_a, host_b, customer, agent) as (chat, desk):
         await chat.send(
             json.dumps(
                 {

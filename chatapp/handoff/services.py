@@ -47,6 +47,13 @@ class AgentReply:
     first_response_s: float | None
 
 
+def _after(handoff: Handoff | None, action: states.Action) -> states.State:
+    """The state `action` leads the handoff to (None: nobody asked, the assistant answers), or
+    ConflictError saying why not."""
+    current: states.State = "bot" if handoff is None else handoff.state  # type: ignore[assignment]
+    return _refused(states.after(current, action))
+
+
 def _refused(result: states.State | states.NotAllowed) -> states.State:
     if isinstance(result, states.NotAllowed):
         raise ConflictError(result.message)
@@ -95,7 +102,7 @@ def handoff_request(
             return Asked(existing, new=False)
         handoff = Handoff.objects.create(
             conversation_id=conversation_id,
-            state=_refused(states.after("bot", "request")),
+            state=_after(None, "request"),
             reason=reason,
         )
         _event(handoff, "request", customer)
@@ -107,9 +114,9 @@ def handoff_cancel(*, customer: User, conversation_id: uuid.UUID) -> Handoff:
     with transaction.atomic():
         _owned(customer, conversation_id)
         handoff = open_handoff(conversation_id)
-        if handoff is None:
-            raise ConflictError(states.after("bot", "cancel").message)  # type: ignore[union-attr]
-        handoff.state = _refused(states.after(handoff.state, "cancel"))  # type: ignore[arg-type]
+        state = _after(handoff, "cancel")  # refused when nobody is asked for
+        assert handoff is not None
+        handoff.state = state
         handoff.ended_at = timezone.now()
         handoff.save(update_fields=["state", "ended_at"])
         _event(handoff, "cancel", customer)
@@ -148,7 +155,8 @@ def handoff_claim(*, agent: User, handoff_id: int) -> Handoff:
         if not won:
             if handoff.state == "with_agent" and handoff.agent is not None:
                 raise ClaimLost(_name(handoff.agent))
-            raise ConflictError(_refused_message(handoff.state, "claim"))
+            _after(handoff, "claim")  # says why: closed, back with the assistant
+            raise ClaimLost(None)  # it changed hands between the update and the read
         _event(handoff, "claim", agent)
     return handoff
 
@@ -177,7 +185,7 @@ def handoff_transfer(*, agent: User, handoff_id: int, to_agent: User) -> Handoff
         raise ConflictError(f"{_name(to_agent)} is not an agent.")
     with transaction.atomic():
         handoff = _held(agent, handoff_id)
-        handoff.state = _refused(states.after(handoff.state, "transfer"))  # type: ignore[arg-type]
+        handoff.state = _after(handoff, "transfer")
         handoff.agent = to_agent
         handoff.save(update_fields=["state", "agent"])
         _event(handoff, "transfer", agent, detail=_name(to_agent))
@@ -196,7 +204,7 @@ def handoff_close(*, agent: User, handoff_id: int, resolution: str) -> Handoff:
 def _end(agent: User, handoff_id: int, action: states.Action, resolution: str) -> Handoff:
     with transaction.atomic():
         handoff = _held(agent, handoff_id)
-        handoff.state = _refused(states.after(handoff.state, action))  # type: ignore[arg-type]
+        handoff.state = _after(handoff, action)
         handoff.ended_at = timezone.now()
         handoff.resolution = resolution
         handoff.save(update_fields=["state", "ended_at", "resolution"])
@@ -274,8 +282,3 @@ def _name(user: User | None) -> str:
     if user is None:
         return "Another agent"
     return user.get_full_name() or user.get_username()
-
-
-def _refused_message(state: str, action: states.Action) -> str:
-    result = states.after(state, action)  # type: ignore[arg-type]
-    return result.message if isinstance(result, states.NotAllowed) else ""

@@ -77,6 +77,22 @@ async def next_of(ws: WebsocketCommunicator, kind: str) -> dict[str, Any]:
     return (await receive_until(ws, kind))[-1]
 
 
+def claim_frame(handoff_id: int) -> dict[str, Any]:
+    return {"type": "agent.claim", "id": str(uuid.uuid4()), "handoff_id": handoff_id}
+
+
+async def waiting_customer(
+    connect: Connect, user: User
+) -> tuple[WebsocketCommunicator, str, Handoff]:
+    """A customer who asked the assistant once, then for a person, and waits: their socket,
+    the conversation, the ask."""
+    customer = await open_socket(connect, user)
+    conversation_id = (await ask(customer, "hello"))[0]["conversation_id"]
+    await customer.send_json_to(handoff_frame(conversation_id))
+    await state_becomes(customer, "waiting")
+    return customer, conversation_id, await sync_to_async(Handoff.objects.get)()
+
+
 async def state_becomes(ws: WebsocketCommunicator, state: str) -> dict[str, Any]:
     """The customer's next chat.handoff_state in `state` (earlier ones, e.g. "somebody is
     online now" while waiting, are skipped)."""
@@ -115,9 +131,7 @@ async def test_a_customer_talks_to_a_person_and_back_to_the_assistant(
     kept = await next_of(customer, "chat.human")
     assert (kept["message"]["role"], kept["message"]["content"]) == ("user", "it arrived crushed")
 
-    await desk.send_json_to(
-        {"type": "agent.claim", "id": str(uuid.uuid4()), "handoff_id": waiting["handoff_id"]}
-    )
+    await desk.send_json_to(claim_frame(waiting["handoff_id"]))
     joined = await state_becomes(customer, "with_agent")
     assert (joined["state"], joined["agent"], joined["notice"]) == (
         "with_agent",
@@ -179,15 +193,9 @@ async def test_a_reconnecting_page_gets_what_it_missed_once(
     connect: Connect, alice: User, scripted_worker: RunningWorker, console: Console
 ) -> None:
     dana = await sync_to_async(agent_made)("dana", "Dana")
-    customer = await open_socket(connect, alice)
-    conversation_id = (await ask(customer, "hello"))[0]["conversation_id"]
-    await customer.send_json_to(handoff_frame(conversation_id))
-    await next_of(customer, "chat.handoff_state")
-    handoff = await sync_to_async(Handoff.objects.get)()
+    customer, conversation_id, handoff = await waiting_customer(connect, alice)
     desk = await console(dana)
-    await desk.send_json_to(
-        {"type": "agent.claim", "id": str(uuid.uuid4()), "handoff_id": handoff.pk}
-    )
+    await desk.send_json_to(claim_frame(handoff.pk))
     await customer.disconnect()  # the customer's network drops
     for text in ("first", "second"):
         await desk.send_json_to(
@@ -222,16 +230,10 @@ async def test_two_agents_claim_at_once_and_one_is_told_who_won(
 ) -> None:
     dana = await sync_to_async(agent_made)("dana", "Dana")
     eli = await sync_to_async(agent_made)("eli", "Eli")
-    customer = await open_socket(connect, alice)
-    conversation_id = (await ask(customer, "hello"))[0]["conversation_id"]
-    await customer.send_json_to(handoff_frame(conversation_id))
-    await next_of(customer, "chat.handoff_state")
-    handoff = await sync_to_async(Handoff.objects.get)()
+    _, _, handoff = await waiting_customer(connect, alice)
     desks = [await console(dana), await console(eli)]
     for desk in desks:
-        await desk.send_json_to(
-            {"type": "agent.claim", "id": str(uuid.uuid4()), "handoff_id": handoff.pk}
-        )
+        await desk.send_json_to(claim_frame(handoff.pk))
     errors = []
     for desk in desks:
         frames = []
@@ -288,9 +290,7 @@ async def test_the_model_drafts_the_reply_for_the_agent_and_stops_when_they_writ
     desk = await console(dana)
 
     # taking the conversation drafts the reply to the customer's last message
-    await desk.send_json_to(
-        {"type": "agent.claim", "id": str(uuid.uuid4()), "handoff_id": handoff.pk}
-    )
+    await desk.send_json_to(claim_frame(handoff.pk))
     draft = []
     while (frame := await next_of(desk, "agent.draft"))["status"] == "streaming":
         draft.append(frame["text"])
@@ -322,15 +322,9 @@ async def test_each_side_sees_the_other_typing_and_nobody_else_does(
 ) -> None:
     dana = await sync_to_async(agent_made)("dana", "Dana")
     eli = await sync_to_async(agent_made)("eli", "Eli")
-    customer = await open_socket(connect, alice)
-    conversation_id = (await ask(customer, "hello"))[0]["conversation_id"]
-    await customer.send_json_to(handoff_frame(conversation_id))
-    await next_of(customer, "chat.handoff_state")
-    handoff = await sync_to_async(Handoff.objects.get)()
+    customer, conversation_id, handoff = await waiting_customer(connect, alice)
     desk, other_desk = await console(dana), await console(eli)
-    await desk.send_json_to(
-        {"type": "agent.claim", "id": str(uuid.uuid4()), "handoff_id": handoff.pk}
-    )
+    await desk.send_json_to(claim_frame(handoff.pk))
     await state_becomes(customer, "with_agent")
 
     typing = {"type": "chat.typing", "id": str(uuid.uuid4()), "conversation_id": conversation_id}
@@ -394,15 +388,9 @@ async def test_a_reconnected_console_goes_on_with_the_conversations_it_holds(
     connect: Connect, alice: User, scripted_worker: RunningWorker, console: Console
 ) -> None:
     dana = await sync_to_async(agent_made)("dana", "Dana")
-    customer = await open_socket(connect, alice)
-    conversation_id = (await ask(customer, "hello"))[0]["conversation_id"]
-    await customer.send_json_to(handoff_frame(conversation_id))
-    await state_becomes(customer, "waiting")
-    handoff = await sync_to_async(Handoff.objects.get)()
+    customer, conversation_id, handoff = await waiting_customer(connect, alice)
     first = await console(dana)
-    await first.send_json_to(
-        {"type": "agent.claim", "id": str(uuid.uuid4()), "handoff_id": handoff.pk}
-    )
+    await first.send_json_to(claim_frame(handoff.pk))
     await state_becomes(customer, "with_agent")
     await first.disconnect()  # the agent's network drops; the customer stays with them
 
@@ -432,15 +420,9 @@ async def test_an_agent_hands_the_conversation_to_another(
 ) -> None:
     dana = await sync_to_async(agent_made)("dana", "Dana")
     eli = await sync_to_async(agent_made)("eli", "Eli")
-    customer = await open_socket(connect, alice)
-    conversation_id = (await ask(customer, "hello"))[0]["conversation_id"]
-    await customer.send_json_to(handoff_frame(conversation_id))
-    await state_becomes(customer, "waiting")
-    handoff = await sync_to_async(Handoff.objects.get)()
+    customer, conversation_id, handoff = await waiting_customer(connect, alice)
     dana_desk, eli_desk = await console(dana), await console(eli)
-    await dana_desk.send_json_to(
-        {"type": "agent.claim", "id": str(uuid.uuid4()), "handoff_id": handoff.pk}
-    )
+    await dana_desk.send_json_to(claim_frame(handoff.pk))
     await state_becomes(customer, "with_agent")
 
     unknown = {"type": "agent.transfer", "id": str(uuid.uuid4()), "handoff_id": handoff.pk}
