@@ -10,15 +10,16 @@ processes with the Redis layer). The change is stored first: a socket that misse
 from __future__ import annotations
 
 import uuid
-from dataclasses import replace
+from collections.abc import Iterable
 from typing import Any
 
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
+from django.utils import timezone
 
 from chatapp.conversations.models import Message
-from chatapp.handoff import selectors
+from chatapp.handoff import reach, selectors
 from chatapp.handoff.models import Handoff
 from chatapp.handoff.presence import Presence
 
@@ -64,9 +65,8 @@ async def handoff_changed(handoff: Handoff) -> int:
     gets their new place in line, and the consoles read the queue again. Returns how many
     customers wait now."""
     changed, waiting = await database_sync_to_async(_views_to_tell)(handoff)
-    nobody = await nobody_online()
-    for view in [changed, *(v for v in waiting if v.handoff_id != handoff.pk)]:
-        view = replace(view, nobody_online=nobody and view.state == "waiting")
+    others = (v for v in waiting if v.handoff_id != handoff.pk)
+    for view in await as_told([changed, *others]):
         await _send(conversation_group(view.conversation_id), state_event(view))
     await _send(AGENTS, {"type": "handoff.queue"})
     return len(waiting)
@@ -76,10 +76,16 @@ async def consoles_changed() -> None:
     """An agent console opened or closed: waiting customers are told whether anybody of the
     team is online."""
     waiting = await database_sync_to_async(selectors.waiting_views)()
-    nobody = await nobody_online()
-    for view in waiting:
-        view = replace(view, nobody_online=nobody)
+    for view in await as_told(waiting):
         await _send(conversation_group(view.conversation_id), state_event(view))
+
+
+async def as_told(views: Iterable[selectors.HandoffView]) -> list[selectors.HandoffView]:
+    """`views` with whether their waiting customers can expect a person now (their site's
+    team hours, the consoles open on every web process): `chatapp/handoff/reach.py`."""
+    consoles_open = not await nobody_online()
+    now = timezone.now()
+    return [reach.as_told(v, consoles_open=consoles_open, now=now) for v in views]
 
 
 async def nobody_online() -> bool:

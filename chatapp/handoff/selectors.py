@@ -13,6 +13,11 @@ from chatapp.conversations.models import Message
 from chatapp.conversations.selectors import person_name
 from chatapp.handoff import states
 from chatapp.handoff.models import OPEN_STATES, Handoff
+from chatapp.websites.hours import TeamHours
+
+# Selected with a handoff: its conversation's website (through the guest), so the team hours
+# come in the same query.
+_WITH_SITE = "conversation__owner__guest__site"
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,7 +29,11 @@ class HandoffView:
     agent: str | None  # the person holding it
     agent_id: int | None = None
     contact_email: str = ""  # left while nobody was online
-    nobody_online: bool = False  # no agent console is open (chatapp/handoff/presence.py)
+    # waiting, and no person will come soon: no agent console is open
+    # (chatapp/handoff/presence.py) or the team is away (chatapp/handoff/reach.py)
+    nobody_online: bool = False
+    team_hours: TeamHours | None = None  # its website's; None: not from a website
+    away_until: str = ""  # outside the team hours: when the team is back, in words
 
     @property
     def notice(self) -> str:
@@ -34,11 +43,19 @@ class HandoffView:
             agent=self.agent,
             nobody_online=self.nobody_online,
             contact_email=self.contact_email,
+            away_until=self.away_until,
         )
 
 
 def agent_name(handoff: Handoff) -> str | None:
     return None if handoff.agent is None else person_name(handoff.agent)
+
+
+def team_hours(handoff: Handoff) -> TeamHours | None:
+    """The hours of the website the conversation came from (None: not from a website). Read
+    from the rows selected with the handoff (`_WITH_SITE`): no query of its own."""
+    guest = getattr(handoff.conversation.owner, "guest", None)  # None: not a guest
+    return None if guest is None else guest.site.team_hours
 
 
 def handoff_view(handoff: Handoff) -> HandoffView:
@@ -56,14 +73,27 @@ def handoff_view(handoff: Handoff) -> HandoffView:
         agent=agent_name(handoff),
         agent_id=handoff.agent_id if handoff.state == "with_agent" else None,
         contact_email=handoff.contact_email,
+        team_hours=team_hours(handoff),
     )
 
 
 def waiting_views() -> list[HandoffView]:
     """Every waiting customer's view, in line order (one query)."""
-    waiting = Handoff.objects.filter(state="waiting").order_by("requested_at", "id")
+    waiting = (
+        Handoff.objects.filter(state="waiting")
+        .select_related(_WITH_SITE)
+        .order_by("requested_at", "id")
+    )
     return [
-        HandoffView(h.conversation_id, h.pk, "waiting", place, None, contact_email=h.contact_email)
+        HandoffView(
+            h.conversation_id,
+            h.pk,
+            "waiting",
+            place,
+            None,
+            contact_email=h.contact_email,
+            team_hours=team_hours(h),
+        )
         for place, h in enumerate(waiting, start=1)
     ]
 
@@ -71,7 +101,7 @@ def waiting_views() -> list[HandoffView]:
 def conversation_handoff(conversation_id: uuid.UUID) -> HandoffView:
     """Who answers the conversation now (the assistant when nobody was asked for)."""
     latest = (
-        Handoff.objects.select_related("agent")
+        Handoff.objects.select_related("agent", _WITH_SITE)
         .filter(conversation_id=conversation_id)
         .order_by("-requested_at", "-id")
         .first()

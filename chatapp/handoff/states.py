@@ -60,10 +60,17 @@ def notice(
     agent: str | None = None,
     nobody_online: bool = False,
     contact_email: str = "",
+    away_until: str = "",
 ) -> str:
-    """What the customer is told, in words."""
+    """What the customer is told, in words. `away_until`: outside its website's team hours,
+    when the team is back ("Monday 09:00 (Europe/Berlin)")."""
     if state == "waiting" and contact_email:
         return f"Thank you! The team will write to you at {contact_email}."
+    if state == "waiting" and away_until:
+        return (
+            f"The team is away until {away_until}. Leave your email address and we will "
+            "write back, or keep waiting here."
+        )
     if state == "waiting" and nobody_online:
         return (
             "Nobody from the team is online right now. Leave your email address and we will "

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import replace
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -88,7 +87,7 @@ class CustomerHandoff:
         await self._follow(frame.conversation_id)  # before reading: nothing falls between
         view = await database_sync_to_async(selectors.conversation_handoff)(frame.conversation_id)
         if view.state == "waiting":
-            view = replace(view, nobody_online=await events.nobody_online())
+            [view] = await events.as_told([view])
         await self._send(_state_frame(events.state_event(view)))
         missed = await database_sync_to_async(selectors.transcript)(
             frame.conversation_id, after=frame.after_message_id

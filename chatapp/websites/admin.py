@@ -57,6 +57,16 @@ class SiteAdmin(admin.ModelAdmin[Site]):
                 )
             },
         ),
+        (
+            "Team hours",
+            {
+                "fields": ("opening_hours", "time_zone"),
+                "description": (
+                    "Outside these hours a visitor asking for a person reads when the team is "
+                    "back and may leave an email address (as when nobody is online)."
+                ),
+            },
+        ),
         ("Retention", {"fields": ("retention_days", "is_example", "created_at")}),
     )
 

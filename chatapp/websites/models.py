@@ -8,6 +8,7 @@ session; only the guest token (chatapp/websites/tokens.py) speaks for it.
 
 from __future__ import annotations
 
+import logging
 import secrets
 import uuid
 
@@ -17,9 +18,11 @@ from django.core.validators import MaxValueValidator, MinValueValidator, RegexVa
 from django.db import models
 
 from chatapp.conversations.models import Conversation
+from chatapp.websites.hours import HoursError, TeamHours, spans_parsed, time_zone
 from chatapp.websites.origins import OriginError, origins_parsed
 
 SITE_KEY_PREFIX = "site_"
+_log = logging.getLogger(__name__)
 
 
 def new_site_key() -> str:
@@ -101,6 +104,20 @@ class Site(models.Model):
             "their widget link expires with them."
         ),
     )
+    opening_hours = models.TextField(
+        blank=True,
+        help_text=(
+            "When the team answers, one span a line: days, then times, e.g. "
+            "'Mon-Fri 09:00-17:30', 'Sat 10:00-14:00', 'Fri 22:00-02:00' (past midnight). "
+            "Outside them a visitor asking for a person is told when the team is back and may "
+            "leave an email address. Blank: always open."
+        ),
+    )
+    time_zone = models.CharField(
+        max_length=64,
+        blank=True,
+        help_text="The team hours' clock (needed with hours): an IANA name, e.g. Europe/Berlin.",
+    )
     is_example = models.BooleanField(
         default=False, help_text="Seeded by `make run` for a first try; delete it when done."
     )
@@ -113,17 +130,44 @@ class Site(models.Model):
         return self.name
 
     def clean(self) -> None:
+        errors: dict[str, str] = {}
         try:
             origins = origins_parsed(self.allowed_origins)
         except OriginError as exc:
-            raise ValidationError({"allowed_origins": str(exc)}) from None
-        if not origins:
-            raise ValidationError({"allowed_origins": "List at least one origin."})
-        self.allowed_origins = "\n".join(origins)  # stored as browsers send them
+            errors["allowed_origins"] = str(exc)
+        else:
+            if origins:
+                self.allowed_origins = "\n".join(origins)  # stored as browsers send them
+            else:
+                errors["allowed_origins"] = "List at least one origin."
+        try:
+            spans = spans_parsed(self.opening_hours)
+        except HoursError as exc:
+            errors["opening_hours"] = str(exc)
+            spans = ()
+        if self.time_zone.strip():
+            try:
+                self.time_zone = time_zone(self.time_zone).key
+            except HoursError as exc:
+                errors["time_zone"] = str(exc)
+        elif spans:  # no guessing: 09:00 means something else in every zone
+            errors["time_zone"] = "Say which time zone the team hours are in, e.g. Europe/Berlin."
+        if errors:
+            raise ValidationError(errors)
 
     @property
     def origins(self) -> tuple[str, ...]:
         return origins_parsed(self.allowed_origins)
+
+    @property
+    def team_hours(self) -> TeamHours:
+        """When the team answers. Hours saved past validation (not through the form) that no
+        longer read count as always open, as before sites had hours."""
+        try:
+            return TeamHours(spans_parsed(self.opening_hours), time_zone(self.time_zone or "UTC"))
+        except HoursError as exc:
+            _log.warning("site %s: team hours ignored: %s", self.pk, exc)
+            return TeamHours((), time_zone("UTC"))
 
     def template_ids(self) -> frozenset[int]:
         """The templates a guest may start with: the offered ones and the default."""
