@@ -1,11 +1,14 @@
-"""Handoffs in Django admin: who asked, who took it, how it ended, and every change."""
+"""Handoffs in Django admin: who asked, who took it, how it ended, and every change; and the
+webhook's deliveries (what was sent, how many attempts, the last error)."""
 
 from __future__ import annotations
 
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from chatapp.handoff.models import Handoff, HandoffEvent
+from chatapp.handoff import webhook_outbox
+from chatapp.handoff.models import Handoff, HandoffEvent, WebhookDelivery
 
 
 class HandoffEventInline(admin.TabularInline[HandoffEvent, Handoff]):
@@ -38,3 +41,41 @@ class HandoffAdmin(admin.ModelAdmin[Handoff]):
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
+
+
+@admin.register(WebhookDelivery)
+class WebhookDeliveryAdmin(admin.ModelAdmin[WebhookDelivery]):
+    list_display = (
+        "created_at",
+        "event",
+        "handoff",
+        "status",
+        "attempts",
+        "last_error",
+        "next_attempt_at",
+        "delivered_at",
+    )
+    list_filter = ("status", "event")
+    search_fields = ("delivery_id",)
+    fields = (
+        "delivery_id",
+        "event",
+        "handoff",
+        "status",
+        "attempts",
+        "last_error",
+        "created_at",
+        "next_attempt_at",
+        "delivered_at",
+        "payload",
+    )
+    readonly_fields = fields  # written by chatapp.handoff.webhook_outbox and _delivery only
+    actions = ("send_again",)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    @admin.action(description="Send again (from the first attempt)")
+    def send_again(self, request: HttpRequest, queryset: QuerySet[WebhookDelivery]) -> None:
+        count = webhook_outbox.deliveries_resend(queryset.values_list("pk", flat=True))
+        self.message_user(request, f"{count} deliveries will be sent again.", messages.SUCCESS)

@@ -73,3 +73,40 @@ class HandoffEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.action} -> {self.state}"
+
+
+class WebhookDelivery(models.Model):
+    """One event for the team's helpdesk (docs/handoff.md#webhook): written in the transaction
+    of the change it reports (an outbox: stored means it will be sent, whatever dies), then
+    sent after commit and retried until accepted or given up."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "to send"
+        DELIVERED = "delivered", "delivered"
+        FAILED = "failed", "given up"
+
+    # the receiver's dedupe key: the same event sent again carries the same id
+    delivery_id = models.UUIDField(unique=True, editable=False)
+    event = models.CharField(max_length=32)  # webhook_payloads.EventName
+    handoff = models.ForeignKey(
+        Handoff, null=True, on_delete=models.SET_NULL, related_name="webhook_deliveries"
+    )
+    payload = models.JSONField()  # the body, as sent
+    status = models.CharField(
+        max_length=16, choices=Status.choices, default=Status.PENDING, db_index=True
+    )
+    attempts = models.PositiveIntegerField(default=0)
+    # pending: when it may be tried (again); while an attempt runs, when that attempt's claim
+    # lapses (its process died: the sweep tries again)
+    next_attempt_at = models.DateTimeField(db_index=True)
+    last_error = models.CharField(max_length=500, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ("created_at", "id")
+        verbose_name = "webhook delivery"
+        verbose_name_plural = "webhook deliveries"
+
+    def __str__(self) -> str:
+        return f"{self.event} ({self.status})"

@@ -2,8 +2,9 @@
 releases or closes; either side writes a message while a person holds the conversation.
 
 Every change goes through `states.after` and is stored with an event (who, when) in one
-transaction. Claiming is one conditional UPDATE: of two agents claiming at once, exactly one
-row changes, so exactly one wins and the other is told who did.
+transaction, with the webhook's outbox row when it is on (`webhook_outbox`). Claiming is one
+conditional UPDATE: of two agents claiming at once, exactly one row changes, so exactly one
+wins and the other is told who did.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from django.utils import timezone
 
 from chatapp.conversations.models import Conversation, Message
 from chatapp.errors import ApplicationError, ConflictError, NotFoundError
-from chatapp.handoff import states
+from chatapp.handoff import states, webhook_outbox
 from chatapp.handoff.agents import is_agent
 from chatapp.handoff.models import OPEN_STATES, Handoff, HandoffEvent
 
@@ -65,6 +66,7 @@ def _event(handoff: Handoff, action: str, actor: User, detail: str = "") -> None
     HandoffEvent.objects.create(
         handoff=handoff, action=action, state=handoff.state, actor=actor, detail=detail[:500]
     )
+    webhook_outbox.change_record(handoff, action=action, actor=actor)
 
 
 def _owned(customer: User, conversation_id: uuid.UUID) -> Conversation:
@@ -275,6 +277,7 @@ def _message_store(
     except IntegrityError:  # the same frame, handled at once by another process
         return Message.objects.get(sender=sender, client_message_id=client_id)
     Conversation.objects.filter(id=conversation_id).update(updated_at=timezone.now())
+    webhook_outbox.message_record(message)  # new only: a resend is not sent twice
     return message
 
 

@@ -12,12 +12,15 @@ import django_stubs_ext
 
 from chatapp.settings.database import database_settings
 from chatapp.settings.service import service_settings
+from chatapp.settings.webhook import webhook_settings
 from inference.settings import DEFAULT_MODEL_DIR_NAME, data_dir_from_env
 from inference.wire.transport import redis_layer_config
 
 # The web process's own settings, typed and bounded in chatapp/settings/service.py (see there
 # for what each one does): a bad CHAT_* or LOGIN_* value stops start-up naming the variable.
 CHAT, LOGIN = service_settings()
+# The handoff webhook (chatapp/settings/webhook.py, docs/handoff.md#webhook): unset, none.
+HANDOFF_WEBHOOK = webhook_settings()
 
 # Lets admin/model generics be subscripted at runtime, as the type checker wants them.
 django_stubs_ext.monkeypatch()
@@ -194,6 +197,12 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, Any]] = {
         "task": "chatapp.websites.tasks.delete_expired_guests",
         "schedule": 6 * 60 * 60.0,
     },
+    # Handoff webhook deliveries that are due again (a failed attempt's backoff has passed, or
+    # a process died between storing one and sending it): handed to a sender. Cheap when none.
+    "retry-handoff-webhooks": {
+        "task": "chatapp.handoff.tasks.retry_handoff_webhooks",
+        "schedule": 10.0,
+    },
 }
 # The web process's own settings (CHAT, LOGIN above), each the Django setting of the same
 # upper-case name.
@@ -232,6 +241,10 @@ CHAT_SOCKET_RESUME_BURST = CHAT.socket_resume_burst
 CHAT_SOCKET_DRAFTS_PER_S = CHAT.socket_drafts_per_s
 CHAT_SOCKET_DRAFT_BURST = CHAT.socket_draft_burst
 CHAT_USER_DRAFT_EVERY_S = CHAT.user_draft_every_s
+CHAT_HANDOFF_WEBHOOK_URL = HANDOFF_WEBHOOK.url
+CHAT_HANDOFF_WEBHOOK_SECRET = HANDOFF_WEBHOOK.secret
+CHAT_HANDOFF_WEBHOOK_TIMEOUT_S = HANDOFF_WEBHOOK.timeout_s
+CHAT_HANDOFF_WEBHOOK_ATTEMPTS = HANDOFF_WEBHOOK.attempts
 
 # Prometheus /metrics (docs/metrics.md): with METRICS_TOKEN set, scrapes must send
 # "Authorization: Bearer <token>" (401 otherwise); without it, only these networks get them

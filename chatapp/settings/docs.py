@@ -23,6 +23,7 @@ from pathlib import Path
 from pydantic_settings import BaseSettings
 
 from chatapp.settings.service import ChatSettings, LoginSettings
+from chatapp.settings.webhook import HandoffWebhookSettings
 from inference.settings import (
     EngineSettings,
     OpenAIEngineSettings,
@@ -51,6 +52,7 @@ READERS = frozenset(
 PYDANTIC: tuple[type[BaseSettings], ...] = (
     ChatSettings,
     LoginSettings,
+    HandoffWebhookSettings,
     WorkerSettings,
     EngineSettings,
     ScaleOptions,
@@ -68,6 +70,7 @@ SECTIONS = (
     "Database (PostgreSQL)",
     "Security and production",
     "Metrics and health",
+    "Handoff webhook",
 )
 
 
@@ -95,7 +98,7 @@ class Row:
 
 
 _WHERE, _LIMITS, _ADMIT, _ROUTE, _FAQ = SECTIONS[:5]
-_WORKER, _VLLM, _OPENAI, _DB, _SECURITY, _METRICS = SECTIONS[5:]
+_WORKER, _VLLM, _OPENAI, _DB, _SECURITY, _METRICS, _WEBHOOK = SECTIONS[5:]
 
 VARIABLES: dict[str, Var] = {
     # -- where things are
@@ -452,6 +455,25 @@ VARIABLES: dict[str, Var] = {
         _METRICS,
         "a file the worker touches on every heartbeat once its model is loaded (the container "
         "healthcheck reads its age)",
+    ),
+    # -- handoff webhook
+    "CHAT_HANDOFF_WEBHOOK_URL": Var(
+        _WEBHOOK,
+        "where every handoff change and message is POSTed, signed, for a team's helpdesk "
+        "([handoff](handoff.md#webhook)); unset: no webhook",
+    ),
+    "CHAT_HANDOFF_WEBHOOK_SECRET": Var(
+        _WEBHOOK,
+        "the shared secret deliveries are signed with (HMAC-SHA256), at least 16 characters; "
+        "required with a URL (start-up stops without it)",
+    ),
+    "CHAT_HANDOFF_WEBHOOK_TIMEOUT_S": Var(
+        _WEBHOOK, "one attempt waits this long for the receiver; slower counts as failed"
+    ),
+    "CHAT_HANDOFF_WEBHOOK_ATTEMPTS": Var(
+        _WEBHOOK,
+        "a delivery not accepted (2xx) after this many attempts, 10 s apart doubling to 10 min, "
+        "is given up: status `failed` in admin",
     ),
 }
 
