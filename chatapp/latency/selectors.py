@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from chatapp.conversations.models import Message
 from chatapp.errors import ApplicationError
+from chatapp.latency.handoffs import HandoffSummary, handoff_summary
 from chatapp.latency.percentiles import percentiles
 
 BUCKETS = 60
@@ -192,6 +193,7 @@ class LatencyReport:
     covered_from: datetime
     buckets: Buckets
     summary: Summary
+    handoffs: HandoffSummary
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -229,6 +231,7 @@ class LatencyReport:
                 "tokens_per_second": self.summary.tokens_per_second,
                 "errors": [{"code": c, "count": n} for c, n in self.summary.errors],
             },
+            "handoffs": self.handoffs.as_json(),
         }
 
 
@@ -323,6 +326,7 @@ def latency_report(
         covered_from=covered_from,
         buckets=buckets,
         summary=summary,
+        handoffs=handoff_summary(start=start, now=now, site_id=site_id),
     )
 
 

@@ -52,6 +52,16 @@ export interface LatencyData {
     tokens_per_second: number | null;
     errors: { code: string; count: number }[];
   };
+  /** Asks for a person in the window (chatapp/latency/handoffs.py). */
+  handoffs: {
+    asks: number;
+    conversations: number;
+    rate: number | null;
+    waiting_now: number;
+    first_response_s: { p50: number | null; p95: number | null; count: number };
+    outcomes: { close: number; release: number; cancel: number };
+    resolutions: { resolution: string; count: number }[];
+  };
 }
 
 export interface SeriesSpec {
@@ -107,6 +117,7 @@ export function parseLatencyData(value: unknown): LatencyData {
     if (!(values as unknown[]).every((v) => v === null || typeof v === "number")) fail(`${name} has a non-number`);
   }
   if (typeof data.summary !== "object" || data.summary === null) fail("no summary");
+  if (typeof data.handoffs !== "object" || data.handoffs === null) fail("no handoffs");
   return data;
 }
 
@@ -169,6 +180,16 @@ export function summaryCells(data: LatencyData): Record<string, string> {
     tokens_per_second: formatNumber(s.tokens_per_second),
     errors: s.errors.length ? s.errors.map((e) => `${e.code}: ${e.count}`).join(", ") : "none",
   };
+  const h = data.handoffs;
+  const first = h.first_response_s;
+  Object.assign(cells, {
+    "handoffs.asks": String(h.asks),
+    "handoffs.rate": formatPercent(h.rate),
+    "handoffs.waiting_now": String(h.waiting_now),
+    "handoffs.first_response": `${formatNumber(first.p50)} / ${formatNumber(first.p95)} (${first.count} replied)`,
+    "handoffs.outcomes": `${h.outcomes.close} / ${h.outcomes.release} / ${h.outcomes.cancel}`,
+    "handoffs.resolutions": h.resolutions.length ? h.resolutions.map((r) => `${r.resolution}: ${r.count}`).join(", ") : "none",
+  });
   for (const group of ["ttft_ms", "client_ttft_ms"] as const) {
     const q = s[group];
     cells[`${group}.count`] = String(q.count);

@@ -16,7 +16,7 @@ function page(): HTMLElement {
     <div id="latency-dashboard">
       <p id="latency-status" role="status">Last hour: 0 answers in 1 min buckets, as of 11:59:00 UTC.</p>
       <table><tbody>
-        <tr><td data-field="ttft_ms.p95">–</td><td data-field="answers">0</td><td data-field="errors">none</td></tr>
+        <tr><td data-field="ttft_ms.p95">–</td><td data-field="answers">0</td><td data-field="errors">none</td><td data-field="handoffs.waiting_now">0</td></tr>
       </tbody></table>
     </div>`;
   return document.getElementById("latency-dashboard") as HTMLElement;
@@ -59,6 +59,15 @@ function report(): LatencyData {
       tokens_per_second: 0.01,
       errors: [{ code: "worker_lost", count: 1 }],
     },
+    handoffs: {
+      asks: 2,
+      conversations: 3,
+      rate: 0.6667,
+      waiting_now: 1,
+      first_response_s: { p50: 12, p95: 12, count: 1 },
+      outcomes: { close: 1, release: 0, cancel: 0 },
+      resolutions: [],
+    },
   };
 }
 
@@ -82,6 +91,7 @@ describe("refresh", () => {
     expect(root.querySelector('[data-field="ttft_ms.p95"]')?.textContent).toBe("90");
     expect(root.querySelector('[data-field="answers"]')?.textContent).toBe("3");
     expect(root.querySelector('[data-field="errors"]')?.textContent).toBe("worker_lost: 1");
+    expect(root.querySelector('[data-field="handoffs.waiting_now"]')?.textContent).toBe("1");
     expect(root.querySelector("#latency-status")?.textContent).toBe("Last hour: 3 answers in 1 min buckets, as of 12:00:30 UTC.");
     expect(root.dataset["updated"]).toBe("2026-11-29T12:00:30+00:00");
   });

@@ -41,6 +41,15 @@ function sample(overrides: Partial<LatencyData> = {}): LatencyData {
         { code: "interrupted", count: 1 },
       ],
     },
+    handoffs: {
+      asks: 3,
+      conversations: 40,
+      rate: 0.075,
+      waiting_now: 1,
+      first_response_s: { p50: 42.5, p95: 310, count: 2 },
+      outcomes: { close: 1, release: 1, cancel: 0 },
+      resolutions: [{ resolution: "refund sent", count: 1 }],
+    },
     ...overrides,
   };
 }
@@ -94,6 +103,10 @@ describe("summary texts", () => {
     expect(cells["answers_per_minute"]).toBe("1.7");
     expect(cells["tokens_per_second"]).toBe(NO_DATA);
     expect(cells["errors"]).toBe("worker_lost: 3, interrupted: 1");
+    expect(cells["handoffs.rate"]).toBe("7.5 %");
+    expect(cells["handoffs.first_response"]).toBe("42.5 / 310 (2 replied)");
+    expect(cells["handoffs.outcomes"]).toBe("1 / 1 / 0");
+    expect(cells["handoffs.resolutions"]).toBe("refund sent: 1");
   });
 
   test("numbers and percentages", () => {
