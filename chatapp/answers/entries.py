@@ -36,6 +36,9 @@ class LoggedEnd(AnswerStats):
     error_message: str = ""
     # where the worker's time to the first delta went (not stored with the answer)
     worker_hops: WorkerHops | None = None
+    # the page offers a person under this answer: it says it cannot help, or the question
+    # asked for one (`relay.offers_person`; told live only, not stored)
+    offer_person: bool = False
 
 
 LogEntry = LoggedDelta | LoggedEnd

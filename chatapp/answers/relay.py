@@ -56,6 +56,7 @@ from chatapp.answers.run_output import RunOutput
 from chatapp.answers.run_state import Run, RunTable
 from chatapp.answers.run_timeouts import Due, RunTimes, timeout_end, timeouts_due
 from chatapp.answers.timeline import FirstTokenClock
+from chatapp.handoff import intents
 from chatapp.metrics import recording as metrics
 from inference.wire import retry
 from inference.wire.affinity import AffinityMap
@@ -364,6 +365,7 @@ class AnswerRelay:
         and the user can ask again at once. The run stays owned (heartbeats go on) until then.
         A run queued before its row was written waits for the write; one whose row never was
         (`stored` False) has nothing to store."""
+        offer = asyncio.ensure_future(offers_person(run, end))  # beside the store
         try:
             if run.stored is None or await asyncio.shield(run.stored):
                 content = text_of(run.entries)
@@ -374,10 +376,36 @@ class AnswerRelay:
             logger.exception("could not store run %s of answer %s", run.run_id, run.message_id)
         await lease_release(self._admission, run_id=run.run_id, user_key=run.user_key)
         self._runs.pop(run.run_id, None)
+        if await offer:
+            end = end.model_copy(update={"offer_person": True})
         await self._output.broadcast(run, end)
 
     async def _cancel_upstream(self, run: Run) -> None:
         await self._carry_out(run, stop_upstream(run))
+
+
+async def offers_person(run: Run, end: LoggedEnd) -> bool:
+    """Offer a person under a model's complete answer that says it cannot help, or whose
+    question asked for one (a new conversation's first message: a follow-up asking is made
+    an ask before the assistant is woken, `realtime/handoff_socket.py`). Never fails an end."""
+    if end.status != "complete" or end.source != "model":
+        return False
+    question = next(
+        (
+            m.get("content", "")
+            for m in reversed(run.request.get("messages", []))
+            if m.get("role") == "user"
+        ),
+        "",
+    )
+    answer = text_of(run.entries)
+    try:
+        return await asyncio.to_thread(
+            lambda: intents.cannot_help(answer) or intents.asks_for_person(question)
+        )
+    except Exception:
+        logger.exception("could not tell whether to offer a person under %s", run.message_id)
+        return False
 
 
 def _since(run: Run) -> float:

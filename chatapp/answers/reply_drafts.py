@@ -22,7 +22,7 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 
 from chatapp.admission.limiter import Refused
-from chatapp.answers.runs import chat_turns, sampling_of
+from chatapp.answers.runs import chat_turns, faq_lookup_of, sampling_of
 from chatapp.answers.runtime import admission_limits_of, answer_runtime
 from chatapp.conversations import selectors
 from chatapp.conversations.models import Message
@@ -69,6 +69,10 @@ def _request(
         priority=INTERACTIVE_PRIORITY,
         submitted_at=time.time(),
         session_id=str(conversation_id),
+        # an approved FAQ answer is offered when one matches, for any message: the person
+        # reads it before it is sent (an answer to the customer is only for a question that
+        # stands alone, `_chat_request`)
+        faq_lookup=faq_lookup_of(context),
     )
 
 

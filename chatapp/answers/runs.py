@@ -83,9 +83,6 @@ def _chat_request(
     session_id: uuid.UUID,
     bypass_faq: bool,
 ) -> GenerateRequest:
-    scopes = [GLOBAL_SCOPE]
-    if context.template_id is not None:
-        scopes.append(template_scope(context.template_id))
     return GenerateRequest(
         request_id=str(run_id),
         reply_channel=reply_channel,
@@ -94,10 +91,19 @@ def _chat_request(
         sampling=sampling_of(context),
         submitted_at=time.time(),
         session_id=str(session_id),
-        faq_lookup=FaqLookup(scopes=scopes)
-        if context.standalone and not bypass_faq and settings.CHAT_FAQ_ENABLED
-        else None,
+        faq_lookup=faq_lookup_of(context) if context.standalone and not bypass_faq else None,
     )
+
+
+def faq_lookup_of(context: selectors.GenerationContext) -> FaqLookup | None:
+    """The FAQ entries a question of this conversation may be answered from: the global ones
+    and its template's (None: the FAQ cache is off)."""
+    if not settings.CHAT_FAQ_ENABLED:
+        return None
+    scopes = [GLOBAL_SCOPE]
+    if context.template_id is not None:
+        scopes.append(template_scope(context.template_id))
+    return FaqLookup(scopes=scopes)
 
 
 @dataclass(frozen=True, slots=True)

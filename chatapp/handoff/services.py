@@ -111,6 +111,26 @@ def handoff_request(
     return Asked(handoff, new=True)
 
 
+def handoff_request_in_words(
+    *, customer: User, conversation_id: uuid.UUID, text: str, client_id: uuid.UUID
+) -> tuple[Asked, Message]:
+    """The customer asked for a person in words ("I want a human"): the ask made as the button
+    makes it, and their message stored for the person to read (not answered by the assistant),
+    in one transaction."""
+    with transaction.atomic():
+        asked = handoff_request(
+            customer=customer, conversation_id=conversation_id, reason=Handoff.Reason.TYPED
+        )
+        message = _message_store(
+            conversation_id=conversation_id,
+            sender=customer,
+            role=Message.Role.USER,
+            text=text,
+            client_id=client_id,
+        )
+    return asked, message
+
+
 def handoff_cancel(*, customer: User, conversation_id: uuid.UUID) -> Handoff:
     """The customer stops waiting: back to the assistant."""
     with transaction.atomic():

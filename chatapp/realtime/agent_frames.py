@@ -171,6 +171,8 @@ class AgentDraftFrame(Frame):
     draft_id: uuid.UUID
     text: str
     status: Literal["streaming", "done", "stopped", "failed", "busy"]
+    # with `done`: "faq", the draft is an admin-approved FAQ entry's answer, not the model's
+    source: Literal["model", "faq"] = "model"
 
 
 class CustomerTypingFrame(Frame):

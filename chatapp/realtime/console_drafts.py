@@ -100,5 +100,6 @@ class ConsoleDrafts:
                     draft_id=found.draft.draft_id,
                     text="",
                     status="done" if isinstance(event, Done) else "failed",
+                    source=event.source if isinstance(event, Done) else "model",
                 )
             )

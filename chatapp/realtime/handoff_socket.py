@@ -9,16 +9,18 @@ customer, on any web process.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 from django.contrib.auth.models import User
 
 from chatapp.conversations.models import Conversation
 from chatapp.errors import ApplicationError
-from chatapp.handoff import events, selectors, services
+from chatapp.handoff import events, intents, selectors, services
 from chatapp.metrics import recording as metrics
 from chatapp.realtime.schemas import (
     AgentTypingFrame,
@@ -46,6 +48,7 @@ class CustomerHandoff:
         self._send = send
         self._refuse = refuse
         self._following: set[uuid.UUID] = set()
+        intents.warm()  # a first message should not wait for the models' training
 
     async def handoff(self, frame: HandoffFrame) -> None:
         changed = True
@@ -106,9 +109,13 @@ class CustomerHandoff:
         if frame.conversation_id is None or frame.text is None:
             return False
         # one indexed read on every follow-up; the locking write only when a person is involved
-        involved = await database_sync_to_async(selectors.person_involved)(frame.conversation_id)
+        # side by side: neither adds to the assistant's first token
+        involved, asks = await asyncio.gather(
+            database_sync_to_async(selectors.person_involved)(frame.conversation_id),
+            sync_to_async(intents.asks_for_person, thread_sensitive=False)(frame.text),
+        )
         if not involved:
-            return False
+            return asks and await self._asked_in_words(frame.conversation_id, frame.text, frame.id)
         try:
             message = await database_sync_to_async(services.customer_message_store)(
                 customer=self._user,
@@ -122,6 +129,25 @@ class CustomerHandoff:
             return False
         await self._follow(frame.conversation_id)
         await events.message_sent(message, client_id=frame.id)
+        return True
+
+    async def _asked_in_words(
+        self, conversation_id: uuid.UUID, text: str, client_id: uuid.UUID
+    ) -> bool:
+        """A follow-up asking for a person ("I want a human", `intents.PERSON_ASKED`): the ask
+        made as the button makes it, the message passed to the person (True); the assistant
+        does not answer it."""
+        try:
+            asked, message = await database_sync_to_async(services.handoff_request_in_words)(
+                customer=self._user, conversation_id=conversation_id, text=text, client_id=client_id
+            )
+        except ApplicationError:
+            return False  # not the customer's: the send path says so in its own words
+        await self._follow(conversation_id)
+        await events.message_sent(message, client_id=client_id)
+        waiting = await events.handoff_changed(asked.handoff)
+        if asked.new:
+            metrics.handoff_changed(action="request", waiting=waiting)
         return True
 
     async def refused_while_held(self, message_id: uuid.UUID, *, client_id: uuid.UUID) -> bool:

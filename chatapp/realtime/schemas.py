@@ -298,6 +298,8 @@ class DoneFrame(Frame):
     hops: FirstTokenHops | None = None
     # a model answer to a question the FAQ decision was unsure about: the likely entries
     suggested_entries: list[SuggestedEntry] = Field(default_factory=list, max_length=2)
+    # the answer says it cannot help, or the question asked for a person: offer one
+    offer_person: bool = False
 
 
 class StartedFrame(Frame):

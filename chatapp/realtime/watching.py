@@ -274,6 +274,7 @@ class SocketWatching:
                     SuggestedEntry(entry_id=s.entry_id, question=s.question)
                     for s in end.suggested_entries
                 ],
+                offer_person=end.offer_person,
             )
         )
 

@@ -6,12 +6,13 @@ import uuid
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from chatapp.conversations import selectors
-from chatapp.handoff.agents import is_agent
+from chatapp.handoff.agents import agents_other_than, is_agent
 from chatapp.web import health
 from chatapp.web.examples import first_questions
 
@@ -47,7 +48,8 @@ def agent_console(request: HttpRequest) -> HttpResponse:
     """The agent console (docs/handoff.md): its socket does the rest, for agents only."""
     if not is_agent(request.user):
         return render(request, "web/agent_refused.html", status=403)
-    return render(request, "web/agent_console.html")
+    assert isinstance(request.user, User)  # is_agent said so
+    return render(request, "web/agent_console.html", {"agents": agents_other_than(request.user)})
 
 
 @require_GET

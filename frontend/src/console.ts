@@ -30,6 +30,8 @@ export interface ConsoleElements {
   status: HTMLElement;
   typing: HTMLElement;
   notify: HTMLButtonElement;
+  /** Says the draft in the reply box is an approved FAQ answer, not the model's. */
+  draftNote: HTMLElement;
 }
 
 /** What the console needs of the browser's notifications (Notification, injectable in tests). */
@@ -69,6 +71,7 @@ export function consoleElements(doc: Document): ConsoleElements {
     status: byId(doc, "connection-status", HTMLElement),
     typing: byId(doc, "console-typing", HTMLElement),
     notify: byId(doc, "console-notify", HTMLButtonElement),
+    draftNote: byId(doc, "console-draft-note", HTMLElement),
   };
 }
 
@@ -79,6 +82,8 @@ export function waitedText(seconds: number): string {
   return minutes < 60 ? `${minutes} min` : `${Math.floor(minutes / 60)} h ${minutes % 60} min`;
 }
 
+/** Why a customer asked, after their name in the list ("asked": the button, said by nothing). */
+const REASONS: Record<string, string> = { offered: ", after the assistant offered", typed: ", asked in words" };
 const ROLE_LABEL: Record<Agent.ConversationMessage["role"], string> = { user: "Customer", assistant: "Assistant", agent: "Agent" };
 
 interface OpenConversation {
@@ -178,9 +183,8 @@ export class AgentConsole {
   }
 
   private openConversation(conversationId: string): void {
-    this.draft = null;
+    this.clearDraft();
     this.el.input.value = "";
-    delete this.el.input.dataset["draft"];
     this.open = { conversationId, handoffId: null, state: "waiting", mine: false };
     this.shown.clear();
     this.el.log.replaceChildren();
@@ -196,6 +200,7 @@ export class AgentConsole {
         if (input.value.trim() !== "") return; // the agent's own words are never replaced
         this.draft = { conversationId: f.conversation_id, draftId: f.draft_id, text: "" };
         input.value = "";
+        this.el.draftNote.hidden = true;
       }
       this.draft.text += f.text;
       input.value = this.draft.text;
@@ -204,8 +209,18 @@ export class AgentConsole {
     }
     if (this.draft?.draftId === f.draft_id) {
       this.draft = null;
-      if (input.dataset["draft"] !== undefined) input.dataset["draft"] = "ready";
+      if (input.dataset["draft"] !== undefined) {
+        input.dataset["draft"] = "ready";
+        this.el.draftNote.hidden = !(f.status === "done" && f.source === "faq");
+      }
     }
+  }
+
+  /** No draft any more: the agent wrote, sent, or opened another conversation. */
+  private clearDraft(): void {
+    this.draft = null;
+    delete this.el.input.dataset["draft"];
+    this.el.draftNote.hidden = true;
   }
 
   /** The customer sees "Dana is typing…" while the agent writes to them. */
@@ -229,9 +244,9 @@ export class AgentConsole {
 
   private stopDraft(): void {
     const draft = this.draft;
+    this.el.draftNote.hidden = true; // the words are the agent's now
     if (draft === null) return;
-    this.draft = null;
-    delete this.el.input.dataset["draft"];
+    this.clearDraft();
     this.send({ type: "agent.draft_stop", id: newId(), conversation_id: draft.conversationId });
   }
 
@@ -245,8 +260,7 @@ export class AgentConsole {
       return;
     }
     this.pendingReply = { id, text };
-    this.draft = null;
-    delete this.el.input.dataset["draft"];
+    this.clearDraft();
   }
 
   private act(type: "agent.release" | "agent.close"): void {
@@ -299,7 +313,7 @@ export class AgentConsole {
       button.type = "button";
       const who = item.site === null ? item.customer : `${item.customer}, ${item.site}`;
       const status = item.state === "waiting" ? `waiting ${waitedText(item.waited_s)}` : item.mine ? "with you" : `with ${item.agent ?? "an agent"}`;
-      button.textContent = `${who} (${status}${item.reason === "offered" ? ", after a thumbs-down" : ""})`;
+      button.textContent = `${who} (${status}${REASONS[item.reason] ?? ""})`;
       button.addEventListener("click", () => this.choose(item));
       const question = doc.createElement("p");
       question.className = "console-question";

@@ -17,7 +17,7 @@ import { AutoScroller } from "./autoscroll.ts";
 import { Connection, type AwaitedReplies, type Transport } from "./connection.ts";
 import { parseConversations, type ConversationList, type FetchJson } from "./conversations.ts";
 import { DraftPrefill, type DraftTarget, type DraftTimers } from "./draftprefill.ts";
-import { HandoffBar, handoffElements, TYPING_EVERY_MS, type HandoffAction, type HandoffState } from "./handoff.ts";
+import { CANNOT_HELP_TEXT, HandoffBar, handoffElements, TYPING_EVERY_MS, type HandoffAction, type HandoffState } from "./handoff.ts";
 import { newId } from "./ids.ts";
 import { MessageLog } from "./messagelog.ts";
 import { Outbox, type AwaitedRequest, type QueuedSend, type SentEdit, type SentRegenerate } from "./outbox.ts";
@@ -115,6 +115,7 @@ export class ChatController {
       scheduler: options.scheduler ?? defaultScheduler(),
       onRender: (v) => this.onBodyRendered(v),
       isBusy: () => this.busy,
+      personInvolved: () => this.handoffState === "waiting" || this.handoffState === "with_agent",
       actions: {
         editQuestion: (id) => this.startEdit(id),
         saveEdit: (id, text) => this.submitEdit(id, text),
@@ -537,6 +538,7 @@ export class ChatController {
     if (f.conversation_id !== this.conversationId) return;
     this.handoffState = f.state;
     this.handoffBar?.show(f.state, f.notice, true, { nobodyOnline: f.nobody_online, contactEmail: f.contact_email });
+    this.updateControls(); // Regenerate and Edit wake the assistant: not while a person is involved
   }
 
   /**
@@ -599,6 +601,7 @@ export class ChatController {
     a.showStats(f);
     this.messages.showAnswerActions(a.view, f.source, null);
     this.messages.showSuggestions(a.view, f.suggested_entries);
+    if (f.offer_person) this.handoffBar?.offer(CANNOT_HELP_TEXT); // the bot offers a person
     this.updateControls();
     // The stats line and the buttons are part of the answer: keep them in view.
     this.scroller.contentChanged();

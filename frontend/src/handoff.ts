@@ -9,6 +9,8 @@ export type HandoffAction = "request" | "cancel";
 export const REQUEST_LABEL = "Talk to a person";
 /** Said after a thumbs-down, beside the button. */
 export const OFFER_TEXT = "Sorry that did not help. A person of the team can take over.";
+/** Under an answer that says it cannot help, or that answers an ask for a person. */
+export const CANNOT_HELP_TEXT = "A person of the team can help with this.";
 export const CANCEL_LABEL = "Stop waiting";
 
 export interface HandoffElements {
@@ -92,13 +94,13 @@ export class HandoffBar {
     this.el.button.textContent = this.action === "cancel" ? CANCEL_LABEL : REQUEST_LABEL;
   }
 
-  /** Offer a person (an answer did not help), while the assistant answers. */
-  offer(): void {
+  /** Offer a person (an answer did not help, or could not), while the assistant answers. */
+  offer(text: string = OFFER_TEXT): void {
     if (this.action !== "request") return;
     this.offered = true;
     this.el.bar.dataset["offer"] = "1";
-    this.notice = OFFER_TEXT;
-    if (this.typingTimer === null) this.el.notice.textContent = OFFER_TEXT;
+    this.notice = text;
+    if (this.typingTimer === null) this.el.notice.textContent = text;
   }
 
   /** The person's message came: they are no longer typing it. */

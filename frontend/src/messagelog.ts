@@ -24,6 +24,9 @@ export interface MessageLogOptions {
   onRender: (view: MessageView) => void;
   /** Something is sent, edited or streaming: the buttons under the messages wait. */
   isBusy: () => boolean;
+  /** A person is asked for or holds the conversation: nothing wakes the assistant (the
+   * server would refuse it), so what would ask it is hidden or off. */
+  personInvolved?: () => boolean;
   actions: MessageActions;
 }
 
@@ -111,7 +114,7 @@ export class MessageLog {
       const current = view.messageId;
       if (current !== null) this.options.actions.editQuestion(current);
     });
-    view.setEditEnabled(!this.options.isBusy());
+    view.setEditEnabled(!this.options.isBusy() && !this.personInvolved());
   }
 
   /** The server stored question `view` as `messageId`. */
@@ -208,14 +211,19 @@ export class MessageLog {
    */
   updateControls(): void {
     const busy = this.options.isBusy();
+    const held = this.personInvolved();
     const newestAnswerId = this.newestAnswer;
     for (const [messageId, view] of this.answers) {
-      view.setAskEnabled(canAskAssistant({ source: view.source, messageId, newestAnswerId, busy }));
-      const shown = showsRegenerate(messageId, newestAnswerId);
+      view.setAskEnabled(!held && canAskAssistant({ source: view.source, messageId, newestAnswerId, busy }));
+      const shown = !held && showsRegenerate(messageId, newestAnswerId);
       view.setRegenerateState(shown, shown && !busy && isRegenerable(view.status));
-      view.setSuggestionsShown(showsSuggestions(messageId, newestAnswerId, busy));
+      view.setSuggestionsShown(!held && showsSuggestions(messageId, newestAnswerId, busy));
     }
-    for (const view of this.questions.values()) view.setEditEnabled(!busy);
+    for (const view of this.questions.values()) view.setEditEnabled(!busy && !held);
+  }
+
+  private personInvolved(): boolean {
+    return this.options.personInvolved?.() ?? false;
   }
 
   /** Status change for a message this page is not streaming (e.g. one from the history). */

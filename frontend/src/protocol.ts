@@ -330,6 +330,7 @@ const PARSERS: Parsers = {
       hops: parseHops(data["hops"]),
       // none when the server leaves them out (older servers)
       suggested_entries: parseSuggestedEntries(data["suggested_entries"]),
+      offer_person: data["offer_person"] === true,
     };
   },
   "chat.feedback_recorded": (data) => {

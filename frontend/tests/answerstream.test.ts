@@ -38,6 +38,7 @@ function doneFrame(fields: Partial<DoneFrame> = {}): DoneFrame {
     timings: { queue_wait_ms: 1, ttft_ms: 97, total_ms: 300 },
     source: "model",
     faq_entry_id: null,
+    offer_person: false,
     resumed: false,
     hops: null,
     suggested_entries: [],

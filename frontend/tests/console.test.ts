@@ -158,6 +158,20 @@ describe("the conversation", () => {
     el().form.requestSubmit();
     expect(last("agent.send")).toMatchObject({ text: "Sorry!" });
     expect(sent.filter((f) => f["type"] === "agent.draft_stop")).toEqual([]);
+    expect(el().draftNote.hidden).toBe(true); // the model's words: no FAQ note
+  });
+
+  test("an approved FAQ answer as the draft says so until the agent makes it theirs", () => {
+    held();
+    const id = "d1000000-0000-4000-8000-000000000000";
+    receive({ type: "agent.draft", conversation_id: CONV, draft_id: id, text: "We ship in 2 days.", status: "streaming" });
+    receive({ type: "agent.draft", conversation_id: CONV, draft_id: id, text: "", status: "done", source: "faq" });
+    expect(el().input.value).toBe("We ship in 2 days.");
+    expect(el().draftNote.hidden).toBe(false);
+    expect(el().draftNote.textContent).toContain("From the FAQ");
+    el().input.value = "We ship in 2 days, yours tomorrow.";
+    el().input.dispatchEvent(new Event("input"));
+    expect(el().draftNote.hidden).toBe(true);
   });
 });
 

@@ -727,6 +727,22 @@ describe("talking to a person", () => {
     expect(dangerousNodes(body)).toEqual([]);
   });
 
+  test("while a person is asked for or holds it, nothing on the page wakes the assistant", () => {
+    const p = open({ history: HISTORY, conversationId: CONV });
+    const regenerate = () => buttonsNamed(actionsFor(A2) as HTMLElement, "Regenerate");
+    const edit = () => message(Q2)?.querySelector<HTMLButtonElement>("button.message-edit") ?? buttonsNamed(message(Q2)?.parentElement as HTMLElement, "Edit")[0];
+    expect(regenerate()).toHaveLength(1);
+    expect(edit()?.disabled).toBe(false);
+    p.receive(state("waiting", "A person will join shortly. You are next in line.", { position: 1 }));
+    expect(regenerate()).toHaveLength(0);
+    expect(edit()?.disabled).toBe(true);
+    p.receive(state("with_agent", "Dana joined the conversation.", { agent: "Dana" }));
+    expect(regenerate()).toHaveLength(0);
+    p.receive(state("bot", "Back with the assistant."));
+    expect(regenerate()).toHaveLength(1);
+    expect(edit()?.disabled).toBe(false);
+  });
+
   test("another conversation's news is not shown here", () => {
     const p = open({ history: HISTORY, conversationId: CONV });
     p.receive({ ...state("waiting", "A person will join shortly."), conversation_id: Q1 });
@@ -785,6 +801,23 @@ describe("talking to a person", () => {
     expect(p.t.last()).toMatchObject({ type: "chat.handoff", action: "request", reason: "offered" });
     p.receive(state("waiting", "A person will join shortly. You are next in line.", { position: 1 }));
     expect(document.getElementById("chat-handoff")?.dataset["offer"]).toBeUndefined();
+  });
+
+  test("an answer that cannot help offers a person; one that helps does not", () => {
+    const p = open({ history: HISTORY, conversationId: CONV });
+    const ask = (id: string, offer: boolean) => {
+      input().value = "where is my parcel?";
+      p.c.submit();
+      p.receive({ type: "chat.accepted", id: p.t.last()["id"], conversation_id: CONV, user_message_id: `q${id}`, assistant_message_id: id });
+      p.receive({ type: "chat.delta", message_id: id, seq: 1, text: offer ? "I can't see your order." : "It ships today." });
+      p.receive(done(id, { offer_person: offer }));
+    };
+    ask("a-helps", false);
+    expect(document.getElementById("chat-handoff")?.dataset["offer"]).toBeUndefined();
+    ask("a-cannot", true);
+    expect(notice()).toBe("A person of the team can help with this.");
+    handoffButton().click();
+    expect(p.t.last()).toMatchObject({ type: "chat.handoff", action: "request", reason: "offered" });
   });
 });
 

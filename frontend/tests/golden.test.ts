@@ -61,7 +61,7 @@ const typeOf = (frame: Frame) => String(frame["type"]);
 const NULL_USAGE = { prompt_tokens: null, completion_tokens: null, cached_prompt_tokens: null };
 const NULL_TIMINGS = { queue_wait_ms: null, ttft_ms: null, total_ms: null };
 const LENIENT: Record<string, Record<string, unknown>> = {
-  "chat.done": { finish_reason: "", usage: NULL_USAGE, timings: NULL_TIMINGS, source: "model", faq_entry_id: null, resumed: false, hops: null, suggested_entries: [] },
+  "chat.done": { finish_reason: "", usage: NULL_USAGE, timings: NULL_TIMINGS, source: "model", faq_entry_id: null, resumed: false, hops: null, suggested_entries: [], offer_person: false },
   "chat.error": { retry_after_s: null },
   "chat.resend_full": { reason: "" },
   "templates.changed": { etag: null },

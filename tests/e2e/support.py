@@ -304,3 +304,20 @@ def login(tab: Tab, app: App, *, shoot: bool = False) -> None:
     expect(page).to_have_url(f"{app.base_url}/")
     expect(tab.textbox).to_be_editable()
     tab.wait_connected()
+
+
+def console_open(browser: Browser, app: App) -> tuple[Page, list[str]]:
+    """The admin (a superuser: an agent; the "admin" seed) logs in and opens the agent
+    console in a browser context of its own; its page errors are collected."""
+    from playwright.sync_api import expect
+
+    context = browser.new_context(viewport=VIEWPORT)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(f"{app.base_url}/accounts/login/?next=/agent/")
+    page.get_by_label("Username").fill(ADMIN_USERNAME)
+    page.get_by_label("Password").fill(ADMIN_PASSWORD)
+    page.get_by_role("button", name="Log in").click()
+    expect(page.locator("#connection-status")).to_have_attribute("data-state", "connected")
+    return page, errors

@@ -12,29 +12,15 @@ pytest.importorskip("playwright.sync_api", reason="pip install playwright (a dev
 
 from playwright.sync_api import expect
 
-from tests.e2e.seed import ADMIN_PASSWORD, ADMIN_USERNAME
-from tests.e2e.support import TIMEOUT_MS, VIEWPORT, App, AppOptions, Tab, needs_chromium
+from tests.e2e.seed import ADMIN_USERNAME
+from tests.e2e.support import TIMEOUT_MS, App, AppOptions, Tab, console_open, needs_chromium
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Browser, Page
+    from playwright.sync_api import Browser
 
 pytestmark = [pytest.mark.e2e, needs_chromium]
 
 APP = AppOptions(faq=False, seeds=("admin",))
-
-
-def console_open(browser: Browser, app: App) -> tuple[Page, list[str]]:
-    """The admin (a superuser: an agent) logs in and opens the console."""
-    context = browser.new_context(viewport=VIEWPORT)
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.goto(f"{app.base_url}/accounts/login/?next=/agent/")
-    page.get_by_label("Username").fill(ADMIN_USERNAME)
-    page.get_by_label("Password").fill(ADMIN_PASSWORD)
-    page.get_by_role("button", name="Log in").click()
-    expect(page.locator("#connection-status")).to_have_attribute("data-state", "connected")
-    return page, errors
 
 
 def test_a_customer_and_an_agent_talk_and_hand_back_to_the_assistant(

@@ -17,7 +17,15 @@ pytest.importorskip("playwright.sync_api", reason="pip install playwright (a dev
 
 from playwright.sync_api import FrameLocator, Page, expect
 
-from tests.e2e.support import TIMEOUT_MS, App, AppOptions, needs_chromium, scripted_reply
+from tests.e2e.seed import ADMIN_USERNAME
+from tests.e2e.support import (
+    TIMEOUT_MS,
+    App,
+    AppOptions,
+    console_open,
+    needs_chromium,
+    scripted_reply,
+)
 from tests.support.net import free_port
 
 if TYPE_CHECKING:
@@ -29,7 +37,8 @@ HOST_PORT, OTHER_PORT = free_port(), free_port()
 HOST_ORIGIN = f"http://127.0.0.1:{HOST_PORT}"
 APP = AppOptions(
     faq=False,
-    seeds=("template", "site"),  # the site offers the seeded template
+    # the site offers the seeded template; the admin (an agent) answers its visitors
+    seeds=("template", "site", "admin"),
     env={"WIDGET_HOST_ORIGIN": HOST_ORIGIN, "CHAT_MAX_TOKENS": "400"},
 )
 
@@ -180,3 +189,48 @@ def test_a_template_of_the_site_starts_a_conversation_with_a_reference(
     assert frame["variables"] == {"order_id": "A-1234", "remedy": "refund"}
     assert "text" not in frame
     context.close()
+
+
+def test_a_visitor_asks_for_a_person_in_words_and_talks_to_an_agent(
+    browser: Browser, host_pages: None, app: App
+) -> None:
+    desk, desk_errors = console_open(browser, app)
+    context = browser.new_context()
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    panel = opened_panel(page)
+    asked(panel, "My parcel arrived crushed")
+    answer = panel.locator('[data-role="assistant"]').last
+    expect(answer).to_have_attribute("data-status", "complete", timeout=TIMEOUT_MS)
+    expect(panel.get_by_role("button", name="Regenerate")).to_be_visible()
+
+    asked(panel, "can I talk to a real person please")
+    notice = panel.locator("#handoff-notice")
+    expect(notice).to_have_text("A person will join shortly. You are next in line.")
+    expect(panel.get_by_role("button", name="Stop waiting")).to_be_visible()
+    expect(panel.get_by_role("button", name="Regenerate")).to_have_count(0)
+    waiting = desk.locator(".console-item")
+    expect(waiting).to_contain_text("E2E shop")
+    expect(waiting).to_contain_text("asked in words")
+
+    waiting.get_by_role("button").click()
+    expect(notice).to_have_text(f"{ADMIN_USERNAME} joined the conversation.")
+    reply_box = desk.get_by_label("Reply")
+    expect(reply_box).to_have_attribute("data-draft", "ready", timeout=TIMEOUT_MS)
+    reply_box.fill("Hello! Sorry about the parcel, a new one ships today.")
+    reply_box.press("Enter")
+    agent_line = panel.locator('.message[data-role="agent"]')
+    expect(agent_line).to_have_text("Hello! Sorry about the parcel, a new one ships today.")
+    asked(panel, "Thank you!")
+    expect(desk.locator("#console-log .message").last).to_have_text("Thank you!")
+    # the assistant answered only the first question
+    expect(panel.locator('[data-role="assistant"]')).to_have_count(1)
+
+    desk.get_by_role("button", name="Back to the assistant").click()
+    expect(notice).to_have_text("Back with the assistant.")
+    expect(panel.get_by_role("button", name="Regenerate")).to_be_visible()
+    assert errors == []
+    assert desk_errors == []
+    context.close()
+    desk.context.close()

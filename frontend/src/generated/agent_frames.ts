@@ -169,6 +169,7 @@ export interface AgentDraftFrame {
   draft_id: string;
   text: string;
   status: "streaming" | "done" | "stopped" | "failed" | "busy";
+  source: "model" | "faq";
 }
 
 /** The customer of a conversation the console shows is writing (shown a few seconds). */

@@ -227,6 +227,7 @@ export interface DoneFrame {
   resumed: boolean;
   hops: FirstTokenHops | null;
   suggested_entries: SuggestedEntry[];
+  offer_person: boolean;
 }
 
 /**

@@ -29,6 +29,17 @@ def test_the_console_is_for_agents_only() -> None:
     assert "console.js" in page
 
 
+def test_the_transfer_field_offers_the_other_agents_by_name() -> None:
+    dana = agent_made("dana", "Dana")
+    agent_made("eli", "Eli")
+    User.objects.create_user("sam", password="pw-sam-123", is_staff=True)  # not an agent
+    page = client_for(dana).get("/agent/").content.decode()
+    choices = re.search(r'<datalist id="console-agents">(.*?)</datalist>', page)
+    assert choices is not None
+    assert choices.group(1) == '<option value="eli">Eli</option>'
+    assert 'list="console-agents"' in page
+
+
 def test_the_chat_page_shows_a_persons_messages_named_and_offers_a_person() -> None:
     carol = User.objects.create_user("carol", password="pw-carol-123")
     dana = agent_made("dana", "Dana")

@@ -23,6 +23,7 @@ from chatapp.conversations.models import Message
 from chatapp.handoff.models import Handoff
 from tests.chatapp.handoff.people import agent_made, conversation_made
 from tests.conftest import Connect, RunningWorker, _session_cookie
+from tests.support.faq import ANSWER, FaqWorker
 from tests.support.sockets import (
     ask,
     edit_frame,
@@ -468,3 +469,80 @@ async def test_while_a_person_is_involved_regenerate_and_edit_do_not_wake_the_as
     await state_becomes(customer, "bot")
     await customer.send_json_to(regenerate_frame(answer_id))
     assert (await receive_until(customer, "chat.done"))[-1]["status"] == "complete"
+
+
+async def test_asking_for_a_person_in_words_is_an_ask_and_the_assistant_stays_silent(
+    connect: Connect, alice: User, scripted_worker: RunningWorker, console: Console
+) -> None:
+    desk = await console(await sync_to_async(agent_made)("dana", "Dana"))
+    customer = await open_socket(connect, alice)
+    conversation_id = (await ask(customer, "my parcel is late"))[0]["conversation_id"]
+    # naming a person is not asking for one: the assistant answers
+    answered = await ask(
+        customer,
+        "the delivery person left it at the wrong door",
+        conversation_id=conversation_id,
+    )
+    assert answered[-1]["type"] == "chat.done"
+    prompts = len(scripted_worker.engine.prompts)
+
+    sent = send_frame("can I talk to a real person please", conversation_id=conversation_id)
+    await customer.send_json_to(sent)
+    kept = await next_of(customer, "chat.human")
+    assert (kept["id"], kept["message"]["role"]) == (sent["id"], "user")
+    state = await state_becomes(customer, "waiting")
+    assert state["notice"] == "A person will join shortly. You are next in line."
+    handoff = await sync_to_async(Handoff.objects.get)()
+    assert handoff.reason == "typed"
+    while not (items := (await next_of(desk, "agent.queue"))["items"]):
+        pass
+    assert (items[0]["reason"], items[0]["last_message"]) == (
+        "typed",
+        "can I talk to a real person please",
+    )
+    # the assistant was not asked, and answered only the two questions before
+    assert len(scripted_worker.engine.prompts) == prompts
+    assert await sync_to_async(Message.objects.filter(role="assistant").count)() == 2
+
+
+async def test_an_answer_that_cannot_help_or_a_first_ask_for_a_person_offers_one(
+    connect: Connect, alice: User, scripted_worker: RunningWorker
+) -> None:
+    customer = await open_socket(connect, alice)
+    # the scripted engine says back what it was told ("You said: ...")
+    helped = (await ask(customer, "my parcel is late"))[-1]
+    assert helped["offer_person"] is False
+    conversation_id = (await ask(customer, "hello"))[0]["conversation_id"]
+    cannot = await ask(
+        customer, "I'm sorry, but I don't have access to that.", conversation_id=conversation_id
+    )
+    assert cannot[-1]["offer_person"] is True
+    # a new conversation's first message asking for a person: the assistant answers it (the
+    # conversation did not exist to be asked in) and the page offers a person
+    first = await ask(customer, "can I talk to a real person please")
+    assert first[-1]["offer_person"] is True
+    assert await sync_to_async(Handoff.objects.count)() == 0  # an offer, not an ask
+
+
+async def test_an_approved_faq_answer_is_the_draft_when_one_matches(
+    connect: Connect, alice: User, faq_worker: FaqWorker, console: Console
+) -> None:
+    entry = await faq_worker.entry_cached()
+    dana = await sync_to_async(agent_made)("dana", "Dana")
+    customer = await open_socket(connect, alice)
+    conversation_id = (await ask(customer, "what are your opening hours?"))[0]["conversation_id"]
+    await customer.send_json_to(handoff_frame(conversation_id))
+    # a follow-up: never answered to the customer from the FAQ, but the person reads the draft
+    await customer.send_json_to(
+        send_frame("How do I reset my password?", conversation_id=conversation_id)
+    )
+    await next_of(customer, "chat.human")
+    desk = await console(dana)
+    await desk.send_json_to(claim_frame((await sync_to_async(Handoff.objects.get)()).pk))
+    draft = []
+    while (frame := await next_of(desk, "agent.draft"))["status"] == "streaming":
+        draft.append(frame["text"])
+    assert (frame["status"], frame["source"]) == ("done", "faq")
+    assert "".join(draft) == ANSWER
+    await sync_to_async(entry.refresh_from_db)()
+    assert entry.hit_count == 0  # a draft is not an answer the customer got
