@@ -120,7 +120,7 @@ class ScriptedEngine:
         said = _said_so_far(request.prompt)
         if said:  # a migrated answer: go on after what was said (whole words)
             words = words[len(said.split(" ")) :] if said.strip() else words
-        delay = 0.05 if "[[slow]]" in words[-1] or "[[slow]]" in request.prompt else self._delay_s
+        delay = 0.05 if "[[slow]]" in request.prompt else self._delay_s
         pieces = _until_stop(
             [w if i == 0 and not said else f" {w}" for i, w in enumerate(words)], request.stop
         )

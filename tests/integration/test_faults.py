@@ -420,16 +420,13 @@ async def test_a_widget_guest_resumes_on_another_web_process(live_stack: Stack) 
     stack = live_stack
     host_a, host_b = stack.hosts
     site_key = f"site_{uuid.uuid4().hex[:12]}"
-    with db_connection(stack) as db:
-        db.execute(
-            "INSERT INTO websites_site (name, key, allowed_origins, enabled, title, greeting,"
-            " accent_colour, visitor_rate, visitor_rate_window_s, visitor_max_concurrent,"
-            " address_rate, address_max_concurrent, new_visitors_per_address, retention_days,"
-            " is_example, created_at)"
-            " VALUES ('shop', %s, 'https://shop.example', true, 'Chat', '', '#2563eb',"
-            " 100, 60, 2, 100, 4, 100, 30, false, now())",
-            (site_key,),
-        )
+    # made by the ORM (a raw INSERT broke whenever Site gained a column)
+    stack_shell(
+        stack,
+        "from chatapp.websites.models import Site\n"
+        f"Site.objects.create(name='shop', key={site_key!r},"
+        " allowed_origins='https://shop.example', visitor_rate=100, visitor_max_concurrent=2)\n",
+    )
     entered = await asyncio.to_thread(
         httpx.post,
         f"http://{host_a}/widget/guest",
@@ -576,20 +573,25 @@ async def test_an_idle_socket_stays_open_and_answers_the_next_message(live_stack
 AGENT_PASSWORD = "faults-agent-pw-123"
 
 
+def stack_shell(stack: Stack, code: str) -> None:
+    """Python run by `manage.py shell` with the stack's own settings (its database, hasher)."""
+    done = subprocess.run(
+        [*MANAGE, "shell", "-c", code], env=stack.env, cwd=REPO_ROOT, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
 def agents_made(stack: Stack, *names: str) -> None:
-    """Staff users in the Agents group, made with the stack's own settings (its hasher)."""
-    code = (
+    """Staff users in the Agents group."""
+    stack_shell(
+        stack,
         "from django.contrib.auth.models import Group, User\n"
         "group, _ = Group.objects.get_or_create(name='Agents')\n"
         f"for name in {list(names)!r}:\n"
         f"    u = User.objects.create_user(name, password={AGENT_PASSWORD!r},\n"
         "        first_name=name.title(), is_staff=True)\n"
-        "    u.groups.add(group)\n"
+        "    u.groups.add(group)\n",
     )
-    done = subprocess.run(
-        [*MANAGE, "shell", "-c", code], env=stack.env, cwd=REPO_ROOT, capture_output=True, text=True
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
 
 
 class Desk:
