@@ -139,8 +139,10 @@ def queue(*, agent_id: int | None = None) -> list[dict[str, Any]]:
         .order_by("requested_at", "id")
     )
     now = timezone.now()
+    handoffs = list(rows)
+    near = near_entries({h.conversation_id for h in handoffs})
     out: list[dict[str, Any]] = []
-    for h in rows:
+    for h in handoffs:
         owner = h.conversation.owner
         guest = getattr(owner, "guest", None)
         out.append(
@@ -159,9 +161,39 @@ def queue(*, agent_id: int | None = None) -> list[dict[str, Any]]:
                 "mine": agent_id is not None and h.agent_id == agent_id,
                 "contact_email": h.contact_email or None,
                 "reason": h.reason,
+                "near_entries": near.get(h.conversation_id, []),
             }
         )
     return out
+
+
+NEAR_ENTRIES_SHOWN = 3
+
+
+def near_entries(conversation_ids: set[uuid.UUID]) -> dict[uuid.UUID, list[str]]:
+    """The FAQ entries (their questions) each conversation's questions came close to, were
+    answered from, or were offered ("Did you mean ...?"), oldest first, each once, at most
+    NEAR_ENTRIES_SHOWN: where the person may find the answer. One query for all."""
+    rows = (
+        Message.objects.filter(conversation_id__in=conversation_ids, role=Message.Role.ASSISTANT)
+        .filter(
+            Q(faq_entry__isnull=False) | Q(faq_near_entry__isnull=False) | ~Q(suggested_entries=[])
+        )
+        .order_by("created_at")
+        .values_list(
+            "conversation_id",
+            "faq_entry__question",
+            "faq_near_entry__question",
+            "suggested_entries",
+        )
+    )
+    found: dict[uuid.UUID, list[str]] = {}
+    for conversation_id, answered, near, suggested in rows:
+        questions = found.setdefault(conversation_id, [])
+        for question in (answered, near, *(s.get("question") for s in suggested or [])):
+            if question and question not in questions and len(questions) < NEAR_ENTRIES_SHOWN:
+                questions.append(question)
+    return found
 
 
 def transcript(

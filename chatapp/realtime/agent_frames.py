@@ -119,7 +119,10 @@ class QueueItem(Frame):
     agent: str | None
     mine: bool
     contact_email: str | None  # left while nobody was online: write back there
-    reason: Literal["asked", "typed", "offered"]  # offered: after a thumbs-down
+    # asked: the button; typed: in words; offered: the assistant's offer (docs/handoff.md)
+    reason: Literal["asked", "typed", "offered"]
+    # the FAQ entries (questions) the conversation came close to: where the answer may be
+    near_entries: list[str] = Field(default_factory=list, max_length=3)
 
 
 class QueueFrame(Frame):

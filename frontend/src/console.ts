@@ -322,6 +322,12 @@ export class AgentConsole {
       last.className = "console-last";
       last.textContent = item.last_message;
       li.append(button, question, last);
+      if (item.near_entries.length > 0) {
+        const near = doc.createElement("p");
+        near.className = "console-near";
+        near.textContent = `Close to the FAQ: ${item.near_entries.map((q) => `“${q}”`).join(", ")}`;
+        li.append(near);
+      }
       if (item.contact_email !== null) {
         const contact = doc.createElement("p");
         contact.className = "console-contact";

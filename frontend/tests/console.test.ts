@@ -24,6 +24,7 @@ function item(conversation: string, extra: Record<string, unknown> = {}) {
     mine: false,
     contact_email: null,
     reason: "asked",
+    near_entries: [],
     ...extra,
   };
 }
@@ -58,6 +59,23 @@ describe("the queue", () => {
     expect(el().empty.hidden).toBe(true);
     receive({ type: "agent.queue", items: [] });
     expect(el().empty.hidden).toBe(false);
+  });
+
+  test("says why each customer asked and the FAQ entries their questions came close to", () => {
+    receive({
+      type: "agent.queue",
+      items: [
+        item(CONV, { reason: "typed", near_entries: ["How do I reset my password?", "Where is my parcel?"] }),
+        item(OTHER, { reason: "offered" }),
+      ],
+    });
+    const rows = Array.from(el().queue.querySelectorAll("li"));
+    expect(rows.map((r) => r.querySelector("button")?.textContent)).toEqual([
+      "Website visitor, Shop (waiting 1 min, asked in words)",
+      "Website visitor, Shop (waiting 1 min, after the assistant offered)",
+    ]);
+    expect(rows[0]?.querySelector(".console-near")?.textContent).toBe("Close to the FAQ: “How do I reset my password?”, “Where is my parcel?”");
+    expect(rows[1]?.querySelector(".console-near")).toBeNull();
   });
 
   test("taking a waiting customer claims and opens the conversation", () => {

@@ -210,6 +210,7 @@ export interface QueueItem {
   mine: boolean;
   contact_email: string | null;
   reason: "asked" | "typed" | "offered";
+  near_entries: string[];
 }
 
 export type ServerFrame = QueueFrame | TranscriptFrame | AgentMessageFrame | AgentHandoffFrame | AgentDraftFrame | CustomerTypingFrame | AgentErrorFrame;

@@ -11,6 +11,7 @@ from django.db import connection
 
 from chatapp.conversations.models import Message
 from chatapp.errors import ApplicationError, ConflictError, NotFoundError
+from chatapp.faq.models import FaqEntry
 from chatapp.handoff import selectors, services
 from chatapp.handoff.models import Handoff, HandoffEvent
 from tests.chatapp.handoff.people import agent_made, conversation_made
@@ -218,6 +219,35 @@ def test_the_queue_lists_waiting_conversations_longest_first_with_what_they_aske
     ]
     assert rows[1]["last_message"] == "It is on its way."
     assert rows[1]["customer"] == "carol"
+
+
+def test_the_queue_names_the_faq_entries_a_conversation_came_close_to(customer: User) -> None:
+    entries = [
+        FaqEntry.objects.create(question=q, answer="...")
+        for q in ("How do I reset my password?", "Where is my parcel?", "Can I return shoes?")
+    ]
+    conversation = conversation_made(customer)
+    answers = Message.objects.filter(conversation=conversation, role="assistant")
+    answers.update(faq_near_entry=entries[1])
+    Message.objects.create(
+        conversation=conversation,
+        role="assistant",
+        content="...",
+        faq_entry=entries[0],
+        suggested_entries=[
+            {"entry_id": entries[1].pk, "question": entries[1].question},
+            {"entry_id": entries[2].pk, "question": entries[2].question},
+        ],
+    )
+    services.handoff_request(customer=customer, conversation_id=conversation.id)
+    quiet = conversation_made(User.objects.create_user("dave"))
+    services.handoff_request(customer=quiet.owner, conversation_id=quiet.id)
+
+    near, none = (r["near_entries"] for r in selectors.queue())
+
+    # oldest answer first, each entry once, at most three
+    assert near == ["Where is my parcel?", "How do I reset my password?", "Can I return shoes?"]
+    assert none == []
 
 
 def test_a_waiting_customer_leaves_an_email_address_kept_with_the_ask(customer: User) -> None:
