@@ -16,7 +16,9 @@ django_asgi_app = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from django.conf import settings  # noqa: E402
 
+from chatapp.handoff import intents  # noqa: E402
 from chatapp.realtime.routing import TrustedOriginValidator, websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
@@ -25,3 +27,7 @@ application = ProtocolTypeRouter(
         "websocket": TrustedOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )
+
+# Handoff's two word questions: loaded (trained first, in a child process, when missing) in a
+# thread, off the path to Ready (docs/handoff.md).
+intents.warm(settings.DATA_DIR / "intents")

@@ -9,12 +9,10 @@ customer, on any web process.
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 from django.contrib.auth.models import User
 
@@ -48,7 +46,6 @@ class CustomerHandoff:
         self._send = send
         self._refuse = refuse
         self._following: set[uuid.UUID] = set()
-        intents.warm()  # a first message should not wait for the models' training
 
     async def handoff(self, frame: HandoffFrame) -> None:
         changed = True
@@ -109,13 +106,11 @@ class CustomerHandoff:
         if frame.conversation_id is None or frame.text is None:
             return False
         # one indexed read on every follow-up; the locking write only when a person is involved
-        # side by side: neither adds to the assistant's first token
-        involved, asks = await asyncio.gather(
-            database_sync_to_async(selectors.person_involved)(frame.conversation_id),
-            sync_to_async(intents.asks_for_person, thread_sensitive=False)(frame.text),
-        )
+        involved = await database_sync_to_async(selectors.person_involved)(frame.conversation_id)
         if not involved:
-            return asks and await self._asked_in_words(frame.conversation_id, frame.text, frame.id)
+            if not intents.asks_for_person(frame.text):  # inline: a few hundredths of a ms
+                return False
+            return await self._asked_in_words(frame.conversation_id, frame.text, frame.id)
         try:
             message = await database_sync_to_async(services.customer_message_store)(
                 customer=self._user,

@@ -1,8 +1,9 @@
 """Fixtures of the web side's tests (defined in tests/support): two users, so every test can
 check one cannot reach the other's, a published template, a worker with the real FAQ embedding
-model."""
+model, handoff's word questions loaded."""
 
 from tests.support.faq import embedder, faq_decider, faq_worker, prepared_verifier
+from tests.support.intents import intents_loaded
 from tests.support.templates import published
 from tests.support.users import alice, bob
 
@@ -12,6 +13,7 @@ __all__ = [
     "embedder",
     "faq_decider",
     "faq_worker",
+    "intents_loaded",
     "prepared_verifier",
     "published",
 ]

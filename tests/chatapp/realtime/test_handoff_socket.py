@@ -471,6 +471,7 @@ async def test_while_a_person_is_involved_regenerate_and_edit_do_not_wake_the_as
     assert (await receive_until(customer, "chat.done"))[-1]["status"] == "complete"
 
 
+@pytest.mark.usefixtures("intents_loaded")
 async def test_asking_for_a_person_in_words_is_an_ask_and_the_assistant_stays_silent(
     connect: Connect, alice: User, scripted_worker: RunningWorker, console: Console
 ) -> None:
@@ -505,6 +506,7 @@ async def test_asking_for_a_person_in_words_is_an_ask_and_the_assistant_stays_si
     assert await sync_to_async(Message.objects.filter(role="assistant").count)() == 2
 
 
+@pytest.mark.usefixtures("intents_loaded")
 async def test_an_answer_that_cannot_help_or_a_first_ask_for_a_person_offers_one(
     connect: Connect, alice: User, scripted_worker: RunningWorker
 ) -> None:
