@@ -22,6 +22,7 @@ from websockets.asyncio.client import connect
 
 from inference.models.paths import default_data_dir
 from modelprep.faq_verifier import prepare_faq_verifier
+from tests.support.intents import intents_seeded
 from tests.support.net import free_port
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -174,6 +175,7 @@ def app_served(
     away); otherwise terminate, then kill if it lingers.
     """
     port = port or free_port()
+    intents_seeded(Path(env["CHAT_DATA_DIR"]))
     proc = repo_process([*MANAGE, "serve", "--port", str(port)], env)
     try:
         before: list[str] = []

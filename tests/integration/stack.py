@@ -49,6 +49,7 @@ from tests.integration.processes import (
     wait_for_line,
     wait_until,
 )
+from tests.support.intents import intents_seeded
 from tests.support.net import free_port
 from tests.support.sockets import resume_frame as resume_frame  # the frames the page sends
 from tests.support.sockets import send_frame as send_frame
@@ -147,6 +148,7 @@ class Stack:
     def start(self, *, webs: int, workers: int = 1) -> None:
         """Start `webs` web processes and `workers` workers at once, then wait for them."""
         starting = []
+        intents_seeded(Path(self.env["CHAT_DATA_DIR"]))
         for _ in range(webs):
             port = free_port()
             serve = ["serve", "--no-worker", "--host", "127.0.0.1", "--port", str(port)]
