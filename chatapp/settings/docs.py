@@ -428,6 +428,12 @@ VARIABLES: dict[str, Var] = {
         "local settings only: Django's debug pages; 1 or 0, or auto: on only for the embedded "
         "default (neither REDIS_URL nor DATABASE_URL set)",
     ),
+    "CHAT_TLS_CERT_FILE": Var(
+        _SECURITY,
+        "`manage.py serve` terminates TLS itself with this PEM certificate chain, and offers "
+        "HTTP/2 by ALPN ([operations](operations.md#deploy)); with `CHAT_TLS_KEY_FILE`",
+    ),
+    "CHAT_TLS_KEY_FILE": Var(_SECURITY, "the private key (PEM) of `CHAT_TLS_CERT_FILE`"),
     "SECURE_SSL_REDIRECT": Var(
         _SECURITY, "production: redirect plain HTTP to HTTPS (except `/healthz`, `/metrics`)"
     ),

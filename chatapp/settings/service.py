@@ -87,6 +87,17 @@ class ChatSettings(BaseSettings):
     # (0: no limit), so many tabs or sockets cannot fill the workers with prefills
     user_draft_every_s: float = Field(1.0, ge=0)
 
+    # TLS (and with it HTTP/2, negotiated by ALPN) on `manage.py serve`'s own port: a PEM
+    # certificate chain and its private key; both or neither (docs/operations.md, "HTTP/2").
+    tls_cert_file: str = ""
+    tls_key_file: str = ""
+
+    @model_validator(mode="after")
+    def _tls_pair(self) -> ChatSettings:
+        if bool(self.tls_cert_file) != bool(self.tls_key_file):
+            raise ValueError("CHAT_TLS_CERT_FILE and CHAT_TLS_KEY_FILE must be set together")
+        return self
+
     @model_validator(mode="after")
     def _liveness_bounds(self) -> ChatSettings:
         heartbeat = self.relay_heartbeat_s

@@ -40,6 +40,9 @@ def test_values_from_the_environment_are_typed(monkeypatch: pytest.MonkeyPatch) 
         ("CHAT_MAX_FRAME_BYTES", "12", "CHAT_MAX_FRAME_BYTES"),
         ("LOGIN_COOLOFF_S", "-1", "LOGIN_COOLOFF_S"),
         ("CHAT_REAP_AFTER_S", "1", "CHAT_REAP_AFTER_S must be at least two"),
+        # a certificate without its key (or the other way round) cannot serve TLS
+        ("CHAT_TLS_CERT_FILE", "/etc/chat/cert.pem", "must be set together"),
+        ("CHAT_TLS_KEY_FILE", "/etc/chat/key.pem", "must be set together"),
     ],
 )
 def test_a_bad_value_stops_start_up_naming_the_variable(

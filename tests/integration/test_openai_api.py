@@ -9,8 +9,11 @@ the worker's abort path writes.
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
+import ipaddress
 import json
 import sqlite3
+import ssl
 import subprocess
 import sys
 import time
@@ -116,6 +119,7 @@ def serve(
     separate_worker: bool = False,
 ) -> Iterator[LiveServer]:
     env = local_env(data_dir, {"INFERENCE_FAQ": "0", "CHAT_FAQ_ENABLED": "0", **extra_env})
+    scheme = "https" if "CHAT_TLS_CERT_FILE" in extra_env else "http"
     manage_run(env, ["migrate", "--noinput"])
     port = free_port()
     procs: list[subprocess.Popen[str]] = []
@@ -132,11 +136,11 @@ def serve(
             wait_for_line(procs[0], r"Inference worker ready", ready_timeout)
             keep_draining(procs[0])
         else:
-            wait_for_line(proc, rf"Ready: open http://127\.0\.0\.1:{port}/", ready_timeout)
+            wait_for_line(proc, rf"Ready: open {scheme}://127\.0\.0\.1:{port}/", ready_timeout)
         output = keep_draining(proc)
         model = env.get("CHAT_API_MODEL") or Path(env.get("MODEL") or DEFAULT_MODEL_DIR_NAME).name
         yield LiveServer(
-            base_url=f"http://127.0.0.1:{port}",
+            base_url=f"{scheme}://127.0.0.1:{port}",
             model=model,
             env=env,
             database=data_dir / "db.sqlite3",
@@ -149,6 +153,21 @@ def serve(
 @pytest.fixture(scope="module")
 def scripted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     yield from serve(tmp_path_factory.mktemp("api-scripted"), {"INFERENCE_ENGINE": "scripted"}, 60)
+
+
+@pytest.fixture(scope="module")
+def over_tls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """`manage.py serve` terminating TLS itself (CHAT_TLS_*), with a self-signed certificate."""
+    cert, key = tls_pair(tmp_path_factory.mktemp("api-tls-certs"))
+    yield from serve(
+        tmp_path_factory.mktemp("api-tls"),
+        {
+            "INFERENCE_ENGINE": "scripted",
+            "CHAT_TLS_CERT_FILE": str(cert),
+            "CHAT_TLS_KEY_FILE": str(key),
+        },
+        60,
+    )
 
 
 REDIS_URL = "redis://127.0.0.1:6379/13"
@@ -576,3 +595,90 @@ def test_a_stop_string_cuts_the_real_engines_answer(real: LiveServer) -> None:
     )
     assert cut.choices[0].message.content == text[: text.index(stop)]
     assert cut.choices[0].finish_reason == "stop"
+
+
+def tls_pair(folder: Path) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 and its private key, as PEM files."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = dt.datetime.now(dt.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(now + dt.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_file, key_file = folder / "cert.pem", folder / "key.pem"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return cert_file, key_file
+
+
+def test_http2_is_negotiated_on_the_tls_port_and_sse_streams_over_it(over_tls: LiveServer) -> None:
+    """Issue 35: daphne offers h2 by ALPN when it terminates TLS; pages and `/v1`'s
+    server-sent events work over it, and HTTP/1.1 clients still get HTTP/1.1 on the port."""
+    trusted = ssl.create_default_context(cafile=over_tls.env["CHAT_TLS_CERT_FILE"])
+    key = over_tls.key("h2")
+    body = {
+        "model": over_tls.model,
+        "messages": [{"role": "user", "content": "where is my order"}],
+        "stream": True,
+    }
+    with httpx.Client(http2=True, verify=trusted, base_url=over_tls.base_url) as client:
+        page = client.get("/accounts/login/")
+        assert (page.status_code, page.http_version) == (200, "HTTP/2")
+        assert "<form" in page.text
+        with client.stream(
+            "POST",
+            "/v1/chat/completions",
+            json=body,
+            headers={"Authorization": f"Bearer {key}"},
+            timeout=60,
+        ) as response:
+            assert (response.status_code, response.http_version) == (200, "HTTP/2")
+            events = [line for line in response.iter_lines() if line.startswith("data: ")]
+    chunks = [json.loads(line.removeprefix("data: ")) for line in events[:-1]]
+    assert events[-1] == "data: [DONE]"
+    assert len(chunks) > 2  # a stream of deltas, not one body
+    text = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"])
+    assert text == "You said: where is my order"
+    with httpx.Client(verify=trusted, base_url=over_tls.base_url) as plain:
+        page = plain.get("/accounts/login/")
+        assert (page.status_code, page.http_version) == (200, "HTTP/1.1")
+
+
+def test_serve_refuses_a_tls_file_that_is_not_there(tmp_path: Path) -> None:
+    env = local_env(
+        tmp_path,
+        {"CHAT_TLS_CERT_FILE": str(tmp_path / "missing.pem"), "CHAT_TLS_KEY_FILE": __file__},
+    )
+    result = subprocess.run(
+        [*MANAGE, "serve", "--port", str(free_port())],
+        env=env,
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode != 0
+    assert f"CHAT_TLS_CERT_FILE: no such file: {tmp_path / 'missing.pem'}" in result.stderr

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from inference.engines.base import Engine
 
@@ -39,7 +40,8 @@ class Command(BaseCommand):
         from inference.settings import WorkerSettings
 
         host, port = options["host"], options["port"]
-        url = f"http://{host}:{port}/"
+        tls = tls_endpoint(host=host, port=port)
+        url = f"{'https' if tls else 'http'}://{host}:{port}/"
         embedded = settings.CHAT_EMBEDDED_WORKER and not options["no_worker"]
         engines: list[Engine] = []
         workers: list[asyncio.Task[Any]] = []  # keeps the task referenced while it runs
@@ -104,7 +106,7 @@ class Command(BaseCommand):
             if not task.cancelled():
                 fail(f"the inference worker stopped: {task.exception()!r}")
 
-        endpoints = build_endpoint_description_strings(host=host, port=port)
+        endpoints = [tls] if tls else build_endpoint_description_strings(host=host, port=port)
         say(f"Starting daphne on {url} ...")
         server = Server(
             application=get_default_application(),
@@ -120,6 +122,24 @@ class Command(BaseCommand):
                 engine.shutdown()
         if failures:
             sys.exit(1)
+
+
+def tls_endpoint(*, host: str, port: int) -> str | None:
+    """Twisted's TLS endpoint for `CHAT_TLS_CERT_FILE`/`CHAT_TLS_KEY_FILE` (None without them).
+    With the `http2` extra installed, daphne offers h2 and http/1.1 over ALPN on it."""
+    cert, key = settings.CHAT_TLS_CERT_FILE, settings.CHAT_TLS_KEY_FILE
+    if not cert:
+        return None
+    for name, path in (("CHAT_TLS_CERT_FILE", cert), ("CHAT_TLS_KEY_FILE", key)):
+        if not Path(path).is_file():
+            raise CommandError(f"{name}: no such file: {path}")
+
+    def quoted(value: str) -> str:  # endpoint strings separate fields with ':'
+        return value.replace("\\", "\\\\").replace(":", "\\:")
+
+    return (
+        f"ssl:port={port}:interface={quoted(host)}:privateKey={quoted(key)}:certKey={quoted(cert)}"
+    )
 
 
 def _stop_reactor() -> None:
