@@ -12,6 +12,10 @@ case "$role" in
     # Static files are served from the image by WhiteNoise (no collectstatic step).
     exec python manage.py serve --host 0.0.0.0 --port "${PORT:-8000}" --no-worker "$@"
     ;;
+  grpc)
+    # the gRPC Chat service (docs/grpc.md): its own process, over the same Redis and database
+    exec python -m chatapp.grpc_api --host 0.0.0.0 --port 50051 "$@"
+    ;;
   migrate)
     exec python manage.py migrate --noinput "$@"
     ;;
@@ -41,6 +45,16 @@ with urllib.request.urlopen(urllib.request.Request(url, headers={"Host": host}),
     sys.exit(0 if r.status == 200 else 1)
 PY
     ;;
+  healthcheck-grpc)
+    # the standard gRPC health service: SERVING once the service's answer relay is up
+    exec python - <<'PY'
+import sys, grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+with grpc.insecure_channel("127.0.0.1:50051") as channel:
+    reply = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=3)
+sys.exit(0 if reply.status == health_pb2.HealthCheckResponse.SERVING else 1)
+PY
+    ;;
   healthcheck-worker)
     exec python -m inference.healthcheck "$@"
     ;;
@@ -48,7 +62,7 @@ PY
     exec python manage.py "$@"
     ;;
   *)
-    echo "unknown role '$role': web, migrate, worker, prepare-model, celery-worker, celery-beat, healthcheck-web, healthcheck-worker, manage" >&2
+    echo "unknown role '$role': web, grpc, migrate, worker, prepare-model, celery-worker, celery-beat, healthcheck-web, healthcheck-grpc, healthcheck-worker, manage" >&2
     exit 64
     ;;
 esac

@@ -20,7 +20,7 @@ async def api_key_of(request: HttpRequest) -> ApiKey:
             message="You didn't provide an API key. Send it as 'Authorization: Bearer <key>' "
             "(keys are created in the admin, under API keys).",
         )
-    key: ApiKey | None = await database_sync_to_async(_authenticate)(raw.strip())
+    key: ApiKey | None = await database_sync_to_async(key_authenticate)(raw.strip())
     if key is None:
         raise ApiError(
             status=401,
@@ -30,7 +30,8 @@ async def api_key_of(request: HttpRequest) -> ApiKey:
     return key
 
 
-def _authenticate(raw: str) -> ApiKey | None:
+def key_authenticate(raw: str) -> ApiKey | None:
+    """The active key `raw` names (its last use noted), or None; also the gRPC service's."""
     key = selectors.api_key_authenticate(raw_key=raw)
     if key is not None:
         services.api_key_touch(key=key)

@@ -70,6 +70,9 @@ _RETRY_LATER: dict[str, tuple[int, ErrorType, str]] = {
     "worker_lost": (503, "service_unavailable_error", "worker_lost"),
 }
 
+# The relay's end codes after which asking again later makes sense (other edges say so too).
+RETRY_LATER_CODES = frozenset(_RETRY_LATER)
+
 
 def _retry_later(reason: str, message: str, retry_after_s: float) -> ApiError:
     status, type, code = _RETRY_LATER[reason]

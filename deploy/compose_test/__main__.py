@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from deploy.compose_test import engine
-from deploy.compose_test.client import Answer, Visitor
+from deploy.compose_test.client import Answer, Visitor, grpc_answer
 from deploy.compose_test.stack import Stack, ensure_compose
 from deploy.compose_test.transcript import Transcript, fail
 
@@ -76,8 +76,8 @@ def bring_up(transcript: Transcript, stack: Stack, title: str) -> None:
     with transcript.step(title) as step:
         started = stack.up().splitlines()
         step.note(f"{sum('Started' in line for line in started)} containers started")
-    with transcript.step("web and worker-cpu healthy"):
-        stack.wait_healthy(["web", "worker-cpu"], timeout_s=900)
+    with transcript.step("web, grpc and worker-cpu healthy"):
+        stack.wait_healthy(["web", "worker-cpu", "grpc"], timeout_s=900)
 
 
 def operator_checks(transcript: Transcript, stack: Stack, visitor: Visitor) -> str:
@@ -122,6 +122,18 @@ def user_checks(transcript: Transcript, stack: Stack, visitor: Visitor, password
         if not completion["text"] or completion["finish_reason"] not in ("stop", "length"):
             raise AssertionError(f"/v1 answered {completion}")
         step.note(f"{completion['chunks']} chunks, finish_reason {completion['finish_reason']}")
+    with transcript.step("a gRPC stream answers (the grpc service, same key)") as step:
+        streamed = grpc_answer(port=stack.grpc_port, key=str(issued), text="Name one fruit.")
+        end = streamed["end"]
+        if end is None or not hasattr(end, "status") or end.status != "complete":
+            raise AssertionError(f"gRPC answered {streamed}")
+        kept = stack.python(
+            "import json; from chatapp.conversations.models import Message; "
+            f"print(json.dumps(Message.objects.get(pk='{streamed['message_id']}').content))"
+        )
+        if kept != streamed["text"] or not kept:
+            raise AssertionError(f"stored {kept!r} but streamed {streamed['text']!r}")
+        step.note(f"{len(streamed['text'])} characters, stored as streamed ({end.finish_reason})")
     with transcript.step("publishing a template warms the worker") as step:
         step.note(publish_and_wait_warm(stack))
     with transcript.step("an FAQ entry saved is answered from the FAQ") as step:
@@ -270,9 +282,9 @@ def main() -> int:
     print(f"build logs: {logs}", flush=True)
     with engine.api_socket() as docker_host:
         build_images(transcript, logs)
-        port = free_port()
-        env = Stack.write_env(folder=logs, web_port=port)
-        stack = Stack(PROJECT, docker_host, logs / ".env", port)
+        port, grpc_port = free_port(), free_port()
+        env = Stack.write_env(folder=logs, web_port=port, grpc_port=grpc_port)
+        stack = Stack(PROJECT, docker_host, logs / ".env", port, grpc_port)
         visitor = Visitor(port)
         signal.signal(signal.SIGTERM, stopped)
         try:

@@ -126,3 +126,32 @@ class Visitor:
         )
         finish = next(c["choices"][0]["finish_reason"] for c in reversed(chunks) if c["choices"])
         return {"text": text_out, "finish_reason": finish, "chunks": len(chunks)}
+
+
+def grpc_answer(*, port: int, key: str, text: str) -> dict[str, Any]:
+    """One `Send` on a gRPC Chat stream through the published port, read to its end."""
+    import queue
+
+    import grpc
+
+    from chatapp.grpc_api.generated import chat_pb2, chat_pb2_grpc
+
+    outbox: queue.Queue[chat_pb2.ClientEvent | None] = queue.Queue()
+    outbox.put(chat_pb2.ClientEvent(send=chat_pb2.Send(client_id=str(uuid.uuid4()), text=text)))
+    answer: dict[str, Any] = {"text": "", "end": None}
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        stub = chat_pb2_grpc.ChatStub(channel)  # type: ignore[no-untyped-call]
+        call = stub.Chat(
+            iter(outbox.get, None), metadata=[("authorization", f"Bearer {key}")], timeout=120
+        )
+        for event in call:
+            kind = event.WhichOneof("event")
+            if kind == "accepted":
+                answer["message_id"] = event.accepted.message_id
+            elif kind == "delta":
+                answer["text"] += event.delta.text
+            elif kind in ("done", "error"):
+                answer["end"] = getattr(event, kind)
+                break
+        outbox.put(None)
+    return answer

@@ -28,9 +28,10 @@ class Stack:
     docker_host: str
     env_file: Path
     web_port: int
+    grpc_port: int
 
     @classmethod
-    def write_env(cls, *, folder: Path, web_port: int) -> dict[str, str]:
+    def write_env(cls, *, folder: Path, web_port: int, grpc_port: int) -> dict[str, str]:
         """The operator's `.env` (from .env.example's names), with fresh secrets."""
         values = {
             "COMPOSE_PROFILES": "cpu",
@@ -41,6 +42,8 @@ class Stack:
             "METRICS_TOKEN": secrets.token_urlsafe(24),
             "WEB_BIND": "127.0.0.1",
             "WEB_PORT": str(web_port),
+            "GRPC_BIND": "127.0.0.1",
+            "GRPC_PORT": str(grpc_port),
         }
         (folder / ".env").write_text("".join(f"{k}={v}\n" for k, v in values.items()))
         return values
@@ -101,6 +104,14 @@ class Stack:
             states = {service: self.health(service) for service in services}
             if all(state == "healthy" for state in states.values()):
                 return
+            for service in services:  # a crash loop (restart: unless-stopped) never gets healthy
+                restarts = podman(
+                    "inspect", "--format", "{{.RestartCount}}", self.container(service), check=False
+                ).strip()
+                if restarts.isdigit() and int(restarts) >= 3:
+                    raise RuntimeError(
+                        f"{service} restarted {restarts} times:\n{self.logs(service)[-1500:]}"
+                    )
             for one_off in ONE_OFF_SERVICES:
                 failed = [
                     c

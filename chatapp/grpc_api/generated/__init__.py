@@ -1,0 +1,1 @@
+"""Generated from ../chat.proto by codegen.py."""
