@@ -53,10 +53,14 @@ def check_answer(stack: Stack, answer: Answer, *, source: str = "model") -> str:
         raise AssertionError(f"the answer did not complete: {done}")
     if done["source"] != source:
         raise AssertionError(f"answered from {done['source']}, not {source}")
+    stored_as_streamed(stack, answer)
+    return f"{len(answer.text)} characters, stored as streamed ({done['finish_reason']})"
+
+
+def stored_as_streamed(stack: Stack, answer: Answer) -> None:
     kept = stored(stack, answer)
     if kept["content"] != answer.text:
         raise AssertionError(f"stored {kept['content']!r} but streamed {answer.text!r}")
-    return f"{len(answer.text)} characters, stored as streamed ({done['finish_reason']})"
 
 
 def build_images(transcript: Transcript, logs: Path) -> None:
@@ -225,9 +229,7 @@ def kept_after_restart(stack: Stack, answer: Answer) -> str:
         return check_answer(stack, answer) + f"; resumed elsewhere: {done.get('resumed')}"
     if done.get("code") != "worker_lost" or not answer.text:
         raise AssertionError(f"the answer ended {done}")
-    kept = stored(stack, answer)
-    if kept["content"] != answer.text:
-        raise AssertionError(f"stored {kept['content']!r} but streamed {answer.text!r}")
+    stored_as_streamed(stack, answer)
     return f"ended worker_lost at the drain deadline, its {len(answer.text)} characters kept"
 
 

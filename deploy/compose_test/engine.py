@@ -175,32 +175,27 @@ def build_args() -> list[str]:
 
 def build(*, target: str, tag: str, log: Path) -> None:
     """`podman build` of one docker/Dockerfile target; its output goes to `log`."""
-    command = ["podman", "build", "-f", "docker/Dockerfile", "--target", target, "-t", tag]
+    command = ["-f", "docker/Dockerfile", "--target", target, "-t", tag, *build_args(), "."]
+    _podman_build(command, cwd=ROOT, log=log, what=target)
+
+
+def build_test_image(*, name: str, log: Path) -> None:
+    command = ["-f", f"{name}.Containerfile", "-t", TEST_IMAGES[name], "."]
+    _podman_build(command, cwd=HERE, log=log, what=f"the test {name} image")
+
+
+def _podman_build(args: list[str], *, cwd: Path, log: Path, what: str) -> None:
     with log.open("w") as out:
         done = subprocess.run(
-            [*command, *build_args(), "."],
-            cwd=ROOT,
+            ["podman", "build", *args],
+            cwd=cwd,
             env=podman_env(),
             stdout=out,
             stderr=subprocess.STDOUT,
             timeout=3600,
         )
     if done.returncode != 0:
-        raise RuntimeError(f"building {target} failed: see {log}")
-
-
-def build_test_image(*, name: str, log: Path) -> None:
-    with log.open("w") as out:
-        done = subprocess.run(
-            ["podman", "build", "-f", f"{name}.Containerfile", "-t", TEST_IMAGES[name], "."],
-            cwd=HERE,
-            env=podman_env(),
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            timeout=1800,
-        )
-    if done.returncode != 0:
-        raise RuntimeError(f"building the test {name} image failed: see {log}")
+        raise RuntimeError(f"building {what} failed: see {log}")
 
 
 def image_size(image: str) -> str:

@@ -116,3 +116,32 @@ async def receive_delta(ws: WebsocketCommunicator, timeout: float = 5) -> dict[s
 
 def answer_text(frames: list[dict[str, Any]]) -> str:
     return "".join(f["text"] for f in frames if f["type"] == "chat.delta")
+
+
+def handoff_frame(conversation_id: str, action: str = "request", **fields: Any) -> dict[str, Any]:
+    """A customer's `chat.handoff` (ask for a person, cancel, leave a contact)."""
+    return {
+        "type": "chat.handoff",
+        "id": str(uuid.uuid4()),
+        "conversation_id": conversation_id,
+        "action": action,
+        **fields,
+    }
+
+
+def claim_frame(handoff_id: int) -> dict[str, Any]:
+    """An agent's `agent.claim` of a waiting ask."""
+    return {"type": "agent.claim", "id": str(uuid.uuid4()), "handoff_id": handoff_id}
+
+
+async def next_of(ws: WebsocketCommunicator, kind: str) -> dict[str, Any]:
+    """The next frame of `kind` (frames before it are skipped)."""
+    return (await receive_until(ws, kind))[-1]
+
+
+async def state_becomes(ws: WebsocketCommunicator, state: str) -> dict[str, Any]:
+    """The customer's next chat.handoff_state in `state` (earlier ones, e.g. "somebody is
+    online now" while waiting, are skipped)."""
+    while (frame := await next_of(ws, "chat.handoff_state"))["state"] != state:
+        pass
+    return frame

@@ -26,11 +26,15 @@ from tests.conftest import Connect, RunningWorker, _session_cookie
 from tests.support.faq import ANSWER, FaqWorker
 from tests.support.sockets import (
     ask,
+    claim_frame,
     edit_frame,
+    handoff_frame,
+    next_of,
     open_socket,
     receive_until,
     regenerate_frame,
     send_frame,
+    state_becomes,
 )
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -65,23 +69,6 @@ async def console() -> AsyncIterator[Console]:
             await ws.disconnect()
 
 
-def handoff_frame(conversation_id: str, action: str = "request") -> dict[str, Any]:
-    return {
-        "type": "chat.handoff",
-        "id": str(uuid.uuid4()),
-        "conversation_id": conversation_id,
-        "action": action,
-    }
-
-
-async def next_of(ws: WebsocketCommunicator, kind: str) -> dict[str, Any]:
-    return (await receive_until(ws, kind))[-1]
-
-
-def claim_frame(handoff_id: int) -> dict[str, Any]:
-    return {"type": "agent.claim", "id": str(uuid.uuid4()), "handoff_id": handoff_id}
-
-
 async def waiting_customer(
     connect: Connect, user: User
 ) -> tuple[WebsocketCommunicator, str, Handoff]:
@@ -92,14 +79,6 @@ async def waiting_customer(
     await customer.send_json_to(handoff_frame(conversation_id))
     await state_becomes(customer, "waiting")
     return customer, conversation_id, await sync_to_async(Handoff.objects.get)()
-
-
-async def state_becomes(ws: WebsocketCommunicator, state: str) -> dict[str, Any]:
-    """The customer's next chat.handoff_state in `state` (earlier ones, e.g. "somebody is
-    online now" while waiting, are skipped)."""
-    while (frame := await next_of(ws, "chat.handoff_state"))["state"] != state:
-        pass
-    return frame
 
 
 async def test_a_customer_talks_to_a_person_and_back_to_the_assistant(

@@ -21,14 +21,16 @@ from chatapp.handoff import webhook_runner
 from chatapp.handoff.models import Handoff
 from tests.chatapp.handoff.people import agent_made
 from tests.chatapp.handoff.receiver import SECRET, Receiver, running_receiver
-from tests.chatapp.realtime.test_handoff_socket import (
+from tests.conftest import Connect, RunningWorker, _session_cookie
+from tests.support.sockets import (
+    ask,
     claim_frame,
     handoff_frame,
     next_of,
+    open_socket,
+    send_frame,
     state_becomes,
 )
-from tests.conftest import Connect, RunningWorker, _session_cookie
-from tests.support.sockets import ask, open_socket, send_frame
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

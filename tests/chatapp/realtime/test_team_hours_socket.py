@@ -12,7 +12,6 @@ import contextlib
 import uuid
 from collections.abc import AsyncIterator
 from datetime import datetime, timedelta
-from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -26,7 +25,7 @@ from chatapp.websites.models import Site
 from tests.chatapp.handoff.people import agent_made
 from tests.chatapp.websites.sites import HOST, site_made
 from tests.conftest import RunningWorker, _session_cookie
-from tests.support.sockets import ask, receive_until
+from tests.support.sockets import ask, handoff_frame, next_of
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -69,20 +68,6 @@ async def guest_asking(site: Site) -> tuple[WebsocketCommunicator, str]:
     assert connected
     conversation_id = (await ask(ws, "is my order on its way?"))[0]["conversation_id"]
     return ws, conversation_id
-
-
-def handoff_frame(conversation_id: str, action: str = "request", **fields: Any) -> dict[str, Any]:
-    return {
-        "type": "chat.handoff",
-        "id": str(uuid.uuid4()),
-        "conversation_id": conversation_id,
-        "action": action,
-        **fields,
-    }
-
-
-async def next_of(ws: WebsocketCommunicator, kind: str) -> dict[str, Any]:
-    return (await receive_until(ws, kind))[-1]
 
 
 async def test_outside_the_team_hours_a_guest_is_told_when_the_team_is_back(
