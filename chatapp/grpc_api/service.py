@@ -37,6 +37,9 @@ from chatapp.openai_api.errors import RETRY_LATER_CODES, ApiError
 from chatapp.openai_api.parsing import chat_request_parse
 from chatapp.openai_api.prompting import prompt_build
 
+# A stream that ends this close to its deadline ended because of it (a Stop), not a drop.
+DEADLINE_SLACK_S = 1.0
+
 
 @dataclass
 class Conversation:
@@ -252,7 +255,8 @@ async def _leave(answer: ApiAnswer, context: grpc.aio.ServicerContext[Any, Any])
     client_id goes on for a Resume and one without is stopped (`ApiAnswer.close`)."""
     remaining = context.time_remaining()
     with contextlib.suppress(Exception):
-        if remaining is not None and remaining <= 0:
+        # The client cancels at its deadline, which reaches us a moment before ours runs out.
+        if remaining is not None and remaining <= DEADLINE_SLACK_S:
             answer.ended = True
             await answer.runtime.relay.stop(answer.watch.run_id, code="deadline_exceeded")
         else:
