@@ -6,6 +6,7 @@ Compose v2 rather than podman-compose: it is what `docker compose` is, and it ho
 podman-compose skips the healthy ones on podman < 4.6.
 """
 
+import contextlib
 import json
 import os
 import secrets
@@ -139,7 +140,11 @@ class Stack:
         out = self.compose(
             "exec", "-T", "web", "python", "manage.py", "shell", "-c", code, timeout=300
         )
-        return json.loads(out.strip().splitlines()[-1])
+        # stderr comes along (a warning may follow the result): the last line that is JSON
+        for line in reversed(out.strip().splitlines()):
+            with contextlib.suppress(json.JSONDecodeError):
+                return json.loads(line)
+        raise RuntimeError(f"no JSON result from the web container's shell:\n{out[-1500:]}")
 
 
 def ensure_compose() -> None:
