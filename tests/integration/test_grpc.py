@@ -395,3 +395,22 @@ def test_overload_is_resource_exhausted_with_retry_after(stack: Stack) -> None:
     trailing = {m.key: str(m.value) for m in refused.value.trailing_metadata() or ()}
     assert trailing["error-code"] == "concurrency_limit_exceeded"
     assert int(trailing["retry-after"]) >= 1
+
+
+def test_another_key_cannot_resume_or_see_an_answer(stack: Stack) -> None:
+    """A resume names an answer by the client_id its key sent: another key's same client_id
+    is another answer, so a stranger's resume finds nothing (docs/security.md)."""
+    client_id = str(uuid.uuid4())
+    owner = Stream(stack)
+    try:
+        owner.put(send=send("my private question", client_id=client_id))
+        owner.until_end()
+    finally:
+        owner.close()
+    stranger = Stream(stack, key=key_made(stack.env, name="stranger"))
+    stranger.put(resume=chat_pb2.Resume(client_id=client_id))
+    with pytest.raises(grpc.RpcError) as refused:
+        stranger.next()
+    stranger.close()
+    assert refused.value.code() == grpc.StatusCode.NOT_FOUND
+    assert "private" not in (refused.value.details() or "")
