@@ -46,9 +46,21 @@ class Conversation:
     """What this stream has said and been answered, in /v1's message shape."""
 
     turns: list[dict[str, str]] = field(default_factory=list)
+    # the published template the first Send named: its body is the conversation's first
+    # message, rendered by the server for every answer of the stream (as /v1 does)
+    template: dict[str, Any] | None = None
 
     def asked(self, text: str) -> list[dict[str, str]]:
-        return [*self.turns, {"role": "user", "content": text}]
+        """The messages to answer: so far, then `text` (none: only the template's body)."""
+        return [*self.turns, *([{"role": "user", "content": text}] if text else [])]
+
+    def template_named(self, ref: chat_pb2.TemplateRef) -> None:
+        named = {"id": ref.id, "version": ref.version or None, "variables": dict(ref.variables)}
+        if self.template is not None and named != self.template:
+            raise invalid_argument("A stream's template is named once, by its first message.")
+        if self.template is None and self.turns:
+            raise invalid_argument("Name the template in the stream's first message.")
+        self.template = named
 
     def last_question(self) -> str:
         for turn in reversed(self.turns):
@@ -92,7 +104,7 @@ class ChatService(chat_pb2_grpc.ChatServicer):
                     ask = await _ask_of(event, conversation, key)
                     if ask is None:
                         continue
-                    answer = await _start(key, ask)
+                    answer = await _start(key, ask, conversation.template)
                 except ApiError as exc:
                     await abort_with(context, exc)
                     return
@@ -138,6 +150,8 @@ async def _ask_of(
 ) -> Ask | None:
     which = event.WhichOneof("event")
     if which == "send":
+        if event.send.HasField("template"):
+            conversation.template_named(event.send.template)
         return Ask(conversation.asked(event.send.text), event.send.client_id, send=event.send)
     if which == "edit":
         conversation.last_question()  # there must be one
@@ -181,16 +195,12 @@ def _question_of(key: ApiKey, client_id: str) -> str:
     return str(found)
 
 
-async def _start(key: ApiKey, ask: Ask) -> ApiAnswer:
+async def _start(key: ApiKey, ask: Ask, template: dict[str, Any] | None) -> ApiAnswer:
     body: dict[str, Any] = {"model": settings.CHAT_API_MODEL, "messages": ask.messages}
+    if template is not None:
+        body["template"] = template
     send = ask.send
     if send is not None:
-        if send.HasField("template"):
-            body["template"] = {
-                "id": send.template.id,
-                "version": send.template.version or None,
-                "variables": dict(send.template.variables),
-            }
         for name in ("max_tokens", "temperature", "top_p", "seed"):
             if send.sampling.HasField(name):
                 body[name] = getattr(send.sampling, name)

@@ -414,3 +414,66 @@ def test_another_key_cannot_resume_or_see_an_answer(stack: Stack) -> None:
     stranger.close()
     assert refused.value.code() == grpc.StatusCode.NOT_FOUND
     assert "private" not in (refused.value.details() or "")
+
+
+_PUBLISH = """
+from django.db import transaction
+from chatapp.prompts.models import PromptTemplate
+from chatapp.prompts.services import template_publish
+with transaction.atomic():
+    t = PromptTemplate.objects.create(
+        name="grpc order",
+        system_prompt="You are the support assistant of Example Shop.",
+        body="My order {{order_id}} has not arrived.",
+        variables=[{"name": "order_id", "label": "Order", "type": "string", "max_length": 20}],
+        sampling={"max_tokens": 40},
+    )
+    v = template_publish(template=t, user=None, warm=False)
+print(t.pk, v.version, v.pk)
+"""
+
+
+def test_a_template_by_reference_starts_the_streams_conversation(stack: Stack) -> None:
+    published = subprocess.run(
+        [*MANAGE, "shell", "-c", _PUBLISH],
+        env=stack.env,
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    template_id, version, version_pk = (int(value) for value in published[-3:])
+    ref = chat_pb2.TemplateRef(id=template_id, version=version, variables={"order_id": "A-1042"})
+    stream = Stream(stack)
+    try:
+        stream.put(send=chat_pb2.Send(template=ref))  # the template's body is the question
+        first = stream.until_end()
+        stream.put(send=send("Any news?"))  # goes on in the template's conversation
+        second = stream.until_end()
+    finally:
+        stream.close()
+    assert text_of(first) == "You said: My order A-1042 has not arrived."
+    assert text_of(second) == "You said: Any news?"
+    with sqlite3.connect(stack.database) as db:
+        versions = [
+            db.execute(
+                "SELECT c.template_version_id FROM conversations_message m "
+                "JOIN conversations_conversation c ON c.id = m.conversation_id WHERE m.id = ?",
+                (events[0].accepted.message_id.replace("-", ""),),
+            ).fetchone()[0]
+            for events in (first, second)
+        ]
+    assert versions == [version_pk, version_pk]
+
+
+def test_a_dropped_stream_without_a_client_id_stops_its_answer(stack: Stack) -> None:
+    """Nobody can resume it, so it is not generated on for nobody (as /v1 without an
+    Idempotency-Key)."""
+    stream = Stream(stack)
+    stream.put(send=send("[[slow]] " + "a long one " * 40))
+    accepted = stream.next().accepted
+    assert stream.next().WhichOneof("event") == "delta"
+    stream.call.cancel()
+    stream.close()
+    stored = stack.stored(accepted.message_id)
+    assert (stored["status"], stored["finish_reason"]) == ("stopped", "abort")
