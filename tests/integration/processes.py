@@ -54,6 +54,50 @@ def manage_run(env: Mapping[str, str], *commands: Sequence[str]) -> None:
         )
 
 
+_API_KEY_MADE = """
+from django.contrib.auth.models import User
+from chatapp.apikeys.services import api_key_create
+user, _ = User.objects.get_or_create(username={username!r})
+key = api_key_create(user=user, name={name!r}, rate_limit={rate}, max_concurrent={concurrent})
+print(key.secret)
+"""
+
+
+def api_key_made(
+    env: Mapping[str, str],
+    *,
+    name: str,
+    username: str = "api-client",
+    rate: int = 1000,
+    max_concurrent: int = 8,
+) -> str:
+    """A new API key of `username` (made if needed) in the app's database; the secret."""
+    script = _API_KEY_MADE.format(
+        username=username, name=name, rate=rate, concurrent=max_concurrent
+    )
+    done = subprocess.run(
+        [*MANAGE, "shell", "-c", script],
+        env=dict(env),
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.strip().splitlines()[-1]
+
+
+def serve_until_exit(env: Mapping[str, str]) -> subprocess.CompletedProcess[str]:
+    """`manage.py serve` that is expected to stop by itself (a start-up refusal)."""
+    return subprocess.run(
+        [*MANAGE, "serve", "--port", str(free_port())],
+        env=dict(env),
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
 def repo_process(args: Sequence[str], env: Mapping[str, str]) -> subprocess.Popen[str]:
     """`args` started in the repository root, stdout and stderr together on one text pipe (read
     it with `wait_for_line`, then `keep_draining`)."""

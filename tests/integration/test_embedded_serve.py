@@ -7,7 +7,6 @@ worker starts inside daphne's running event loop, static files are served, the s
 from __future__ import annotations
 
 import asyncio
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,8 +14,6 @@ import httpx
 import pytest
 
 from tests.integration.processes import (
-    MANAGE,
-    REPO_ROOT,
     app_served,
     chat_send,
     chat_socket,
@@ -25,8 +22,8 @@ from tests.integration.processes import (
     login,
     manage_run,
     prepared_verifier_env,
+    serve_until_exit,
 )
-from tests.support.net import free_port
 
 PASSWORD = "embedded-pw-123"
 
@@ -69,14 +66,7 @@ def test_a_missing_model_is_a_clear_error_and_the_server_exits(tmp_path: Path) -
         data_dir,
         {"INFERENCE_ENGINE": "vllm", "MODEL": str(data_dir / "models" / "smollm2-135m-instruct")},
     )
-    result = subprocess.run(
-        [*MANAGE, "serve", "--port", str(free_port())],
-        env=env,
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    result = serve_until_exit(env)
     assert result.returncode == 1
     assert "error:" in result.stderr
     assert "python -m modelprep prepare" in result.stderr

@@ -25,6 +25,7 @@ from chatapp.grpc_api.generated import chat_pb2, chat_pb2_grpc
 from tests.integration.processes import (
     MANAGE,
     REPO_ROOT,
+    api_key_made,
     keep_draining,
     local_env,
     manage_run,
@@ -36,14 +37,6 @@ from tests.integration.processes import (
 from tests.support.net import free_port
 
 pytestmark = pytest.mark.redis
-
-_MAKE_KEY = """
-from django.contrib.auth.models import User
-from chatapp.apikeys.services import api_key_create
-user, _ = User.objects.get_or_create(username="grpc-client")
-key = api_key_create(user=user, name="{name}", max_concurrent={max_concurrent}, rate_limit=1000)
-print(key.secret)
-"""
 
 
 @dataclass(frozen=True)
@@ -112,15 +105,7 @@ def stack_running(data: Path, engine: dict[str, str], *, redis_db: int) -> Itera
 
 
 def key_made(env: dict[str, str], *, name: str, max_concurrent: int = 8) -> str:
-    script = _MAKE_KEY.format(name=name, max_concurrent=max_concurrent)
-    return subprocess.run(
-        [*MANAGE, "shell", "-c", script],
-        env=env,
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()[-1]
+    return api_key_made(env, name=name, username="grpc-client", max_concurrent=max_concurrent)
 
 
 @pytest.fixture(scope="module")

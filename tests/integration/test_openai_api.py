@@ -29,23 +29,17 @@ import pytest
 from inference.settings import DEFAULT_MODEL_DIR_NAME
 from tests.integration.processes import (
     MANAGE,
-    REPO_ROOT,
+    api_key_made,
     keep_draining,
     local_env,
     manage_run,
     processes_stop,
     repo_process,
+    serve_until_exit,
     wait_for_line,
     wait_until,
 )
 from tests.support.net import free_port
-
-_MAKE_KEY = """
-from django.contrib.auth.models import User
-from chatapp.apikeys.services import api_key_create
-user, _ = User.objects.get_or_create(username="api-client")
-print(api_key_create(user=user, name="{name}", rate_limit={rate}, max_concurrent=8).secret)
-"""
 
 
 @dataclass(frozen=True)
@@ -57,15 +51,7 @@ class LiveServer:
     output: list[str]
 
     def key(self, name: str, *, rate: int = 1000) -> str:
-        result = subprocess.run(
-            [*MANAGE, "shell", "-c", _MAKE_KEY.format(name=name, rate=rate)],
-            env=self.env,
-            cwd=REPO_ROOT,
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        return result.stdout.strip().splitlines()[-1]
+        return api_key_made(self.env, name=name, rate=rate)
 
     def stream(
         self, *, key: str, body: dict[str, Any], timeout: float
@@ -672,13 +658,6 @@ def test_serve_refuses_a_tls_file_that_is_not_there(tmp_path: Path) -> None:
         tmp_path,
         {"CHAT_TLS_CERT_FILE": str(tmp_path / "missing.pem"), "CHAT_TLS_KEY_FILE": __file__},
     )
-    result = subprocess.run(
-        [*MANAGE, "serve", "--port", str(free_port())],
-        env=env,
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    result = serve_until_exit(env)
     assert result.returncode != 0
     assert f"CHAT_TLS_CERT_FILE: no such file: {tmp_path / 'missing.pem'}" in result.stderr
