@@ -10,10 +10,11 @@ embeddings' cosine: one logit, P(same question) = sigmoid(logit). The head is sy
 two questions by construction.
 
 Why not the cross-encoder it replaced (MiniLM fine-tuned on both questions at once): it took
-12-41 minutes of two CPU cores to train against ~5 here, and a whole FAQ's worth of sibling
-negatives would have made that longer. It separated pairs better (tune AUC 0.985 against
-0.943), but with the siblings this head answers almost no question with another entry's
-answer (bench/notes/2026-12-05-faq-fast-verifier.md).
+12-41 minutes of two CPU cores on pairs alone, and this head's softmax over whole FAQs (each
+question against ~37 entries, ~14 minutes here) would have made it hours. It separated pairs
+better (tune AUC 0.985 against 0.943), but taught against sibling entries this head answers
+almost no question with another entry's answer (bench/notes/2026-12-05-faq-fast-verifier.md,
+2026-12-07-faq-listwise.md).
 Imports torch: import this module only where a model is trained or loaded.
 """
 
