@@ -17,12 +17,14 @@ import os
 import signal
 import sys
 
+GRACE_S = 30.0  # on SIGTERM, open streams get this long (compose's stop_grace_period is longer)
+
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--host", default="127.0.0.1", help="0.0.0.0 in a container")
     parser.add_argument("--port", type=int, default=50051, help="0: a free one (printed)")
-    parser.add_argument("--grace", type=float, default=30.0)
+    parser.add_argument("--grace", type=float, default=GRACE_S)
     args = parser.parse_args()
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "chatapp.settings.local")
     import django

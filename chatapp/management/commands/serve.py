@@ -17,6 +17,10 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from inference.engines.base import Engine
 
+# On SIGTERM daphne gives the app this long to close its connections (compose's web
+# stop_grace_period is longer: tests/deploy/test_compose.py)
+APPLICATION_CLOSE_TIMEOUT_S = 10
+
 
 class Command(BaseCommand):
     help = "Serve HTTP and WebSockets with daphne (and the embedded inference worker)."
@@ -112,7 +116,7 @@ class Command(BaseCommand):
             application=get_default_application(),
             endpoints=endpoints,
             ready_callable=on_ready,
-            application_close_timeout=10,
+            application_close_timeout=APPLICATION_CLOSE_TIMEOUT_S,
             verbosity=0,
         )
         try:
