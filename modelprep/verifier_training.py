@@ -130,30 +130,30 @@ def train_verifier(
         with_none = torch.cat([logits, torch.zeros(len(step.questions), 1)], dim=1)
         return torch.nn.functional.cross_entropy(with_none, torch.tensor(step.targets))
 
+    def pair_batch_loss(batch: list[Example]) -> Any:
+        logits = head(*batch_of([(vectors[a], vectors[b]) for a, b, _ in batch]))
+        return pair_loss(logits, torch.tensor([label for _, _, label in batch]))
+
     head.train()
     for epoch in range(options.epochs):
         work: list[SetStep | list[Example]] = [*set_steps(train_sets, size=options.set_step)]
         random.shuffle(examples)
         work += batches(examples, size=options.batch_size)
         random.shuffle(work)
-        total = {"sets": 0.0, "pairs": 0.0}
+        losses: dict[str, list[float]] = {"sets": [], "pairs": []}
         for item in work:
             if isinstance(item, SetStep):
-                loss = set_step_loss(item)
+                kind, loss = "sets", set_step_loss(item)
             else:
-                logits = head(*batch_of([(vectors[a], vectors[b]) for a, b, _ in item]))
-                loss = pair_loss(logits, torch.tensor([label for _, _, label in item]))
+                kind, loss = "pairs", pair_batch_loss(item)
             loss.backward()
             optimizer.step()
             schedule.step()
             optimizer.zero_grad()
-            total["sets" if isinstance(item, SetStep) else "pairs"] += float(loss.detach())
-        set_count = sum(isinstance(item, SetStep) for item in work)
-        pair_count = len(work) - set_count
+            losses[kind].append(float(loss.detach()))
         say(
-            f"epoch {epoch + 1}/{options.epochs}: mean loss {total['sets'] / max(1, set_count):.3f}"
-            f" on the FAQs, {total['pairs'] / max(1, pair_count):.3f} on the pairs "
-            f"({time.monotonic() - started:.0f} s)"
+            f"epoch {epoch + 1}/{options.epochs}: mean loss {_mean(losses['sets']):.3f} on the "
+            f"FAQs, {_mean(losses['pairs']):.3f} on the pairs ({time.monotonic() - started:.0f} s)"
         )
     train_s = time.monotonic() - started
     head.eval()
@@ -184,6 +184,10 @@ def train_verifier(
     info = calibrate(out_dir=out_dir, pairs_path=pairs_path, sets_dir=sets_dir, say=say)
     say(f"trained in {train_s:.0f} s")
     return info
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / max(1, len(values))
 
 
 def _read(encoder: FrozenEncoder, texts: Sequence[str], say: Callable[[str], None]) -> list[Any]:
