@@ -36,7 +36,7 @@ prepare-model: install
 	$(PY) -m modelprep prepare --model $(MODEL_CHOICE)
 
 # The FAQ cache's verifier is not on the way to `Ready`: a worker without it trains it in the
-# background (docs/faq.md). This trains it up front instead (about 14 minutes on 2 cores).
+# background (docs/faq.md). This trains it up front instead (about 16 minutes on 2 cores).
 prepare-verifier: install
 	$(PY) -m modelprep prepare --model faq-verifier
 

@@ -8,7 +8,7 @@ next prepare, once they are pinned for the worker (`python -m modelprep pin` wri
 `inference/models/faq_verifier_inputs.json`; prepare refuses while the pin is stale), and the
 worker refuses a folder trained on other inputs than the pinned ones (`ensure_verifier_ready`).
 
-Training takes minutes (about 14 on 2 cores), so with `CHAT_MODEL_CACHE` set (CI sets it
+Training takes minutes (about 16 on 2 cores), so with `CHAT_MODEL_CACHE` set (CI sets it
 outside its fresh clone) a trained folder is also kept there under the digest of its training
 inputs, and a prepare whose inputs match copies it (sha256 checked) instead of training again.
 """
@@ -48,16 +48,19 @@ MODEL_NAME = "faq-verifier"
 # 9: trained with the same arithmetic on every CPU (`REPRODUCIBLE_CPU_ENV`); 10: each train
 # FAQ question against all of its FAQ's entries and "none" at once (one softmax), 6 epochs
 # (never shipped: an entry asked again with "please" scored below the threshold); 11: and each
-# entry asked as typed and lowercased
-RECIPE_VERSION = "11"
+# entry asked as typed and lowercased; 12: MKL's COMPATIBLE branch (its AVX2 branch is for Intel
+# CPUs only: an AMD one ran its own kernels), each question projected once per step
+RECIPE_VERSION = "12"
 
-# Training runs with the same kernels on every x86-64 CPU: MKL's AVX2 path in its reproducible
-# mode, and ATen's and oneDNN's AVX2 kernels. With each CPU's own (AVX-512, AMX) kernels the
-# sums came out in another order, and the rule chosen on the tune sets (zero wrong answers)
-# swung with them: recall 1.3% trained on an Intel Xeon with AMX, 6.4% on an AMD EPYC, 7.6%
-# on the same Xeon with these settings, in the same time (382 s against 370 s).
+# Training runs with the same kernels on every x86-64 CPU: MKL's COMPATIBLE branch in its
+# reproducible mode (the only branch MKL keeps the same on Intel and AMD CPUs: on an AMD one,
+# MKL_CBWR=AVX2 silently falls back to the CPU's own kernels), and ATen's and oneDNN's AVX2
+# kernels. With each CPU's own kernels the sums come out in another order, and the rule chosen
+# on the tune sets (zero wrong answers) swings with them: recipe 11 trained on an AMD EPYC
+# answered 2 held-out questions with another entry's answer, on an Intel Xeon 10
+# (bench/notes/2026-12-08-faq-same-arithmetic.md).
 REPRODUCIBLE_CPU_ENV = {
-    "MKL_CBWR": "AVX2",
+    "MKL_CBWR": "COMPATIBLE",
     "ATEN_CPU_CAPABILITY": "avx2",
     "ONEDNN_MAX_CPU_ISA": "AVX2",
 }
@@ -107,7 +110,7 @@ def prepare_faq_verifier(
     *, data_dir: Path, progress: Progress = print, verify: bool = False
 ) -> Path:
     """Make `<data_dir>/models/faq-verifier` ready: a no-op when it is, else it trains (about
-    14 minutes of both cores; all its epochs, however long they take)."""
+    16 minutes of both cores; all its epochs, however long they take)."""
     target = faq_verifier_dir(data_dir=data_dir)
     steps = Steps(label=MODEL_NAME, progress=progress)
     source = training_source()

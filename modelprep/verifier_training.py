@@ -126,12 +126,12 @@ def train_verifier(
         whose answer is right must beat every sibling, and for a near miss "none" must beat
         them all."""
         grid = [(vectors[e], vectors[q]) for q in step.questions for e in step.entries]
-        logits = head(*batch_of(grid)).reshape(len(step.questions), len(step.entries))
+        logits = head(batch_of(grid)).reshape(len(step.questions), len(step.entries))
         with_none = torch.cat([logits, torch.zeros(len(step.questions), 1)], dim=1)
         return torch.nn.functional.cross_entropy(with_none, torch.tensor(step.targets))
 
     def pair_batch_loss(batch: list[Example]) -> Any:
-        logits = head(*batch_of([(vectors[a], vectors[b]) for a, b, _ in batch]))
+        logits = head(batch_of([(vectors[a], vectors[b]) for a, b, _ in batch]))
         return pair_loss(logits, torch.tensor([label for _, _, label in batch]))
 
     head.train()
@@ -316,5 +316,10 @@ def choose_rule(
 
 if __name__ == "__main__":  # modelprep/faq_verifier.py trains in a child process
     import sys
+
+    import torch
+
+    # an op whose result changes from run to run (no deterministic kernel) fails, not drifts
+    torch.use_deterministic_algorithms(True)
 
     train_verifier(out_dir=Path(sys.argv[1]), say=lambda line: print(line, flush=True))

@@ -8,10 +8,12 @@ part) lines up the tokens of the two questions with soft attention, compares eac
 what it lined up with (ESIM's [x, y, x - y, x * y]), pools both ways, and adds the sentence
 embeddings' cosine: one logit, P(same question) = sigmoid(logit). The head is symmetric in its
 two questions by construction.
+Pairs come as indices into their two sides' distinct questions (`batch_of`), so a question in
+many pairs (a train FAQ step: 16 questions against ~37 entries) is projected once.
 
 Why not the cross-encoder it replaced (MiniLM fine-tuned on both questions at once): it took
 12-41 minutes of two CPU cores on pairs alone, and this head's softmax over whole FAQs (each
-question against ~37 entries, ~14 minutes here) would have made it hours. It separated pairs
+question against ~37 entries, ~16 minutes here) would have made it hours. It separated pairs
 better (tune AUC 0.985 against 0.943), but taught against sibling entries this head answers
 almost no question with another entry's answer (bench/notes/2026-12-05-faq-fast-verifier.md,
 2026-12-07-faq-listwise.md).
@@ -95,24 +97,55 @@ class FrozenEncoder:
         ]
 
 
-def batch_of(
-    pairs: Sequence[tuple[QuestionVectors, QuestionVectors]],
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Padded (a, a_mask, b, b_mask, cosine) tensors for the head."""
+@dataclass(frozen=True, slots=True)
+class Side:
+    """One side's distinct questions, padded once: the head projects each of them once, however
+    many pairs it is in (a train FAQ step pairs 16 questions with ~37 entries)."""
 
-    def padded(side: Sequence[QuestionVectors]) -> tuple[torch.Tensor, torch.Tensor]:
-        longest = max(v.tokens.shape[0] for v in side)
-        out = torch.zeros(len(side), longest, FEATURES)
-        mask = torch.zeros(len(side), longest, dtype=torch.bool)
-        for i, v in enumerate(side):
-            out[i, : v.tokens.shape[0]] = v.tokens.float()
-            mask[i, : v.tokens.shape[0]] = True
-        return out, mask
+    tokens: torch.Tensor  # (questions, longest, FEATURES)
+    mask: torch.Tensor  # (questions, longest), True on real tokens
+    sentences: torch.Tensor  # (questions, 384)
 
-    a, a_mask = padded([a for a, _ in pairs])
-    b, b_mask = padded([b for _, b in pairs])
-    cosine = torch.stack([(x.sentence * y.sentence).sum() for x, y in pairs])
-    return a, a_mask, b, b_mask, cosine
+
+@dataclass(frozen=True, slots=True)
+class PairBatch:
+    """Pairs as indices into their two sides: pair k is (a[left[k]], b[right[k]])."""
+
+    a: Side
+    left: torch.Tensor
+    b: Side
+    right: torch.Tensor
+
+
+def batch_of(pairs: Sequence[tuple[QuestionVectors, QuestionVectors]]) -> PairBatch:
+    """The head's input for `pairs`; a question on one side in several pairs is padded and
+    projected once (the same `QuestionVectors` object: the encoder and training keep one per
+    text)."""
+    a, left = _distinct([a for a, _ in pairs])
+    b, right = _distinct([b for _, b in pairs])
+    return PairBatch(a=_side(a), left=left, b=_side(b), right=right)
+
+
+def _distinct(
+    side: Sequence[QuestionVectors],
+) -> tuple[list[QuestionVectors], torch.Tensor]:
+    rows: dict[int, int] = {}
+    order: list[QuestionVectors] = []
+    for vectors in side:
+        if id(vectors) not in rows:
+            rows[id(vectors)] = len(order)
+            order.append(vectors)
+    return order, torch.tensor([rows[id(vectors)] for vectors in side], dtype=torch.long)
+
+
+def _side(side: Sequence[QuestionVectors]) -> Side:
+    longest = max(v.tokens.shape[0] for v in side)
+    tokens = torch.zeros(len(side), longest, FEATURES)
+    mask = torch.zeros(len(side), longest, dtype=torch.bool)
+    for i, v in enumerate(side):
+        tokens[i, : v.tokens.shape[0]] = v.tokens.float()
+        mask[i, : v.tokens.shape[0]] = True
+    return Side(tokens=tokens, mask=mask, sentences=torch.stack([v.sentence for v in side]))
 
 
 class PairHead(torch.nn.Module):  # type: ignore[misc]  # torch is untyped here
@@ -129,15 +162,15 @@ class PairHead(torch.nn.Module):  # type: ignore[misc]  # torch is untyped here
             torch.nn.Linear(4 * width + 1, width), torch.nn.GELU(), torch.nn.Linear(width, 1)
         )
 
-    def forward(
-        self,
-        a: torch.Tensor,
-        a_mask: torch.Tensor,
-        b: torch.Tensor,
-        b_mask: torch.Tensor,
-        cosine: torch.Tensor,
-    ) -> torch.Tensor:
-        pa, pb = self.project(self.normalise(a)), self.project(self.normalise(b))
+    def forward(self, batch: PairBatch) -> torch.Tensor:
+        """One logit per pair. Each distinct question is projected once, then each pair gets
+        its own dropout (in training) on what it lines up."""
+        # index_select, not [indices]: the latter's gradient adds up in an order that changes
+        # from run to run on CPU, and the trained head with it
+        pa = self.project[1](self._projected(batch.a).index_select(0, batch.left))
+        pb = self.project[1](self._projected(batch.b).index_select(0, batch.right))
+        a_mask, b_mask = batch.a.mask[batch.left], batch.b.mask[batch.right]
+        cosine = (batch.a.sentences[batch.left] * batch.b.sentences[batch.right]).sum(-1)
         similarity = pa @ pb.transpose(1, 2) / math.sqrt(self.width)  # (batch, len a, len b)
         a_from_b = similarity.masked_fill(~b_mask[:, None, :], _MASKED).softmax(-1) @ pb
         b_from_a = (
@@ -148,6 +181,10 @@ class PairHead(torch.nn.Module):  # type: ignore[misc]  # torch is untyped here
         both = torch.cat([pooled_a + pooled_b, (pooled_a - pooled_b).abs(), cosine[:, None]], -1)
         logits: torch.Tensor = self.decide(both).squeeze(-1)
         return logits
+
+    def _projected(self, side: Side) -> torch.Tensor:
+        projected: torch.Tensor = self.project[0](self.normalise(side.tokens))
+        return projected
 
     def _compared(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         compared: torch.Tensor = self.compare(torch.cat([x, y, x - y, x * y], dim=-1))
@@ -185,5 +222,5 @@ class PairModel:
         texts = [text for pair in pairs for text in pair]
         vectors = self.encoder.vectors(texts)
         with torch.inference_mode():
-            logits = self.head(*batch_of(list(zip(vectors[::2], vectors[1::2], strict=True))))
+            logits = self.head(batch_of(list(zip(vectors[::2], vectors[1::2], strict=True))))
         return [float(p) for p in torch.sigmoid(logits).reshape(-1)]

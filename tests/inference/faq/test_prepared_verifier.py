@@ -28,15 +28,15 @@ def test_an_entry_asked_again_almost_word_for_word_is_answered_or_offered(
 ) -> None:
     # entries it was not trained on; the first recipe scored even exact repeats at 0.002
     # (exact ones the decision takes without the model: test_deciders). Recipe 9 accepted 58
-    # of these 60; recipe 11's scores are one softmax over an FAQ's entries, less saturated,
-    # and it accepts 49 (0.99-0.998 against its threshold 0.998): a trade for fewer wrong
-    # answers and more right ones on the held-out FAQs (docs/faq.md). None is lost: every one
-    # is offered as "Did you mean".
+    # of these 60, recipe 11 49 (trained on an AMD EPYC); recipe 12, the same on every CPU,
+    # accepts 13: its scores are 0.98-0.99999 against a threshold of 0.9999, the price of a
+    # rule that answered 1 held-out question in 1,214 with another entry's answer (recipe 11:
+    # 2 to 10 by CPU; docs/faq.md). None is lost: every one is offered as "Did you mean".
     entries = sorted({p.a for p in of_split(load_pairs(), "heldout")})[:60]
     asked = [(e, e.rstrip("?.!") + " please") for e in entries]
     probabilities = prepared_verifier.probabilities(asked)
     accepted = [p >= prepared_verifier.info.threshold for p in probabilities]
-    assert sum(accepted) >= 0.8 * len(entries), list(zip(asked, probabilities, strict=True))
+    assert sum(accepted) >= 0.2 * len(entries), list(zip(asked, probabilities, strict=True))
     assert min(probabilities) >= prepared_verifier.info.suggest_at
     repeats = prepared_verifier.probabilities([(e, e) for e in entries])
     assert sorted(repeats)[len(repeats) // 2] >= 0.99
@@ -55,8 +55,8 @@ def test_clear_paraphrases_score_above_one_word_changes_which_never_pass(
         ("I was charged twice", "I was not charged"),
     ]
     # Every clear paraphrase scores above every one-word change, and no one-word change is
-    # answered. Whether a paraphrase clears the threshold is the rule's strictness (recipe 11
-    # answers 12% of held-out questions): the whole-FAQ tests below pin what it answers.
+    # answered. Whether a paraphrase clears the threshold is the rule's strictness (recipe 12
+    # answers 4% of held-out questions): the whole-FAQ tests below pin what it answers.
     threshold = prepared_verifier.info.threshold
     paraphrases = prepared_verifier.probabilities(same)
     changes = prepared_verifier.probabilities(different)
@@ -70,9 +70,9 @@ def test_its_rule_was_chosen_on_the_tune_sets_and_answers_none_of_them_wrongly(
     info = prepared_verifier.info
     assert info.margin in MARGINS
     assert info.tune_sets_wrong_entry == 0  # choose_rule never picks a rule with one
-    # recipe 11 answers 14.6% right with none wrong (recipe 9: 7.7%; recipe 7: 13.8% with 9
-    # wrong): docs/faq.md
-    assert info.tune_sets_recall > 0.10
+    # recipe 12 answers 4.5% right with none wrong (recipe 11 on an AMD EPYC 14.6%, on an
+    # Intel Xeon 10.3%; recipe 7: 13.8% with 9 wrong): docs/faq.md
+    assert info.tune_sets_recall > 0.03
 
 
 def test_on_a_whole_faq_no_question_gets_another_entrys_answer(
